@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* JSON views of the model (json-glib), shared by the command-line fronts. */
+#ifndef GPUP2P_JSON_H
+#define GPUP2P_JSON_H
+
+#include <json-glib/json-glib.h>
+
+#include "gpup2p/plan.h"
+
+/* One device as the topo and plan views show it. */
+JsonNode *gp_json_device(const GpDevice *dev);
+
+/*
+ * The topology: host bridges, every device, and links (path class and P2P
+ * verdict) between each pair of @pair_devices.
+ */
+JsonNode *gp_json_topology(const GpTopology *topo,
+                           const GPtrArray *pair_devices);
+
+JsonNode *gp_json_plan(const GpTopology *topo, const GpPlan *plan);
+
+/* Pretty-printed text with a trailing newline. */
+char *gp_json_to_string(JsonNode *node);
+
+#endif /* GPUP2P_JSON_H */

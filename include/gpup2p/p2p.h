@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Path classes between two devices (the meaning `nvidia-smi topo -m` gives
+ * them) and P2P verdicts by the rules of Linux's drivers/pci/p2pdma.c.
+ */
+#ifndef GPUP2P_P2P_H
+#define GPUP2P_P2P_H
+
+#include "gpup2p/topo.h"
+
+typedef enum {
+    GP_PATH_SELF,       /* X: the same device */
+    GP_PATH_PIX,        /* at most one PCIe switch (or bridge) */
+    GP_PATH_PXB,        /* several switches, no host bridge */
+    GP_PATH_PHB,        /* through one host bridge */
+    GP_PATH_NODE,       /* between host bridges of one NUMA node */
+    GP_PATH_SYS,        /* across the SMP interconnect between NUMA nodes */
+} GpPathType;
+
+typedef enum {
+    GP_P2P_DIRECT,      /* bus addresses under a common upstream bridge */
+    GP_P2P_HOST_BRIDGE, /* forwarded by a host bridge known to do it */
+    GP_P2P_NONE,        /* not supported */
+    GP_P2P_UNKNOWN,     /* the input lacks what the rules need */
+} GpP2pKind;
+
+typedef struct GpP2pVerdict {
+    GpP2pKind kind;
+    int distance;       /* bridge hops, as p2pdma counts them */
+    const GpDevice *common;     /* common upstream bridge, or NULL */
+    char *reason;
+} GpP2pVerdict;
+
+GpPathType gp_path_classify(const GpDevice *a, const GpDevice *b);
+const char *gp_path_type_name(GpPathType type);
+
+/* Fills @v; free its reason with gp_p2p_verdict_clear(). */
+void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
+                    const GpDevice *b, GpP2pVerdict *v);
+void gp_p2p_verdict_clear(GpP2pVerdict *v);
+const char *gp_p2p_kind_name(GpP2pKind kind);
+bool gp_p2p_possible(GpP2pKind kind);
+
+#endif /* GPUP2P_P2P_H */

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The clique planner: assign P2P clique ids 0..15 to a set of devices so
+ * that devices share an id only if every pair of them can do P2P.
+ */
+#ifndef GPUP2P_PLAN_H
+#define GPUP2P_PLAN_H
+
+#include "gpup2p/p2p.h"
+
+#define GP_PLAN_MAX_CLIQUES 16
+
+typedef enum {
+    GP_PLAN_POLICY_SYSTEM,      /* whatever the P2P rules allow */
+    GP_PLAN_POLICY_HOST_BRIDGE, /* never wider than one host bridge */
+    GP_PLAN_POLICY_SWITCH,      /* only under a common upstream switch */
+} GpPlanPolicy;
+
+typedef struct GpClique {
+    unsigned id;
+    GPtrArray *devices;         /* const GpDevice * */
+} GpClique;
+
+typedef struct GpPlanLeftOut {
+    const GpDevice *device;
+    char *reason;               /* why it shares no clique */
+} GpPlanLeftOut;
+
+typedef struct GpPlan {
+    GpPlanPolicy policy;
+    GPtrArray *devices;         /* the planned set, const GpDevice * */
+    GPtrArray *cliques;         /* GpClique * */
+    GPtrArray *left_out;        /* GpPlanLeftOut * */
+} GpPlan;
+
+/*
+ * Plan for @bdfs (NULL: every NVIDIA display-class device). Fails on an
+ * unknown or duplicate BDF, or with GP_ERROR_TOO_MANY_CLIQUES naming the
+ * devices that would need ids past 15.
+ */
+GpPlan *gp_plan_compute(const GpTopology *topo, const char *const *bdfs,
+                        GpPlanPolicy policy, GError **errp);
+void gp_plan_free(GpPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpPlan, gp_plan_free)
+
+/* The clique id of @dev in @plan, or -1 when it has none. */
+int gp_plan_clique_of(const GpPlan *plan, const GpDevice *dev);
+
+bool gp_plan_policy_parse(const char *text, GpPlanPolicy *policy,
+                          GError **errp);
+const char *gp_plan_policy_name(GpPlanPolicy policy);
+
+/* Whether a pair may share a clique under @policy; @why explains a no. */
+bool gp_plan_pair_allowed(const GpTopology *topo, const GpDevice *a,
+                          const GpDevice *b, GpPlanPolicy policy,
+                          char **why);
+
+#endif /* GPUP2P_PLAN_H */

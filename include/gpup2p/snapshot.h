@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Capture the PCI part of sysfs (plus NUMA nodes and the first CPU's
+ * identity) into a directory that gp_topo_read() reads like the live /sys.
+ */
+#ifndef GPUP2P_SNAPSHOT_H
+#define GPUP2P_SNAPSHOT_H
+
+#include "gpup2p/error.h"
+
+/*
+ * Copy from @root ("/" or another capture) into @dest, which must not
+ * exist. The capture is built beside @dest and renamed into place, so a
+ * failure leaves nothing behind.
+ */
+gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp);
+
+#endif /* GPUP2P_SNAPSHOT_H */

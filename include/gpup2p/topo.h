@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The host topology model: PCI devices read once from sysfs (live or a
+ * captured tree), their bridge chains up to a host bridge, switches, NUMA
+ * nodes, IOMMU groups, drivers, BARs and links. Everything else (path
+ * classes, P2P verdicts, clique plans) is computed from this model.
+ */
+#ifndef GPUP2P_TOPO_H
+#define GPUP2P_TOPO_H
+
+#include "gpup2p/pcicfg.h"
+
+#define GP_BDF_LEN 13           /* "dddd:bb:dd.f" + NUL */
+
+typedef struct GpHostBridge GpHostBridge;
+typedef struct GpDevice GpDevice;
+
+struct GpHostBridge {
+    char name[24];              /* sysfs directory, e.g. "pci0000:00" */
+    unsigned domain;
+    unsigned bus;
+    /* Identity of the device at bus:00.0 of the root bus, as Linux's
+     * p2pdma host bridge list is matched; 0 when there is none. */
+    uint16_t vendor;
+    uint16_t device;
+    char root_bdf[GP_BDF_LEN];
+};
+
+typedef struct GpBar {
+    unsigned index;
+    uint64_t start;
+    uint64_t size;
+    bool io;
+    bool is64;
+    bool prefetchable;
+} GpBar;
+
+typedef enum {
+    GP_CPU_VENDOR_UNKNOWN,
+    GP_CPU_VENDOR_INTEL,
+    GP_CPU_VENDOR_AMD,
+    GP_CPU_VENDOR_OTHER,
+} GpCpuVendor;
+
+struct GpDevice {
+    char bdf[GP_BDF_LEN];
+    unsigned domain, bus, slot, function;
+    uint16_t vendor, device, subsystem_vendor, subsystem_device;
+    uint32_t class_code;        /* 24-bit class, e.g. 0x030200 */
+    int numa_node;              /* -1: none reported */
+    int iommu_group;            /* -1: none */
+    char *driver;               /* NULL: not bound */
+    char *sysfs_path;           /* e.g. "devices/pci0000:00/0000:00:01.0" */
+
+    GpDevice *parent;           /* upstream bridge, NULL on a root bus */
+    GpDevice *physfn;           /* PF of a VF, else NULL */
+    const GpHostBridge *host;
+
+    GpPciConfig *config;
+    bool is_bridge;             /* header type 1 */
+    GpPcieInfo pcie;
+    GpAcsInfo acs;
+    bool acs_known;             /* false: extended config was not readable */
+
+    /* Link attributes as sysfs reports them (text kept as read). */
+    char *link_speed, *max_link_speed;
+    int link_width, max_link_width;
+
+    GArray *bars;               /* GpBar */
+};
+
+typedef struct GpTopology {
+    char *root;                 /* directory playing the role of "/" */
+    char *sys;                  /* root + "/sys" */
+    GPtrArray *devices;         /* GpDevice *, sorted by BDF */
+    GPtrArray *host_bridges;    /* GpHostBridge * */
+    GHashTable *by_bdf;
+    GpCpuVendor cpu_vendor;
+    unsigned cpu_family;
+    char *cpu_model_name;
+    /* Devices whose config space was cut short (unprivileged read). */
+    unsigned config_truncated;
+} GpTopology;
+
+/*
+ * Read the topology. @root is "/" for the live system, or a directory
+ * holding a captured "sys/" tree (a directory that itself holds "bus/pci"
+ * is taken as the sys directory). Links stored as plain files holding the
+ * link text (as some copy tools leave them) read as links.
+ */
+GpTopology *gp_topo_read(const char *root, GError **errp);
+void gp_topo_free(GpTopology *topo);
+
+/*
+ * Build a topology by hand (benchmarks, tests of the rules): add host
+ * bridges and devices parents first, then call gp_topo_finish().
+ */
+GpTopology *gp_topo_new(const char *root);
+GpHostBridge *gp_topo_add_host_bridge(GpTopology *topo, unsigned domain,
+                                      unsigned bus);
+GpDevice *gp_topo_add_device(GpTopology *topo, GpHostBridge *host,
+                             GpDevice *parent, const char *bdf,
+                             GError **errp);
+void gp_topo_finish(GpTopology *topo);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpTopology, gp_topo_free)
+
+GpDevice *gp_topo_find(const GpTopology *topo, const char *bdf);
+/* Accepts "bb:dd.f" (domain 0) or "dddd:bb:dd.f"; NULL for bad text. */
+bool gp_bdf_normalize(const char *text, char out[GP_BDF_LEN]);
+
+bool gp_device_is_nvidia_gpu(const GpDevice *dev);
+bool gp_device_is_gpu(const GpDevice *dev);
+/* The switch a port belongs to: its upstream port, else NULL. */
+const GpDevice *gp_device_switch(const GpDevice *dev);
+/* The root port above a device, or NULL when it sits on a root bus. */
+const GpDevice *gp_device_root_port(const GpDevice *dev);
+const GpBar *gp_device_bar(const GpDevice *dev, unsigned index);
+
+/* Parse one line of a sysfs "resource" file into @bar. */
+bool gp_bar_parse_resource_line(const char *line, unsigned index, GpBar *bar);
+
+#endif /* GPUP2P_TOPO_H */

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* JSON views of the topology and plans. */
+#include "gpup2p/json.h"
+
+static void add_hex(JsonBuilder *b, const char *key, unsigned val, int width)
+{
+    g_autofree char *text = g_strdup_printf("%0*x", width, val);
+
+    json_builder_set_member_name(b, key);
+    json_builder_add_string_value(b, text);
+}
+
+static void add_int_or_null(JsonBuilder *b, const char *key, int val)
+{
+    json_builder_set_member_name(b, key);
+    if (val < 0) {
+        json_builder_add_null_value(b);
+    } else {
+        json_builder_add_int_value(b, val);
+    }
+}
+
+static void add_string_or_null(JsonBuilder *b, const char *key,
+                               const char *val)
+{
+    json_builder_set_member_name(b, key);
+    if (val) {
+        json_builder_add_string_value(b, val);
+    } else {
+        json_builder_add_null_value(b);
+    }
+}
+
+static void build_device(JsonBuilder *b, const GpDevice *dev)
+{
+    const GpDevice *d, *sw;
+    guint i;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "bdf");
+    json_builder_add_string_value(b, dev->bdf);
+    add_hex(b, "vendor", dev->vendor, 4);
+    add_hex(b, "device", dev->device, 4);
+    add_hex(b, "class", dev->class_code, 6);
+    add_hex(b, "subsystem_vendor", dev->subsystem_vendor, 4);
+    add_hex(b, "subsystem_device", dev->subsystem_device, 4);
+    json_builder_set_member_name(b, "numa_node");
+    json_builder_add_int_value(b, dev->numa_node);
+    add_int_or_null(b, "iommu_group", dev->iommu_group);
+    add_string_or_null(b, "driver", dev->driver);
+    json_builder_set_member_name(b, "host_bridge");
+    json_builder_add_string_value(b, dev->host->name);
+    json_builder_set_member_name(b, "upstream");
+    json_builder_begin_array(b);
+    for (d = dev->parent; d; d = d->parent) {
+        json_builder_add_string_value(b, d->bdf);
+    }
+    json_builder_end_array(b);
+    sw = dev->parent ? gp_device_switch(dev->parent) : NULL;
+    add_string_or_null(b, "switch", sw ? sw->bdf : NULL);
+    json_builder_set_member_name(b, "bridge");
+    json_builder_add_boolean_value(b, dev->is_bridge);
+    json_builder_set_member_name(b, "pcie_type");
+    json_builder_add_string_value(b, gp_pcie_type_name(dev->pcie.type));
+
+    json_builder_set_member_name(b, "link");
+    json_builder_begin_object(b);
+    add_string_or_null(b, "speed", dev->link_speed);
+    json_builder_set_member_name(b, "width");
+    json_builder_add_int_value(b, dev->link_width);
+    add_string_or_null(b, "max_speed", dev->max_link_speed);
+    json_builder_set_member_name(b, "max_width");
+    json_builder_add_int_value(b, dev->max_link_width);
+    json_builder_end_object(b);
+
+    json_builder_set_member_name(b, "acs");
+    if (!dev->acs_known) {
+        json_builder_add_null_value(b);
+    } else if (!dev->acs.present) {
+        json_builder_add_boolean_value(b, FALSE);
+    } else {
+        g_autofree char *cap = gp_acs_bits_string(dev->acs.cap);
+        g_autofree char *ctrl = gp_acs_bits_string(dev->acs.ctrl);
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "capability");
+        json_builder_add_string_value(b, cap);
+        json_builder_set_member_name(b, "control");
+        json_builder_add_string_value(b, ctrl);
+        json_builder_set_member_name(b, "redirect");
+        json_builder_add_boolean_value(b,
+                                       dev->acs.ctrl & GP_ACS_REDIRECT_MASK);
+        json_builder_end_object(b);
+    }
+    json_builder_set_member_name(b, "config_bytes");
+    json_builder_add_int_value(b, (gint64)dev->config->len);
+
+    json_builder_set_member_name(b, "bars");
+    json_builder_begin_array(b);
+    for (i = 0; i < dev->bars->len; i++) {
+        const GpBar *bar = &g_array_index(dev->bars, GpBar, i);
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "index");
+        json_builder_add_int_value(b, bar->index);
+        json_builder_set_member_name(b, "start");
+        {
+            g_autofree char *s = g_strdup_printf("0x%" G_GINT64_MODIFIER "x",
+                                                 bar->start);
+
+            json_builder_add_string_value(b, s);
+        }
+        json_builder_set_member_name(b, "size");
+        json_builder_add_int_value(b, (gint64)bar->size);
+        json_builder_set_member_name(b, "type");
+        json_builder_add_string_value(b, bar->io ? "io" : "memory");
+        json_builder_set_member_name(b, "64bit");
+        json_builder_add_boolean_value(b, bar->is64);
+        json_builder_set_member_name(b, "prefetchable");
+        json_builder_add_boolean_value(b, bar->prefetchable);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+}
+
+JsonNode *gp_json_device(const GpDevice *dev)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    build_device(b, dev);
+    return json_builder_get_root(b);
+}
+
+static void build_links(JsonBuilder *b, const GpTopology *topo,
+                        const GPtrArray *devs)
+{
+    guint i, j;
+
+    json_builder_set_member_name(b, "links");
+    json_builder_begin_array(b);
+    for (i = 0; i < devs->len; i++) {
+        for (j = i + 1; j < devs->len; j++) {
+            const GpDevice *a = g_ptr_array_index(devs, i);
+            const GpDevice *d = g_ptr_array_index(devs, j);
+            GpP2pVerdict v;
+
+            gp_p2p_verdict(topo, a, d, &v);
+            json_builder_begin_object(b);
+            json_builder_set_member_name(b, "a");
+            json_builder_add_string_value(b, a->bdf);
+            json_builder_set_member_name(b, "b");
+            json_builder_add_string_value(b, d->bdf);
+            json_builder_set_member_name(b, "type");
+            json_builder_add_string_value(b,
+                gp_path_type_name(gp_path_classify(a, d)));
+            json_builder_set_member_name(b, "p2p");
+            json_builder_add_string_value(b, gp_p2p_kind_name(v.kind));
+            json_builder_set_member_name(b, "distance");
+            json_builder_add_int_value(b, v.distance);
+            json_builder_set_member_name(b, "reason");
+            json_builder_add_string_value(b, v.reason);
+            json_builder_end_object(b);
+            gp_p2p_verdict_clear(&v);
+        }
+    }
+    json_builder_end_array(b);
+}
+
+static const char *cpu_vendor_name(GpCpuVendor v)
+{
+    switch (v) {
+    case GP_CPU_VENDOR_INTEL:
+        return "intel";
+    case GP_CPU_VENDOR_AMD:
+        return "amd";
+    case GP_CPU_VENDOR_OTHER:
+        return "other";
+    case GP_CPU_VENDOR_UNKNOWN:
+        break;
+    }
+    return NULL;
+}
+
+static void build_header(JsonBuilder *b, const GpTopology *topo)
+{
+    guint i;
+
+    json_builder_set_member_name(b, "root");
+    json_builder_add_string_value(b, topo->root);
+    json_builder_set_member_name(b, "cpu");
+    json_builder_begin_object(b);
+    add_string_or_null(b, "vendor", cpu_vendor_name(topo->cpu_vendor));
+    json_builder_set_member_name(b, "family");
+    json_builder_add_int_value(b, topo->cpu_family);
+    add_string_or_null(b, "model_name", topo->cpu_model_name);
+    json_builder_end_object(b);
+    json_builder_set_member_name(b, "config_truncated");
+    json_builder_add_int_value(b, topo->config_truncated);
+    json_builder_set_member_name(b, "host_bridges");
+    json_builder_begin_array(b);
+    for (i = 0; i < topo->host_bridges->len; i++) {
+        const GpHostBridge *hb = g_ptr_array_index(topo->host_bridges, i);
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "name");
+        json_builder_add_string_value(b, hb->name);
+        add_string_or_null(b, "root_device",
+                           hb->root_bdf[0] ? hb->root_bdf : NULL);
+        add_hex(b, "vendor", hb->vendor, 4);
+        add_hex(b, "device", hb->device, 4);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
+JsonNode *gp_json_topology(const GpTopology *topo,
+                           const GPtrArray *pair_devices)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    guint i;
+
+    json_builder_begin_object(b);
+    build_header(b, topo);
+    json_builder_set_member_name(b, "devices");
+    json_builder_begin_array(b);
+    for (i = 0; i < topo->devices->len; i++) {
+        build_device(b, g_ptr_array_index(topo->devices, i));
+    }
+    json_builder_end_array(b);
+    build_links(b, topo, pair_devices);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+JsonNode *gp_json_plan(const GpTopology *topo, const GpPlan *plan)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    guint i, j;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "policy");
+    json_builder_add_string_value(b, gp_plan_policy_name(plan->policy));
+    build_header(b, topo);
+    json_builder_set_member_name(b, "devices");
+    json_builder_begin_array(b);
+    for (i = 0; i < plan->devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(plan->devices, i);
+        JsonNode *node = gp_json_device(dev);
+        JsonObject *obj = json_node_get_object(node);
+        int id = gp_plan_clique_of(plan, dev);
+
+        if (id < 0) {
+            json_object_set_null_member(obj, "clique");
+        } else {
+            json_object_set_int_member(obj, "clique", id);
+        }
+        json_builder_add_value(b, node);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "cliques");
+    json_builder_begin_array(b);
+    for (i = 0; i < plan->cliques->len; i++) {
+        const GpClique *c = g_ptr_array_index(plan->cliques, i);
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "id");
+        json_builder_add_int_value(b, c->id);
+        json_builder_set_member_name(b, "devices");
+        json_builder_begin_array(b);
+        for (j = 0; j < c->devices->len; j++) {
+            const GpDevice *d = g_ptr_array_index(c->devices, j);
+
+            json_builder_add_string_value(b, d->bdf);
+        }
+        json_builder_end_array(b);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "unassigned");
+    json_builder_begin_array(b);
+    for (i = 0; i < plan->left_out->len; i++) {
+        const GpPlanLeftOut *l = g_ptr_array_index(plan->left_out, i);
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "bdf");
+        json_builder_add_string_value(b, l->device->bdf);
+        json_builder_set_member_name(b, "reason");
+        json_builder_add_string_value(b, l->reason);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    build_links(b, topo, plan->devices);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+char *gp_json_to_string(JsonNode *node)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autofree char *text = NULL;
+
+    json_generator_set_pretty(gen, TRUE);
+    json_generator_set_indent(gen, 2);
+    json_generator_set_root(gen, node);
+    text = json_generator_to_data(gen, NULL);
+    return g_strconcat(text, "\n", NULL);
+}

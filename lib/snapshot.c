@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Capture the PCI part of sysfs in the shape gp_topo_read() reads. */
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpup2p/snapshot.h"
+#include "sysfs-internal.h"
+
+static const char *const device_attrs[] = {
+    "vendor", "device", "class", "revision", "subsystem_vendor",
+    "subsystem_device", "numa_node", "local_cpulist", "local_cpus",
+    "resource", "current_link_speed", "current_link_width",
+    "max_link_speed", "max_link_width", "secondary_bus_number",
+    "subordinate_bus_number", "config", "enable", "ari_enabled",
+};
+
+static const char *const device_links[] = {
+    "driver", "iommu_group", "physfn",
+};
+
+static gboolean copy_file(const char *src, const char *dst, GError **errp)
+{
+    g_autofree gchar *data = NULL;
+    gsize len;
+
+    if (!g_file_get_contents(src, &data, &len, NULL)) {
+        return TRUE;            /* absent or unreadable attributes are skipped */
+    }
+    return g_file_set_contents(dst, data, (gssize)len, errp);
+}
+
+static gboolean make_link(const char *src, const char *dst, GError **errp)
+{
+    g_autofree char *text = gp_sysfs_read_link_text(src);
+
+    if (!text) {
+        return TRUE;
+    }
+    if (symlink(text, dst) < 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: cannot create link: %s",
+                    dst, g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean mkdirs(const char *path, GError **errp)
+{
+    if (g_mkdir_with_parents(path, 0755) < 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: cannot create: %s",
+                    path, g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean copy_device(const char *sys, const char *out_sys,
+                            const char *rel, GError **errp)
+{
+    g_autofree char *src = g_build_filename(sys, rel, NULL);
+    g_autofree char *dst = g_build_filename(out_sys, rel, NULL);
+    size_t i;
+
+    if (!mkdirs(dst, errp)) {
+        return FALSE;
+    }
+    for (i = 0; i < G_N_ELEMENTS(device_attrs); i++) {
+        g_autofree char *s = g_build_filename(src, device_attrs[i], NULL);
+        g_autofree char *d = g_build_filename(dst, device_attrs[i], NULL);
+
+        if (!copy_file(s, d, errp)) {
+            return FALSE;
+        }
+    }
+    for (i = 0; i < G_N_ELEMENTS(device_links); i++) {
+        g_autofree char *s = g_build_filename(src, device_links[i], NULL);
+        g_autofree char *d = g_build_filename(dst, device_links[i], NULL);
+
+        if (!make_link(s, d, errp)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean copy_links_dir(const char *sys, const char *out_sys,
+                               const char *rel, gboolean devices,
+                               GError **errp)
+{
+    g_autofree char *src = g_build_filename(sys, rel, NULL);
+    g_autofree char *dst = g_build_filename(out_sys, rel, NULL);
+    g_autoptr(GDir) dir = g_dir_open(src, 0, NULL);
+    const char *name;
+
+    if (!dir) {
+        return TRUE;
+    }
+    if (!mkdirs(dst, errp)) {
+        return FALSE;
+    }
+    while ((name = g_dir_read_name(dir))) {
+        g_autofree char *s = g_build_filename(src, name, NULL);
+        g_autofree char *d = g_build_filename(dst, name, NULL);
+        g_autofree char *text = gp_sysfs_read_link_text(s);
+        g_autofree char *target = NULL;
+
+        if (!text) {
+            continue;
+        }
+        if (symlink(text, d) < 0) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_IO,
+                        "%s: cannot create link: %s", d, g_strerror(errno));
+            return FALSE;
+        }
+        target = gp_sysfs_resolve(rel, text);
+        if (devices && target && g_str_has_prefix(target, "devices/pci") &&
+            !copy_device(sys, out_sys, target, errp)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean copy_numa(const char *sys, const char *out_sys, GError **errp)
+{
+    g_autofree char *src = g_build_filename(sys, "devices/system/node", NULL);
+    g_autoptr(GDir) dir = g_dir_open(src, 0, NULL);
+    const char *name;
+
+    if (!dir) {
+        return TRUE;
+    }
+    while ((name = g_dir_read_name(dir))) {
+        g_autofree char *rel = NULL;
+        g_autofree char *dst = NULL;
+        const char *files[] = { "cpulist", "distance" };
+        size_t i;
+
+        if (!g_str_has_prefix(name, "node") || !g_ascii_isdigit(name[4])) {
+            continue;
+        }
+        rel = g_build_filename("devices/system/node", name, NULL);
+        dst = g_build_filename(out_sys, rel, NULL);
+        if (!mkdirs(dst, errp)) {
+            return FALSE;
+        }
+        for (i = 0; i < G_N_ELEMENTS(files); i++) {
+            g_autofree char *s = g_build_filename(sys, rel, files[i], NULL);
+            g_autofree char *d = g_build_filename(dst, files[i], NULL);
+
+            if (!copy_file(s, d, errp)) {
+                return FALSE;
+            }
+        }
+    }
+    return TRUE;
+}
+
+/* The first processor's block: vendor and family decide P2P forwarding. */
+static gboolean copy_cpuinfo(const char *root, const char *out, GError **errp)
+{
+    g_autofree char *src = g_build_filename(root, "proc", "cpuinfo", NULL);
+    g_autofree char *dir = g_build_filename(out, "proc", NULL);
+    g_autofree char *dst = g_build_filename(dir, "cpuinfo", NULL);
+    g_autofree gchar *text = NULL;
+    char *end;
+
+    if (!g_file_get_contents(src, &text, NULL, NULL)) {
+        return TRUE;
+    }
+    end = strstr(text, "\n\n");
+    if (end) {
+        end[1] = '\0';
+    }
+    return mkdirs(dir, errp) &&
+           g_file_set_contents(dst, text, -1, errp);
+}
+
+static void remove_tree(const char *path)
+{
+    g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
+    const char *name;
+
+    if (dir) {
+        while ((name = g_dir_read_name(dir))) {
+            g_autofree char *child = g_build_filename(path, name, NULL);
+
+            if (g_file_test(child, G_FILE_TEST_IS_DIR) &&
+                !g_file_test(child, G_FILE_TEST_IS_SYMLINK)) {
+                remove_tree(child);
+            } else {
+                g_unlink(child);
+            }
+        }
+    }
+    g_rmdir(path);
+}
+
+gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp)
+{
+    g_autofree char *sys = g_build_filename(root, "sys", NULL);
+    g_autofree char *parent = g_path_get_dirname(dest);
+    g_autofree char *base = g_path_get_basename(dest);
+    g_autofree char *tmpl = NULL;
+    g_autofree char *tmp = NULL;
+    g_autofree char *out_sys = NULL;
+    g_autofree char *probe = g_build_filename(sys, "bus/pci/devices", NULL);
+
+    if (g_file_test(dest, G_FILE_TEST_EXISTS)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s already exists; a snapshot goes into a new directory",
+                    dest);
+        return FALSE;
+    }
+    if (!g_file_test(probe, G_FILE_TEST_IS_DIR)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
+                    "%s: no PCI devices to capture", probe);
+        return FALSE;
+    }
+    tmpl = g_strdup_printf(".%s.XXXXXX", base);
+    tmp = g_build_filename(parent, tmpl, NULL);
+    if (!g_mkdtemp(tmp)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO,
+                    "%s: cannot create a directory beside it: %s", dest,
+                    g_strerror(errno));
+        return FALSE;
+    }
+    out_sys = g_build_filename(tmp, "sys", NULL);
+    if (!copy_links_dir(sys, out_sys, "bus/pci/devices", TRUE, errp) ||
+        !copy_links_dir(sys, out_sys, "class/pci_bus", FALSE, errp) ||
+        !copy_numa(sys, out_sys, errp) ||
+        !copy_cpuinfo(root, tmp, errp)) {
+        remove_tree(tmp);
+        return FALSE;
+    }
+    if (g_chmod(tmp, 0755) < 0 || g_rename(tmp, dest) < 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: cannot move into "
+                    "place: %s", dest, g_strerror(errno));
+        remove_tree(tmp);
+        return FALSE;
+    }
+    return TRUE;
+}

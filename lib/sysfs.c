@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Read the PCI part of sysfs (live or captured) into a GpTopology. This is
+ * the only file that touches sysfs for reading.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpup2p/topo.h"
+#include "sysfs-internal.h"
+
+#define LINK_TEXT_MAX 512
+
+/*
+ * The text of a link. A captured tree may hold links as plain files that
+ * contain the link text; both read the same.
+ */
+char *gp_sysfs_read_link_text(const char *path)
+{
+    char buf[LINK_TEXT_MAX];
+    struct stat st;
+    ssize_t n;
+    gchar *text = NULL;
+    gsize len;
+
+    if (lstat(path, &st) < 0) {
+        return NULL;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        n = readlink(path, buf, sizeof(buf) - 1);
+        if (n < 0) {
+            return NULL;
+        }
+        buf[n] = '\0';
+        return g_strdup(buf);
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size >= LINK_TEXT_MAX ||
+        !g_file_get_contents(path, &text, &len, NULL)) {
+        return NULL;
+    }
+    g_strchomp(text);
+    if (!g_str_has_prefix(text, "../") && !g_str_has_prefix(text, "/")) {
+        g_free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Resolve link text found in directory @dir (relative to sys) lexically. */
+char *gp_sysfs_resolve(const char *dir, const char *target)
+{
+    g_auto(GStrv) parts = NULL;
+    GPtrArray *out = g_ptr_array_new();
+    char *joined;
+    size_t i;
+
+    if (g_str_has_prefix(target, "/sys/")) {
+        joined = g_strdup(target + 5);
+    } else if (target[0] == '/') {
+        g_ptr_array_free(out, TRUE);
+        return NULL;
+    } else {
+        joined = g_build_filename(dir, target, NULL);
+    }
+    parts = g_strsplit(joined, "/", -1);
+    g_free(joined);
+    for (i = 0; parts[i]; i++) {
+        if (!parts[i][0] || !strcmp(parts[i], ".")) {
+            continue;
+        }
+        if (!strcmp(parts[i], "..")) {
+            if (out->len == 0) {
+                g_ptr_array_free(out, TRUE);
+                return NULL;    /* escapes the sys tree */
+            }
+            g_ptr_array_remove_index(out, out->len - 1);
+            continue;
+        }
+        g_ptr_array_add(out, parts[i]);
+    }
+    g_ptr_array_add(out, NULL);
+    joined = g_strjoinv("/", (char **)out->pdata);
+    g_ptr_array_free(out, TRUE);
+    return joined;
+}
+
+static char *read_attr(const char *dir, const char *name)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    gchar *text = NULL;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL)) {
+        return NULL;
+    }
+    return g_strstrip(text);
+}
+
+static bool read_hex_attr(const char *dir, const char *name, unsigned max,
+                          unsigned *val, GError **errp)
+{
+    g_autofree char *text = read_attr(dir, name);
+    char *end;
+    unsigned long v;
+
+    if (!text) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
+                    "%s/%s: missing or unreadable", dir, name);
+        return false;
+    }
+    errno = 0;
+    v = strtoul(text, &end, 16);
+    if (errno || end == text || *end || v > max) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s/%s: '%s' is not a hex number up to 0x%x", dir, name,
+                    text, max);
+        return false;
+    }
+    *val = (unsigned)v;
+    return true;
+}
+
+static int read_int_attr(const char *dir, const char *name, int dflt)
+{
+    g_autofree char *text = read_attr(dir, name);
+    char *end;
+    long v;
+
+    if (!text) {
+        return dflt;
+    }
+    v = strtol(text, &end, 0);
+    return (end == text || *end) ? dflt : (int)v;
+}
+
+static char *link_basename(const char *dir, const char *name)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *target = gp_sysfs_read_link_text(path);
+
+    return target ? g_path_get_basename(target) : NULL;
+}
+
+bool gp_bar_parse_resource_line(const char *line, unsigned index, GpBar *bar)
+{
+    unsigned long long start, end, flags;
+
+    memset(bar, 0, sizeof(*bar));
+    if (sscanf(line, "%llx %llx %llx", &start, &end, &flags) != 3) {
+        return false;
+    }
+    bar->index = index;
+    if (!flags || end < start) {
+        return true;            /* unused slot: size stays 0 */
+    }
+    bar->start = start;
+    bar->size = end - start + 1;
+    /* Linux IORESOURCE_IO, IORESOURCE_PREFETCH, IORESOURCE_MEM_64. */
+    bar->io = flags & 0x100;
+    bar->prefetchable = flags & 0x2000;
+    bar->is64 = flags & 0x100000;
+    return true;
+}
+
+static void read_bars(GpDevice *dev, const char *dir)
+{
+    g_autofree char *text = read_attr(dir, "resource");
+    g_auto(GStrv) lines = NULL;
+    unsigned nbars = dev->is_bridge ? 2 : 6;
+    unsigned i;
+
+    if (!text) {
+        return;
+    }
+    lines = g_strsplit(text, "\n", -1);
+    for (i = 0; lines[i] && i < nbars; i++) {
+        GpBar bar;
+
+        if (gp_bar_parse_resource_line(lines[i], i, &bar) && bar.size) {
+            g_array_append_val(dev->bars, bar);
+        }
+    }
+}
+
+static void read_config(GpDevice *dev, const char *dir, GpTopology *topo)
+{
+    g_autofree char *path = g_build_filename(dir, "config", NULL);
+    g_autofree gchar *bytes = NULL;
+    g_autoptr(GError) err = NULL;
+    GpPciCapList caps;
+    gsize len = 0;
+
+    if (!g_file_get_contents(path, &bytes, &len, NULL)) {
+        len = 0;
+    }
+    gp_pcicfg_init(dev->config, (const uint8_t *)bytes, len);
+    if (len < GP_PCICFG_STD_SIZE) {
+        topo->config_truncated++;
+    }
+    dev->is_bridge = len > 0x0e && gp_pcicfg_header_type(dev->config) == 1;
+    dev->pcie.type = GP_PCIE_TYPE_NONE;
+    if (gp_pcicfg_walk_caps(dev->config, &caps, NULL)) {
+        gp_pcicfg_pcie_info(dev->config, &caps, &dev->pcie);
+    }
+    dev->acs_known = gp_pcicfg_acs_info(dev->config, &dev->acs, &err);
+}
+
+
+static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
+{
+    g_autofree char *dir = g_build_filename(topo->sys, dev->sysfs_path, NULL);
+    g_autofree char *group = NULL;
+    unsigned v;
+
+    if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
+                    "%s: device directory of %s is missing", dir, dev->bdf);
+        return false;
+    }
+    if (!read_hex_attr(dir, "vendor", 0xffff, &v, errp)) {
+        return false;
+    }
+    dev->vendor = v;
+    if (!read_hex_attr(dir, "device", 0xffff, &v, errp)) {
+        return false;
+    }
+    dev->device = v;
+    if (!read_hex_attr(dir, "class", 0xffffff, &v, errp)) {
+        return false;
+    }
+    dev->class_code = v;
+    if (read_hex_attr(dir, "subsystem_vendor", 0xffff, &v, NULL)) {
+        dev->subsystem_vendor = v;
+    }
+    if (read_hex_attr(dir, "subsystem_device", 0xffff, &v, NULL)) {
+        dev->subsystem_device = v;
+    }
+    dev->numa_node = read_int_attr(dir, "numa_node", -1);
+    dev->driver = link_basename(dir, "driver");
+    group = link_basename(dir, "iommu_group");
+    dev->iommu_group = group ? atoi(group) : -1;
+    dev->link_speed = read_attr(dir, "current_link_speed");
+    dev->max_link_speed = read_attr(dir, "max_link_speed");
+    dev->link_width = read_int_attr(dir, "current_link_width", 0);
+    dev->max_link_width = read_int_attr(dir, "max_link_width", 0);
+    read_config(dev, dir, topo);
+    read_bars(dev, dir);
+    return true;
+}
+
+static void read_cpuinfo(GpTopology *topo)
+{
+    g_autofree char *path = g_build_filename(topo->root, "proc", "cpuinfo",
+                                             NULL);
+    g_autofree gchar *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    size_t i;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL)) {
+        return;
+    }
+    lines = g_strsplit(text, "\n", -1);
+    for (i = 0; lines[i] && lines[i][0]; i++) {   /* first processor only */
+        char *colon = strchr(lines[i], ':');
+        char *value;
+
+        if (!colon) {
+            continue;
+        }
+        *colon = '\0';
+        value = g_strstrip(colon + 1);
+        g_strstrip(lines[i]);
+        if (!strcmp(lines[i], "vendor_id")) {
+            topo->cpu_vendor = !strcmp(value, "AuthenticAMD") ||
+                               !strcmp(value, "HygonGenuine") ?
+                               GP_CPU_VENDOR_AMD :
+                               !strcmp(value, "GenuineIntel") ?
+                               GP_CPU_VENDOR_INTEL : GP_CPU_VENDOR_OTHER;
+        } else if (!strcmp(lines[i], "cpu family")) {
+            topo->cpu_family = (unsigned)atoi(value);
+        } else if (!strcmp(lines[i], "model name")) {
+            g_free(topo->cpu_model_name);
+            topo->cpu_model_name = g_strdup(value);
+        }
+    }
+}
+
+typedef struct {
+    char *entry;
+    char **parts;               /* "devices", "pciDDDD:BB", ..., self */
+} DeviceLink;
+
+static void device_link_free(gpointer p)
+{
+    DeviceLink *l = p;
+
+    g_free(l->entry);
+    g_strfreev(l->parts);
+    g_free(l);
+}
+
+/* Parents before children, so each device finds its bridge already read. */
+static gint device_link_cmp(gconstpointer a, gconstpointer b)
+{
+    const DeviceLink *la = *(DeviceLink *const *)a;
+    const DeviceLink *lb = *(DeviceLink *const *)b;
+    guint na = g_strv_length(la->parts), nb = g_strv_length(lb->parts);
+
+    return na != nb ? (na < nb ? -1 : 1) : strcmp(la->entry, lb->entry);
+}
+
+static GPtrArray *list_device_links(const char *devdir, GError **errp)
+{
+    g_autoptr(GPtrArray) links =
+        g_ptr_array_new_with_free_func(device_link_free);
+    g_autoptr(GDir) dir = g_dir_open(devdir, 0, errp);
+    const char *name;
+
+    if (!dir) {
+        return NULL;
+    }
+    while ((name = g_dir_read_name(dir))) {
+        g_autofree char *lpath = g_build_filename(devdir, name, NULL);
+        g_autofree char *target = gp_sysfs_read_link_text(lpath);
+        g_autofree char *rel = NULL;
+        DeviceLink *l;
+
+        if (!target) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s: not a link to a device directory", lpath);
+            return NULL;
+        }
+        rel = gp_sysfs_resolve("bus/pci/devices", target);
+        if (!rel || !g_str_has_prefix(rel, "devices/pci")) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s: link '%s' does not lead under devices/pci*",
+                        lpath, target);
+            return NULL;
+        }
+        l = g_new0(DeviceLink, 1);
+        l->entry = g_strdup(name);
+        l->parts = g_strsplit(rel, "/", -1);
+        g_ptr_array_add(links, l);
+        if (g_strv_length(l->parts) < 3) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s: link '%s' is too short", lpath, target);
+            return NULL;
+        }
+    }
+    g_ptr_array_sort(links, device_link_cmp);
+    return g_steal_pointer(&links);
+}
+
+static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
+                              GError **errp)
+{
+    guint n = g_strv_length(l->parts);
+    GpDevice *parent = NULL, *dev;
+    GpHostBridge *host;
+    unsigned domain, bus;
+    char bdf[GP_BDF_LEN], tail;
+
+    if (sscanf(l->parts[1], "pci%x:%x%c", &domain, &bus, &tail) != 2) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s/bus/pci/devices/%s: '%s' is not a host bridge "
+                    "directory", topo->sys, l->entry, l->parts[1]);
+        return false;
+    }
+    host = gp_topo_add_host_bridge(topo, domain, bus);
+    if (n > 3) {
+        if (!gp_bdf_normalize(l->parts[n - 2], bdf) ||
+            !(parent = gp_topo_find(topo, bdf))) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
+                        "%s/bus/pci/devices/%s: upstream bridge %s is not "
+                        "in bus/pci/devices", topo->sys, l->entry,
+                        l->parts[n - 2]);
+            return false;
+        }
+    }
+    dev = gp_topo_add_device(topo, host, parent, l->entry, errp);
+    if (!dev) {
+        g_prefix_error(errp, "%s/bus/pci/devices: ", topo->sys);
+        return false;
+    }
+    dev->sysfs_path = g_strjoinv("/", l->parts);
+    return device_read_attrs(topo, dev, errp);
+}
+
+static void link_physfns(GpTopology *topo)
+{
+    guint i;
+
+    for (i = 0; i < topo->devices->len; i++) {
+        GpDevice *dev = g_ptr_array_index(topo->devices, i);
+        g_autofree char *dir = g_build_filename(topo->sys, dev->sysfs_path,
+                                                NULL);
+        g_autofree char *pf = link_basename(dir, "physfn");
+
+        if (pf) {
+            dev->physfn = gp_topo_find(topo, pf);
+        }
+    }
+}
+
+GpTopology *gp_topo_read(const char *root, GError **errp)
+{
+    g_autoptr(GpTopology) topo = gp_topo_new(root);
+    g_autofree char *devdir = g_build_filename(topo->sys, "bus", "pci",
+                                               "devices", NULL);
+    g_autoptr(GPtrArray) links = NULL;
+    guint i;
+
+    if (!g_file_test(devdir, G_FILE_TEST_IS_DIR)) {
+        g_autofree char *alt = g_build_filename(root, "bus", "pci", "devices",
+                                                NULL);
+
+        if (!g_file_test(alt, G_FILE_TEST_IS_DIR)) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
+                        "%s: no PCI devices found (neither %s nor %s is a "
+                        "directory)", root, devdir, alt);
+            return NULL;
+        }
+        g_free(topo->sys);
+        topo->sys = g_strdup(root);
+        g_free(devdir);
+        devdir = g_steal_pointer(&alt);
+    }
+    links = list_device_links(devdir, errp);
+    if (!links) {
+        return NULL;
+    }
+    for (i = 0; i < links->len; i++) {
+        if (!add_linked_device(topo, g_ptr_array_index(links, i), errp)) {
+            return NULL;
+        }
+    }
+    link_physfns(topo);
+    gp_topo_finish(topo);
+    read_cpuinfo(topo);
+    return g_steal_pointer(&topo);
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The topology model: construction, lookup and device helpers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpup2p/topo.h"
+
+static void device_free(gpointer p)
+{
+    GpDevice *dev = p;
+
+    g_free(dev->driver);
+    g_free(dev->sysfs_path);
+    g_free(dev->config);
+    g_free(dev->link_speed);
+    g_free(dev->max_link_speed);
+    if (dev->bars) {
+        g_array_free(dev->bars, TRUE);
+    }
+    g_free(dev);
+}
+
+GpTopology *gp_topo_new(const char *root)
+{
+    GpTopology *topo = g_new0(GpTopology, 1);
+
+    topo->devices = g_ptr_array_new_with_free_func(device_free);
+    topo->host_bridges = g_ptr_array_new_with_free_func(g_free);
+    topo->by_bdf = g_hash_table_new(g_str_hash, g_str_equal);
+    topo->root = g_strdup(root ? root : "");
+    topo->sys = g_build_filename(topo->root, "sys", NULL);
+    return topo;
+}
+
+GpHostBridge *gp_topo_add_host_bridge(GpTopology *topo, unsigned domain,
+                                      unsigned bus)
+{
+    GpHostBridge *hb;
+    guint i;
+
+    for (i = 0; i < topo->host_bridges->len; i++) {
+        hb = g_ptr_array_index(topo->host_bridges, i);
+        if (hb->domain == domain && hb->bus == bus) {
+            return hb;
+        }
+    }
+    hb = g_new0(GpHostBridge, 1);
+    hb->domain = domain;
+    hb->bus = bus;
+    g_snprintf(hb->name, sizeof(hb->name), "pci%04x:%02x", domain, bus);
+    g_ptr_array_add(topo->host_bridges, hb);
+    return hb;
+}
+
+GpDevice *gp_topo_add_device(GpTopology *topo, GpHostBridge *host,
+                             GpDevice *parent, const char *bdf, GError **errp)
+{
+    GpDevice *dev;
+    char norm[GP_BDF_LEN];
+
+    if (!gp_bdf_normalize(bdf, norm)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "'%s' is not a PCI address (dddd:bb:dd.f)", bdf);
+        return NULL;
+    }
+    if (g_hash_table_contains(topo->by_bdf, norm)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "device %s is listed twice", norm);
+        return NULL;
+    }
+    dev = g_new0(GpDevice, 1);
+    memcpy(dev->bdf, norm, sizeof(norm));
+    sscanf(norm, "%x:%x:%x.%x", &dev->domain, &dev->bus, &dev->slot,
+           &dev->function);
+    dev->host = host;
+    dev->parent = parent;
+    dev->numa_node = -1;
+    dev->iommu_group = -1;
+    dev->pcie.type = GP_PCIE_TYPE_NONE;
+    dev->config = g_new0(GpPciConfig, 1);
+    dev->bars = g_array_new(FALSE, TRUE, sizeof(GpBar));
+    g_ptr_array_add(topo->devices, dev);
+    g_hash_table_insert(topo->by_bdf, dev->bdf, dev);
+    return dev;
+}
+
+static gint device_cmp(gconstpointer a, gconstpointer b)
+{
+    const GpDevice *da = *(GpDevice *const *)a;
+    const GpDevice *db = *(GpDevice *const *)b;
+
+    return strcmp(da->bdf, db->bdf);
+}
+
+void gp_topo_finish(GpTopology *topo)
+{
+    guint i;
+
+    g_ptr_array_sort(topo->devices, device_cmp);
+    for (i = 0; i < topo->host_bridges->len; i++) {
+        GpHostBridge *hb = g_ptr_array_index(topo->host_bridges, i);
+        char bdf[GP_BDF_LEN];
+        GpDevice *root;
+
+        /* Linux matches the device at devfn 0 of the host bridge's bus. */
+        g_snprintf(bdf, sizeof(bdf), "%04x:%02x:00.0", hb->domain, hb->bus);
+        root = gp_topo_find(topo, bdf);
+        if (root && root->host == hb && !root->parent) {
+            memcpy(hb->root_bdf, bdf, sizeof(bdf));
+            hb->vendor = root->vendor;
+            hb->device = root->device;
+        }
+    }
+}
+
+void gp_topo_free(GpTopology *topo)
+{
+    if (!topo) {
+        return;
+    }
+    g_hash_table_destroy(topo->by_bdf);
+    g_ptr_array_free(topo->devices, TRUE);
+    g_ptr_array_free(topo->host_bridges, TRUE);
+    g_free(topo->root);
+    g_free(topo->sys);
+    g_free(topo->cpu_model_name);
+    g_free(topo);
+}
+
+GpDevice *gp_topo_find(const GpTopology *topo, const char *bdf)
+{
+    char norm[GP_BDF_LEN];
+
+    if (!gp_bdf_normalize(bdf, norm)) {
+        return NULL;
+    }
+    return g_hash_table_lookup(topo->by_bdf, norm);
+}
+
+/* A hex field of 1..@maxdigits digits ending at @sep; advances *p past it. */
+static bool parse_hex_field(const char **p, int maxdigits, char sep,
+                            unsigned *val)
+{
+    const char *s = *p;
+    int n = 0;
+
+    *val = 0;
+    while (g_ascii_isxdigit(s[n]) && n < maxdigits) {
+        *val = *val * 16 + (unsigned)g_ascii_xdigit_value(s[n]);
+        n++;
+    }
+    if (n == 0 || s[n] != sep) {
+        return false;
+    }
+    *p = s + n + (sep ? 1 : 0);
+    return true;
+}
+
+bool gp_bdf_normalize(const char *text, char out[GP_BDF_LEN])
+{
+    unsigned domain = 0, bus, slot, fn;
+    const char *p = text;
+
+    if (!text) {
+        return false;
+    }
+    /* Three colons-or-dot separated fields, or four with the domain. */
+    if (strchr(text, ':') != strrchr(text, ':') &&
+        !parse_hex_field(&p, 4, ':', &domain)) {
+        return false;
+    }
+    if (!parse_hex_field(&p, 2, ':', &bus) ||
+        !parse_hex_field(&p, 2, '.', &slot) ||
+        !parse_hex_field(&p, 1, '\0', &fn)) {
+        return false;
+    }
+    if (slot > 0x1f || fn > 7) {
+        return false;
+    }
+    g_snprintf(out, GP_BDF_LEN, "%04x:%02x:%02x.%x", domain, bus, slot, fn);
+    return true;
+}
+
+bool gp_device_is_gpu(const GpDevice *dev)
+{
+    return (dev->class_code >> 16) == 0x03;
+}
+
+bool gp_device_is_nvidia_gpu(const GpDevice *dev)
+{
+    return dev->vendor == 0x10de && gp_device_is_gpu(dev);
+}
+
+const GpDevice *gp_device_switch(const GpDevice *dev)
+{
+    if (dev->pcie.type == GP_PCIE_TYPE_UPSTREAM_PORT) {
+        return dev;
+    }
+    if (dev->pcie.type == GP_PCIE_TYPE_DOWNSTREAM_PORT && dev->parent &&
+        dev->parent->pcie.type == GP_PCIE_TYPE_UPSTREAM_PORT) {
+        return dev->parent;
+    }
+    return NULL;
+}
+
+const GpDevice *gp_device_root_port(const GpDevice *dev)
+{
+    const GpDevice *d;
+
+    for (d = dev->parent; d; d = d->parent) {
+        if (!d->parent) {
+            return d;
+        }
+    }
+    return NULL;
+}
+
+const GpBar *gp_device_bar(const GpDevice *dev, unsigned index)
+{
+    guint i;
+
+    for (i = 0; i < dev->bars->len; i++) {
+        const GpBar *bar = &g_array_index(dev->bars, GpBar, i);
+
+        if (bar->index == index) {
+            return bar;
+        }
+    }
+    return NULL;
+}

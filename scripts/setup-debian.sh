@@ -1,0 +1,38 @@
+#!/bin/sh
+# Install what vfio-gpu-p2p needs on a fresh Debian 12 (bookworm) machine.
+# Idempotent: running it again installs nothing new.
+set -eu
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "setup-debian.sh: run as root (it calls apt-get)" >&2
+    exit 1
+fi
+
+backports=/etc/apt/sources.list.d/vfio-gpu-p2p-backports.sources
+if [ ! -f "$backports" ]; then
+    cat > "$backports.tmp" <<'SRC'
+Types: deb deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    mv "$backports.tmp" "$backports"
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+
+# Build and unit tests.
+apt-get install -y -q --no-install-recommends \
+    gcc libc6-dev pkg-config ninja-build git ca-certificates \
+    libglib2.0-dev libjson-glib-dev libxml2-dev libxml2-utils \
+    libvirt-dev libibverbs-dev rdma-core ibverbs-providers
+apt-get install -y -q --no-install-recommends -t bookworm-backports \
+    meson python3-pycotap
+
+# The virtual GPU host: Debian's QEMU 10.0 and tools to build its initramfs.
+apt-get install -y -q --no-install-recommends -t bookworm-backports \
+    qemu-system-x86 qemu-system-data seabios ipxe-qemu
+apt-get install -y -q --no-install-recommends \
+    busybox-static cpio xz-utils zstd kmod

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Build warning-free (-Werror) and run every test suite that runs here:
+# unit tests plain and under ASan/UBSan, then the integration suite on the
+# virtual GPU host. Ends with one line "N passed, N failed".
+set -eu
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+
+count() {   # count BUILD_DIR SUITE: add meson's Ok/Fail figures
+    log="$1/meson-logs/testlog.txt"
+    ok=$(sed -n 's/^Ok:[[:space:]]*\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+    bad=$(sed -n 's/^Fail:[[:space:]]*\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+    to=$(sed -n 's/^Timeout:[[:space:]]*\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+    passed=$((passed + ${ok:-0}))
+    failed=$((failed + ${bad:-0} + ${to:-0}))
+}
+
+suite() {   # suite BUILD_DIR SUITE [meson test args...]
+    dir=$1; name=$2; shift 2
+    if ! meson test -C "$dir" --suite "$name" --print-errorlogs "$@"; then
+        status=1
+    fi
+    count "$dir"
+}
+
+status=0
+[ -d build ] || meson setup build -Dwerror=true
+meson configure build -Dwerror=true
+ninja -C build
+
+[ -d build-asan ] || meson setup build-asan -Dwerror=true \
+    -Db_sanitize=address,undefined -Db_lundef=false
+ninja -C build-asan
+
+suite build unit
+suite build-asan unit
+if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
+    suite build integration --num-processes 1
+fi
+
+echo "$passed passed, $failed failed"
+exit $status

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Build sysfs-shaped trees for tests: the same files and links the kernel
+ * shows (vendor, class, config, resource, numa_node, driver and
+ * iommu_group links, bus/pci/devices links), with config spaces that carry
+ * a PCIe capability and, where asked, an ACS capability.
+ */
+#ifndef SYSFS_BUILDER_H
+#define SYSFS_BUILDER_H
+
+#include <stdint.h>
+#include <glib.h>
+
+typedef struct SysfsBuilder SysfsBuilder;
+
+typedef enum {
+    SB_HOST_BRIDGE,         /* device 00.0 on a root bus */
+    SB_ROOT_PORT,
+    SB_SWITCH_UP,
+    SB_SWITCH_DOWN,
+    SB_ENDPOINT,
+} SbKind;
+
+SysfsBuilder *sb_new(void);
+const char *sb_root(const SysfsBuilder *sb);
+/* Write proc/cpuinfo with this vendor id and family. */
+void sb_cpu(SysfsBuilder *sb, const char *vendor_id, unsigned family);
+/*
+ * Add a device under @parent (a BDF already added) or, with @parent NULL,
+ * on the root bus of host bridge "pciDDDD:BB" taken from @bdf.
+ */
+void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
+            SbKind kind, uint16_t vendor, uint16_t device, uint32_t class_code,
+            int numa_node, int iommu_group, const char *driver);
+/* Give @bdf an ACS capability with these Capability and Control bits. */
+void sb_set_acs(SysfsBuilder *sb, const char *bdf, uint16_t cap,
+                uint16_t ctrl);
+/* Cut @bdf's config file to @len bytes (as an unprivileged read shows). */
+void sb_truncate_config(SysfsBuilder *sb, const char *bdf, size_t len);
+/* Path of @bdf's device directory. */
+char *sb_device_dir(const SysfsBuilder *sb, const char *bdf);
+void sb_free(SysfsBuilder *sb);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SysfsBuilder, sb_free)
+
+/* Remove a directory tree (test clean-up). */
+void sb_remove_tree(const char *path);
+
+#endif
+
+/*
+ * A host with two NUMA nodes (hand-made, in the shape of a real capture):
+ *   pci0000:00 (node 0, host bridge 8086:@hb_device at 00:00.0)
+ *     00:01.0 root port > 01:00.0 switch up > 02:00.0 down > 03:00.0 GPU A
+ *                                           > 02:01.0 down > 04:00.0 GPU B
+ *     00:02.0 root port > 05:00.0 GPU C
+ *   pci0000:40 (node 0, host bridge 8086:@hb_device at 40:00.0)
+ *     40:01.0 root port > 41:00.0 GPU F
+ *   pci0000:80 (node 1, no device at 80:00.0, like QEMU's pxb-pcie)
+ *     80:01.0 root port > 81:00.0 GPU D
+ *     80:02.0 root port > 82:00.0 NIC (15b3:101d)
+ * GPUs are 10de:2335 bound to vfio-pci, each in its own IOMMU group.
+ */
+#define SB_GPU_A "0000:03:00.0"
+#define SB_GPU_B "0000:04:00.0"
+#define SB_GPU_C "0000:05:00.0"
+#define SB_GPU_D "0000:81:00.0"
+#define SB_GPU_F "0000:41:00.0"
+#define SB_NIC   "0000:82:00.0"
+void sb_two_node_host(SysfsBuilder *sb, uint16_t hb_device);

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The `gpup2p` command line: output shapes, exit codes, snapshots. */
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#include "sysfs-builder.h"
+
+typedef struct {
+    int status;
+    char *out;
+    char *err;
+} Run;
+
+static void run_clear(Run *r)
+{
+    g_free(r->out);
+    g_free(r->err);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Run, run_clear)
+
+static void run(Run *r, const char *first, ...)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autoptr(GError) err = NULL;
+    const char *arg;
+    va_list ap;
+    int wait_status;
+
+    g_ptr_array_add(argv, (gpointer)g_getenv("GPUP2P"));
+    va_start(ap, first);
+    for (arg = first; arg; arg = va_arg(ap, const char *)) {
+        g_ptr_array_add(argv, (gpointer)arg);
+    }
+    va_end(ap);
+    g_ptr_array_add(argv, NULL);
+    g_assert_nonnull(g_ptr_array_index(argv, 0));
+    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL,
+                               G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err,
+                               &wait_status, &err));
+    g_assert_no_error(err);
+    g_assert_true(WIFEXITED(wait_status));
+    r->status = WEXITSTATUS(wait_status);
+}
+
+static JsonObject *parse_object(JsonParser *p, const char *text)
+{
+    g_autoptr(GError) err = NULL;
+
+    g_assert_true(json_parser_load_from_data(p, text, -1, &err));
+    g_assert_no_error(err);
+    return json_node_get_object(json_parser_get_root(p));
+}
+
+static char *fixture(const char *name)
+{
+    return g_test_build_filename(G_TEST_DIST, "..", "fixtures", name, NULL);
+}
+
+static JsonObject *find_by(JsonArray *arr, const char *key, const char *val)
+{
+    guint i;
+
+    for (i = 0; i < json_array_get_length(arr); i++) {
+        JsonObject *o = json_array_get_object_element(arr, i);
+
+        if (!g_strcmp0(json_object_get_string_member(o, key), val)) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+static void test_topo_json_fixture(void)
+{
+    g_autofree char *root = fixture("h200x2-vm");
+    g_auto(Run) r = { 0 };
+    g_autoptr(JsonParser) p = json_parser_new();
+    JsonObject *top, *gpu, *link = NULL;
+    JsonArray *links;
+    guint i;
+
+    run(&r, "topo", "--sysfs-root", root, "--json", NULL);
+    g_assert_cmpint(r.status, ==, 0);
+    top = parse_object(p, r.out);
+    gpu = find_by(json_object_get_array_member(top, "devices"), "bdf",
+                  "0000:00:06.0");
+    g_assert_nonnull(gpu);
+    g_assert_cmpstr(json_object_get_string_member(gpu, "vendor"), ==, "10de");
+    g_assert_cmpstr(json_object_get_string_member(gpu, "device"), ==, "2335");
+    g_assert_cmpstr(json_object_get_string_member(gpu, "class"), ==,
+                    "030200");
+    g_assert_cmpint(json_object_get_int_member(gpu, "numa_node"), ==, -1);
+    g_assert_true(json_object_get_null_member(gpu, "iommu_group"));
+    g_assert_cmpstr(json_object_get_string_member(gpu, "host_bridge"), ==,
+                    "pci0000:00");
+    g_assert_cmpuint(json_array_get_length(
+        json_object_get_array_member(gpu, "upstream")), ==, 0);
+    links = json_object_get_array_member(top, "links");
+    for (i = 0; i < json_array_get_length(links); i++) {
+        JsonObject *o = json_array_get_object_element(links, i);
+
+        if (!g_strcmp0(json_object_get_string_member(o, "a"), "0000:00:06.0")
+            && !g_strcmp0(json_object_get_string_member(o, "b"),
+                          "0000:00:07.0")) {
+            link = o;
+        }
+    }
+    g_assert_nonnull(link);
+    g_assert_cmpstr(json_object_get_string_member(link, "type"), ==, "PHB");
+    g_assert_cmpstr(json_object_get_string_member(link, "p2p"), ==,
+                    "unknown");
+    g_assert_nonnull(strstr(json_object_get_string_member(link, "reason"),
+                            "CPU vendor is unknown"));
+}
+
+static void test_topo_text(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_auto(Run) r = { 0 };
+
+    sb_two_node_host(sb, 0x29c0);
+    run(&r, "topo", "--sysfs-root", sb_root(sb), "--devices",
+        SB_GPU_A "," SB_GPU_B "," SB_GPU_D, NULL);
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_nonnull(strstr(r.out, "0000:03:00.0  X       PIX     SYS"));
+    g_assert_nonnull(strstr(r.out, SB_GPU_A " " SB_GPU_B " direct"));
+}
+
+static void test_plan_json(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_auto(Run) r = { 0 };
+    g_autoptr(JsonParser) p = json_parser_new();
+    JsonObject *top, *c0, *dev;
+    JsonArray *cliques, *members;
+
+    sb_two_node_host(sb, 0x2020);
+    run(&r, "plan", "--sysfs-root", sb_root(sb), "--policy", "host-bridge",
+        "--json", NULL);
+    g_assert_cmpint(r.status, ==, 0);
+    top = parse_object(p, r.out);
+    g_assert_cmpstr(json_object_get_string_member(top, "policy"), ==,
+                    "host-bridge");
+    cliques = json_object_get_array_member(top, "cliques");
+    g_assert_cmpuint(json_array_get_length(cliques), ==, 1);
+    c0 = json_array_get_object_element(cliques, 0);
+    g_assert_cmpint(json_object_get_int_member(c0, "id"), ==, 0);
+    members = json_object_get_array_member(c0, "devices");
+    g_assert_cmpuint(json_array_get_length(members), ==, 3);
+    g_assert_cmpstr(json_array_get_string_element(members, 0), ==, SB_GPU_A);
+    dev = find_by(json_object_get_array_member(top, "devices"), "bdf",
+                  SB_GPU_F);
+    g_assert_true(json_object_get_null_member(dev, "clique"));
+    dev = find_by(json_object_get_array_member(top, "devices"), "bdf",
+                  SB_GPU_B);
+    g_assert_cmpint(json_object_get_int_member(dev, "clique"), ==, 0);
+    g_assert_nonnull(find_by(json_object_get_array_member(top, "unassigned"),
+                             "bdf", SB_GPU_D));
+}
+
+static void test_exit_codes(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_auto(Run) r1 = { 0 }, r2 = { 0 }, r3 = { 0 }, r4 = { 0 }, r5 = { 0 };
+    g_auto(Run) r6 = { 0 };
+
+    sb_two_node_host(sb, 0x29c0);
+    run(&r1, "frobnicate", NULL);
+    g_assert_cmpint(r1.status, ==, 2);
+    g_assert_nonnull(strstr(r1.err, "unknown command 'frobnicate'"));
+    run(&r2, "topo", "--no-such-option", NULL);
+    g_assert_cmpint(r2.status, ==, 2);
+    run(&r3, "topo", "--sysfs-root", "/nonexistent", NULL);
+    g_assert_cmpint(r3.status, ==, 1);
+    g_assert_nonnull(strstr(r3.err, "/nonexistent"));
+    run(&r4, "plan", "--sysfs-root", sb_root(sb), "--devices", "0000:09:00.0",
+        NULL);
+    g_assert_cmpint(r4.status, ==, 1);
+    g_assert_nonnull(strstr(r4.err, "'0000:09:00.0' is not in the topology"));
+    run(&r5, "plan", "--sysfs-root", sb_root(sb), "--policy", "wide", NULL);
+    g_assert_cmpint(r5.status, ==, 2);
+    g_assert_nonnull(strstr(r5.err, "'wide'"));
+    run(&r6, "--help", NULL);
+    g_assert_cmpint(r6.status, ==, 0);
+    g_assert_nonnull(strstr(r6.out, "Exit codes"));
+}
+
+static void test_too_many_cliques_exit(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_auto(Run) r = { 0 };
+    unsigned s;
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    for (s = 0; s < 17; s++) {
+        char rp[16], up[16], d0[16], d1[16], g0[16], g1[16];
+        unsigned bus = 1 + s * 5;
+
+        g_snprintf(rp, sizeof(rp), "0000:00:%02x.0", s + 1);
+        g_snprintf(up, sizeof(up), "0000:%02x:00.0", bus);
+        g_snprintf(d0, sizeof(d0), "0000:%02x:00.0", bus + 1);
+        g_snprintf(d1, sizeof(d1), "0000:%02x:01.0", bus + 1);
+        g_snprintf(g0, sizeof(g0), "0000:%02x:00.0", bus + 2);
+        g_snprintf(g1, sizeof(g1), "0000:%02x:00.0", bus + 3);
+        sb_add(sb, NULL, rp, SB_ROOT_PORT, 0x8086, 1, 0x060400, 0, -1, NULL);
+        sb_add(sb, rp, up, SB_SWITCH_UP, 1, 2, 0x060400, 0, -1, NULL);
+        sb_add(sb, up, d0, SB_SWITCH_DOWN, 1, 2, 0x060400, 0, -1, NULL);
+        sb_add(sb, up, d1, SB_SWITCH_DOWN, 1, 2, 0x060400, 0, -1, NULL);
+        sb_add(sb, d0, g0, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0, -1, NULL);
+        sb_add(sb, d1, g1, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0, -1, NULL);
+    }
+    sb_cpu(sb, "GenuineIntel", 6);
+    run(&r, "plan", "--sysfs-root", sb_root(sb), NULL);
+    g_assert_cmpint(r.status, ==, 3);
+    g_assert_nonnull(strstr(r.err, "17 P2P cliques"));
+    g_assert_nonnull(strstr(r.err, "0000:53:00.0, 0000:54:00.0"));
+}
+
+static void test_snapshot_round_trip(void)
+{
+    g_autofree char *root = fixture("h200x2-vm");
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-snap-XXXXXX", NULL);
+    g_autofree char *dest = g_build_filename(tmp, "capture", NULL);
+    g_auto(Run) snap = { 0 }, a = { 0 }, b = { 0 }, again = { 0 };
+    g_autoptr(JsonParser) pa = json_parser_new();
+    g_autoptr(JsonParser) pb = json_parser_new();
+    JsonObject *oa, *ob;
+    g_autofree char *da = NULL, *db = NULL;
+    g_autofree char *link = NULL;
+    g_autofree char *target = NULL;
+
+    run(&snap, "snapshot", "--sysfs-root", root, dest, NULL);
+    g_assert_cmpint(snap.status, ==, 0);
+    /* Links come out as real relative links. */
+    link = g_build_filename(dest, "sys/bus/pci/devices/0000:00:06.0", NULL);
+    target = g_file_read_link(link, NULL);
+    g_assert_cmpstr(target, ==, "../../../devices/pci0000:00/0000:00:06.0");
+
+    run(&a, "topo", "--sysfs-root", root, "--json", NULL);
+    run(&b, "topo", "--sysfs-root", dest, "--json", NULL);
+    g_assert_cmpint(a.status, ==, 0);
+    g_assert_cmpint(b.status, ==, 0);
+    oa = parse_object(pa, a.out);
+    ob = parse_object(pb, b.out);
+    json_object_remove_member(oa, "root");
+    json_object_remove_member(ob, "root");
+    da = json_to_string(json_parser_get_root(pa), TRUE);
+    db = json_to_string(json_parser_get_root(pb), TRUE);
+    g_assert_cmpstr(da, ==, db);
+
+    /* A second snapshot into the same place is refused, the first kept. */
+    run(&again, "snapshot", "--sysfs-root", root, dest, NULL);
+    g_assert_cmpint(again.status, ==, 1);
+    g_assert_nonnull(strstr(again.err, "already exists"));
+    g_assert_true(g_file_test(link, G_FILE_TEST_IS_SYMLINK));
+    sb_remove_tree(tmp);
+}
+
+static void test_snapshot_failure_leaves_nothing(void)
+{
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-snap-XXXXXX", NULL);
+    g_autofree char *dest = g_build_filename(tmp, "capture", NULL);
+    g_autoptr(GDir) dir = NULL;
+    g_auto(Run) r = { 0 };
+
+    run(&r, "snapshot", "--sysfs-root", "/nonexistent", dest, NULL);
+    g_assert_cmpint(r.status, ==, 1);
+    dir = g_dir_open(tmp, 0, NULL);
+    g_assert_null(g_dir_read_name(dir));        /* no partial directory */
+    g_rmdir(tmp);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/cli/topo/json-fixture", test_topo_json_fixture);
+    g_test_add_func("/cli/topo/text", test_topo_text);
+    g_test_add_func("/cli/plan/json", test_plan_json);
+    g_test_add_func("/cli/exit-codes", test_exit_codes);
+    g_test_add_func("/cli/plan/too-many-cliques", test_too_many_cliques_exit);
+    g_test_add_func("/cli/snapshot/round-trip", test_snapshot_round_trip);
+    g_test_add_func("/cli/snapshot/failure", test_snapshot_failure_leaves_nothing);
+    return g_test_run();
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The clique planner and its policies. */
+#include <string.h>
+
+#include "gpup2p/plan.h"
+#include "sysfs-builder.h"
+#include "synthetic.h"
+
+static GpPlan *plan_ok(const GpTopology *t, const char *const *bdfs,
+                       GpPlanPolicy policy)
+{
+    g_autoptr(GError) err = NULL;
+    GpPlan *plan = gp_plan_compute(t, bdfs, policy, &err);
+
+    g_assert_no_error(err);
+    g_assert_nonnull(plan);
+    return plan;
+}
+
+static int clique(const GpPlan *plan, const GpTopology *t, const char *bdf)
+{
+    return gp_plan_clique_of(plan, gp_topo_find(t, bdf));
+}
+
+/* Every pair that shares an id can do P2P under the plan's policy. */
+static void assert_plan_sound(const GpPlan *plan, const GpTopology *t)
+{
+    guint i, j, k;
+
+    g_assert_cmpuint(plan->cliques->len, <=, GP_PLAN_MAX_CLIQUES);
+    for (i = 0; i < plan->cliques->len; i++) {
+        const GpClique *c = g_ptr_array_index(plan->cliques, i);
+
+        g_assert_cmpuint(c->id, ==, i);
+        g_assert_cmpuint(c->devices->len, >=, 2);
+        for (j = 0; j < c->devices->len; j++) {
+            for (k = j + 1; k < c->devices->len; k++) {
+                g_assert_true(gp_plan_pair_allowed(t,
+                    g_ptr_array_index(c->devices, j),
+                    g_ptr_array_index(c->devices, k), plan->policy, NULL));
+            }
+        }
+    }
+}
+
+static GpTopology *two_node(SysfsBuilder *sb, uint16_t hb, const char *cpu,
+                            unsigned family)
+{
+    g_autoptr(GError) err = NULL;
+    GpTopology *t;
+
+    sb_two_node_host(sb, hb);
+    if (cpu) {
+        sb_cpu(sb, cpu, family);
+    }
+    t = gp_topo_read(sb_root(sb), &err);
+    g_assert_no_error(err);
+    return t;
+}
+
+static void test_switch_peers_only(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = two_node(sb, 0x29c0, NULL, 0);
+    g_autoptr(GpPlan) plan = plan_ok(t, NULL, GP_PLAN_POLICY_SYSTEM);
+    guint i;
+
+    /* Default set: the five NVIDIA GPUs, not the NIC. */
+    g_assert_cmpuint(plan->devices->len, ==, 5);
+    g_assert_cmpuint(plan->cliques->len, ==, 1);
+    g_assert_cmpint(clique(plan, t, SB_GPU_A), ==, 0);
+    g_assert_cmpint(clique(plan, t, SB_GPU_B), ==, 0);
+    g_assert_cmpint(clique(plan, t, SB_GPU_C), ==, -1);
+    g_assert_cmpint(clique(plan, t, SB_GPU_D), ==, -1);
+    g_assert_cmpint(clique(plan, t, SB_GPU_F), ==, -1);
+    g_assert_cmpuint(plan->left_out->len, ==, 3);
+    for (i = 0; i < plan->left_out->len; i++) {
+        const GpPlanLeftOut *l = g_ptr_array_index(plan->left_out, i);
+
+        g_assert_nonnull(strstr(l->reason, "not known to forward P2P"));
+    }
+    assert_plan_sound(plan, t);
+}
+
+static void test_policies(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = two_node(sb, 0x2020, NULL, 0);
+    g_autoptr(GpPlan) sys = plan_ok(t, NULL, GP_PLAN_POLICY_SYSTEM);
+    g_autoptr(GpPlan) hb = plan_ok(t, NULL, GP_PLAN_POLICY_HOST_BRIDGE);
+    g_autoptr(GpPlan) sw = plan_ok(t, NULL, GP_PLAN_POLICY_SWITCH);
+
+    /* Skylake-SP host bridges forward between each other; pci0000:80 has
+     * no device at 00.0, so D stays out. */
+    g_assert_cmpint(clique(sys, t, SB_GPU_A), ==, 0);
+    g_assert_cmpint(clique(sys, t, SB_GPU_C), ==, 0);
+    g_assert_cmpint(clique(sys, t, SB_GPU_F), ==, 0);
+    g_assert_cmpint(clique(sys, t, SB_GPU_D), ==, -1);
+    assert_plan_sound(sys, t);
+
+    g_assert_cmpint(clique(hb, t, SB_GPU_A), ==, 0);
+    g_assert_cmpint(clique(hb, t, SB_GPU_B), ==, 0);
+    g_assert_cmpint(clique(hb, t, SB_GPU_C), ==, 0);
+    g_assert_cmpint(clique(hb, t, SB_GPU_F), ==, -1);
+    assert_plan_sound(hb, t);
+
+    g_assert_cmpuint(sw->cliques->len, ==, 1);
+    g_assert_cmpint(clique(sw, t, SB_GPU_A), ==, 0);
+    g_assert_cmpint(clique(sw, t, SB_GPU_C), ==, -1);
+    assert_plan_sound(sw, t);
+}
+
+static void test_amd_zen_one_clique(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = two_node(sb, 0x29c0, "AuthenticAMD", 0x19);
+    g_autoptr(GpPlan) plan = plan_ok(t, NULL, GP_PLAN_POLICY_SYSTEM);
+
+    g_assert_cmpuint(plan->cliques->len, ==, 1);
+    g_assert_cmpuint(((GpClique *)g_ptr_array_index(plan->cliques, 0))
+                     ->devices->len, ==, 5);
+    assert_plan_sound(plan, t);
+}
+
+static void test_named_devices(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = two_node(sb, 0x29c0, "AuthenticAMD", 0x19);
+    const char *const bdfs[] = { SB_NIC, "81:00.0", NULL };
+    g_autoptr(GpPlan) plan = plan_ok(t, bdfs, GP_PLAN_POLICY_SYSTEM);
+
+    g_assert_cmpuint(plan->devices->len, ==, 2);
+    g_assert_cmpint(clique(plan, t, SB_NIC), ==, 0);
+    g_assert_cmpint(clique(plan, t, SB_GPU_D), ==, 0);
+}
+
+static void test_bad_devices(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = two_node(sb, 0x29c0, NULL, 0);
+    const char *const unknown[] = { SB_GPU_A, "0000:09:00.0", NULL };
+    const char *const garbage[] = { "gpu0", NULL };
+    const char *const twice[] = { SB_GPU_A, "03:00.0", NULL };
+    g_autoptr(GError) err = NULL;
+
+    g_assert_null(gp_plan_compute(t, unknown, GP_PLAN_POLICY_SYSTEM, &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_NOT_FOUND);
+    g_assert_nonnull(strstr(err->message, "0000:09:00.0"));
+    g_clear_error(&err);
+    g_assert_null(gp_plan_compute(t, garbage, GP_PLAN_POLICY_SYSTEM, &err));
+    g_assert_nonnull(strstr(err->message, "'gpu0' is not a PCI address"));
+    g_clear_error(&err);
+    g_assert_null(gp_plan_compute(t, twice, GP_PLAN_POLICY_SYSTEM, &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_INVALID);
+    g_assert_nonnull(strstr(err->message, "named twice"));
+}
+
+static void test_too_many_cliques(void)
+{
+    /* 17 switches of two GPUs each, no forwarding between them. */
+    g_autoptr(GpTopology) t = synthetic_host(1, 34, 2);
+    g_autoptr(GpTopology) t16 = synthetic_host(1, 32, 2);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GpPlan) ok = NULL;
+
+    g_assert_null(gp_plan_compute(t, NULL, GP_PLAN_POLICY_SYSTEM, &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_TOO_MANY_CLIQUES);
+    g_assert_nonnull(strstr(err->message, "17 P2P cliques"));
+    /* The 17th switch's GPUs are named. */
+    g_assert_nonnull(strstr(err->message, "0000:44:00.0"));
+    g_assert_nonnull(strstr(err->message, "0000:43:00.0"));
+
+    ok = plan_ok(t16, NULL, GP_PLAN_POLICY_SYSTEM);
+    g_assert_cmpuint(ok->cliques->len, ==, 16);
+    assert_plan_sound(ok, t16);
+}
+
+static void test_policy_parse(void)
+{
+    GpPlanPolicy p;
+    g_autoptr(GError) err = NULL;
+
+    g_assert_true(gp_plan_policy_parse("switch", &p, NULL));
+    g_assert_cmpint(p, ==, GP_PLAN_POLICY_SWITCH);
+    g_assert_true(gp_plan_policy_parse("host-bridge", &p, NULL));
+    g_assert_cmpint(p, ==, GP_PLAN_POLICY_HOST_BRIDGE);
+    g_assert_false(gp_plan_policy_parse("numa", &p, &err));
+    g_assert_nonnull(strstr(err->message, "'numa'"));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/plan/switch-peers", test_switch_peers_only);
+    g_test_add_func("/plan/policies", test_policies);
+    g_test_add_func("/plan/amd-zen", test_amd_zen_one_clique);
+    g_test_add_func("/plan/named-devices", test_named_devices);
+    g_test_add_func("/plan/bad-devices", test_bad_devices);
+    g_test_add_func("/plan/too-many-cliques", test_too_many_cliques);
+    g_test_add_func("/plan/policy-parse", test_policy_parse);
+    return g_test_run();
+}

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The sysfs reader, path classes and P2P verdicts. */
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpup2p/p2p.h"
+#include "sysfs-builder.h"
+
+static char *fixture(const char *name)
+{
+    return g_test_build_filename(G_TEST_DIST, "..", "fixtures", name, NULL);
+}
+
+static GpTopology *read_ok(const char *root)
+{
+    g_autoptr(GError) err = NULL;
+    GpTopology *topo = gp_topo_read(root, &err);
+
+    g_assert_no_error(err);
+    g_assert_nonnull(topo);
+    return topo;
+}
+
+static GpPathType path(const GpTopology *t, const char *a, const char *b)
+{
+    const GpDevice *da = gp_topo_find(t, a), *db = gp_topo_find(t, b);
+
+    g_assert_nonnull(da);
+    g_assert_nonnull(db);
+    g_assert_cmpint(gp_path_classify(da, db), ==, gp_path_classify(db, da));
+    return gp_path_classify(da, db);
+}
+
+static GpP2pKind verdict(const GpTopology *t, const char *a, const char *b,
+                         char **reason)
+{
+    GpP2pVerdict v;
+    GpP2pKind kind;
+
+    gp_p2p_verdict(t, gp_topo_find(t, a), gp_topo_find(t, b), &v);
+    kind = v.kind;
+    if (reason) {
+        *reason = g_steal_pointer(&v.reason);
+    }
+    gp_p2p_verdict_clear(&v);
+    return kind;
+}
+
+static void test_h200_fixture(void)
+{
+    g_autofree char *root = fixture("h200x2-vm");
+    g_autoptr(GpTopology) t = read_ok(root);
+    g_autofree char *why = NULL;
+    const GpDevice *g0, *g1;
+    const GpBar *bar1;
+
+    g_assert_cmpuint(t->devices->len, ==, 8);
+    g_assert_cmpuint(t->host_bridges->len, ==, 1);
+    g0 = gp_topo_find(t, "0000:00:06.0");
+    g1 = gp_topo_find(t, "00:07.0");
+    g_assert_nonnull(g0);
+    g_assert_nonnull(g1);
+    g_assert_true(gp_device_is_nvidia_gpu(g0));
+    g_assert_cmphex(g0->device, ==, 0x2335);
+    g_assert_cmpstr(g0->driver, ==, "nvidia");
+    g_assert_cmpint(g0->numa_node, ==, -1);
+    g_assert_cmpint(g0->iommu_group, ==, -1);
+    g_assert_null(g0->parent);
+    g_assert_cmpuint(g0->config->len, ==, 4096);
+    g_assert_true(g0->acs_known);
+    g_assert_false(g0->acs.present);
+    g_assert_cmpint(g0->pcie.type, ==, GP_PCIE_TYPE_ENDPOINT);
+    /* BAR1: 256 GiB, 64-bit prefetchable. */
+    bar1 = gp_device_bar(g0, 2);
+    g_assert_nonnull(bar1);
+    g_assert_cmpuint(bar1->size, ==, 256ull << 30);
+    g_assert_true(bar1->prefetchable && bar1->is64);
+    g_assert_cmpstr(g0->host->name, ==, "pci0000:00");
+    g_assert_cmphex(g0->host->device, ==, 0x0d57);
+    g_assert_cmpint(path(t, "0000:00:06.0", "0000:00:07.0"), ==, GP_PATH_PHB);
+    g_assert_cmpint(path(t, "0000:00:06.0", "0000:00:06.0"), ==,
+                    GP_PATH_SELF);
+    /* No proc/cpuinfo in this capture: AMD forwarding is undecidable. */
+    g_assert_cmpint(verdict(t, "0000:00:06.0", "0000:00:07.0", &why), ==,
+                    GP_P2P_UNKNOWN);
+    g_assert_nonnull(strstr(why, "CPU vendor is unknown"));
+    g_assert_nonnull(strstr(why, "8086:0d57"));
+}
+
+static void test_switch_topology(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+    const GpDevice *a;
+
+    sb_two_node_host(sb, 0x29c0);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpuint(t->host_bridges->len, ==, 3);
+    a = gp_topo_find(t, SB_GPU_A);
+    g_assert_cmpstr(a->parent->bdf, ==, "0000:02:00.0");
+    g_assert_cmpstr(gp_device_switch(a->parent)->bdf, ==, "0000:01:00.0");
+    g_assert_cmpstr(gp_device_root_port(a)->bdf, ==, "0000:00:01.0");
+    g_assert_cmpint(a->iommu_group, ==, 10);
+    g_assert_cmpstr(a->driver, ==, "vfio-pci");
+    g_assert_cmpint(a->pcie.link_width, ==, 16);
+    g_assert_cmpuint(t->cpu_vendor, ==, GP_CPU_VENDOR_INTEL);
+
+    g_assert_cmpint(path(t, SB_GPU_A, SB_GPU_B), ==, GP_PATH_PIX);
+    g_assert_cmpint(path(t, SB_GPU_A, SB_GPU_C), ==, GP_PATH_PHB);
+    g_assert_cmpint(path(t, SB_GPU_A, SB_GPU_F), ==, GP_PATH_NODE);
+    g_assert_cmpint(path(t, SB_GPU_A, SB_GPU_D), ==, GP_PATH_SYS);
+    g_assert_cmpint(path(t, SB_GPU_D, SB_NIC), ==, GP_PATH_PHB);
+    g_assert_cmpint(path(t, SB_GPU_A, "0000:02:00.0"), ==, GP_PATH_PIX);
+
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_B, &why), ==, GP_P2P_DIRECT);
+    g_assert_nonnull(strstr(why, "0000:01:00.0"));
+    g_clear_pointer(&why, g_free);
+    /* Q35's 8086:29c0 is not on Linux's list: no forwarding between ports. */
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_C, &why), ==, GP_P2P_NONE);
+    g_assert_nonnull(strstr(why, "8086:29c0"));
+    g_clear_pointer(&why, g_free);
+    /* No device at 80:00.0: that host bridge is never on the list. */
+    g_assert_cmpint(verdict(t, SB_GPU_D, SB_NIC, &why), ==, GP_P2P_NONE);
+    g_assert_nonnull(strstr(why, "pci0000:80"));
+}
+
+static void test_pxb_switches(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+
+    /* Two switches stacked under one: PXB between their leaves. */
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    sb_add(sb, NULL, "0000:00:01.0", SB_ROOT_PORT, 0x8086, 1, 0x060400, 0,
+           1, NULL);
+    sb_add(sb, "0000:00:01.0", "0000:01:00.0", SB_SWITCH_UP, 1, 2, 0x060400,
+           0, 1, NULL);
+    sb_add(sb, "0000:01:00.0", "0000:02:00.0", SB_SWITCH_DOWN, 1, 2,
+           0x060400, 0, 1, NULL);
+    sb_add(sb, "0000:01:00.0", "0000:02:01.0", SB_SWITCH_DOWN, 1, 2,
+           0x060400, 0, 1, NULL);
+    sb_add(sb, "0000:02:00.0", "0000:03:00.0", SB_SWITCH_UP, 1, 3, 0x060400,
+           0, 1, NULL);
+    sb_add(sb, "0000:03:00.0", "0000:04:00.0", SB_SWITCH_DOWN, 1, 3,
+           0x060400, 0, 1, NULL);
+    sb_add(sb, "0000:04:00.0", "0000:05:00.0", SB_ENDPOINT, 0x10de, 1,
+           0x030200, 0, 1, NULL);
+    sb_add(sb, "0000:02:01.0", "0000:06:00.0", SB_ENDPOINT, 0x10de, 1,
+           0x030200, 0, 1, NULL);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(path(t, "0000:05:00.0", "0000:06:00.0"), ==, GP_PATH_PXB);
+    g_assert_cmpint(verdict(t, "0000:05:00.0", "0000:06:00.0", NULL), ==,
+                    GP_P2P_DIRECT);
+}
+
+static void test_acs_redirect(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_two_node_host(sb, 0x29c0);
+    /* What Linux sets on switch ports when an IOMMU is on. */
+    sb_set_acs(sb, "0000:02:01.0", 0x5f, GP_ACS_SV | GP_ACS_RR | GP_ACS_CR |
+               GP_ACS_UF);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(path(t, SB_GPU_A, SB_GPU_B), ==, GP_PATH_PIX);
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_B, &why), ==, GP_P2P_NONE);
+    g_assert_nonnull(strstr(why, "0000:02:01.0 (RR CR)"));
+    g_clear_pointer(&why, g_free);
+    /* Either direction names the same port. */
+    g_assert_cmpint(verdict(t, SB_GPU_B, SB_GPU_A, &why), ==, GP_P2P_NONE);
+    g_assert_nonnull(strstr(why, "0000:02:01.0 (RR CR)"));
+}
+
+static void test_host_bridge_lists(void)
+{
+    g_autoptr(SysfsBuilder) sky = sb_new();
+    g_autoptr(SysfsBuilder) hsw = sb_new();
+    g_autoptr(SysfsBuilder) amd = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    /* Skylake-SP forwards within and between its host bridges. */
+    sb_two_node_host(sky, 0x2020);
+    t = read_ok(sb_root(sky));
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_C, &why), ==,
+                    GP_P2P_HOST_BRIDGE);
+    g_assert_nonnull(strstr(why, "Skylake"));
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_F, NULL), ==,
+                    GP_P2P_HOST_BRIDGE);
+    g_clear_pointer(&t, gp_topo_free);
+
+    /* Haswell-EP 2f00 forwards only within one host bridge. */
+    sb_two_node_host(hsw, 0x2f00);
+    t = read_ok(sb_root(hsw));
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_C, NULL), ==,
+                    GP_P2P_HOST_BRIDGE);
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_F, NULL), ==, GP_P2P_NONE);
+    g_clear_pointer(&t, gp_topo_free);
+
+    /* AMD Zen forwards everywhere, whatever the host bridge. */
+    sb_two_node_host(amd, 0x29c0);
+    sb_cpu(amd, "AuthenticAMD", 0x19);
+    t = read_ok(sb_root(amd));
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_D, NULL), ==,
+                    GP_P2P_HOST_BRIDGE);
+    sb_cpu(amd, "AuthenticAMD", 0x15);
+    g_clear_pointer(&t, gp_topo_free);
+    t = read_ok(sb_root(amd));
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_D, NULL), ==, GP_P2P_NONE);
+}
+
+static void test_unprivileged_read(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_truncate_config(sb, "0000:02:00.0", 64);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpuint(t->config_truncated, ==, 1);
+    g_assert_false(gp_topo_find(t, "0000:02:00.0")->acs_known);
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_B, &why), ==, GP_P2P_UNKNOWN);
+    g_assert_nonnull(strstr(why, "0000:02:00.0"));
+    g_assert_nonnull(strstr(why, "needs root"));
+}
+
+static void test_missing_file(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GError) err = NULL;
+    g_autofree char *dir = NULL;
+    g_autofree char *vendor = NULL;
+
+    sb_two_node_host(sb, 0x29c0);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    vendor = g_build_filename(dir, "vendor", NULL);
+    g_assert_cmpint(g_unlink(vendor), ==, 0);
+    g_assert_null(gp_topo_read(sb_root(sb), &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_NOT_FOUND);
+    g_assert_nonnull(strstr(err->message, "0000:04:00.0/vendor"));
+}
+
+static void test_bad_attribute(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GError) err = NULL;
+    g_autofree char *dir = NULL;
+    g_autofree char *cls = NULL;
+
+    sb_two_node_host(sb, 0x29c0);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    cls = g_build_filename(dir, "class", NULL);
+    g_assert_true(g_file_set_contents(cls, "display\n", -1, NULL));
+    g_assert_null(gp_topo_read(sb_root(sb), &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_INVALID);
+    g_assert_nonnull(strstr(err->message, "'display'"));
+}
+
+static void test_missing_root(void)
+{
+    g_autoptr(GError) err = NULL;
+
+    g_assert_null(gp_topo_read("/nonexistent/capture", &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_NOT_FOUND);
+    g_assert_nonnull(strstr(err->message, "/nonexistent/capture"));
+}
+
+static void test_sys_dir_as_root(void)
+{
+    g_autofree char *root = fixture("h200x2-vm");
+    g_autofree char *sys = g_build_filename(root, "sys", NULL);
+    g_autoptr(GpTopology) t = read_ok(sys);
+
+    g_assert_nonnull(gp_topo_find(t, "0000:00:07.0"));
+}
+
+static void test_unknown_bdf(void)
+{
+    g_autofree char *root = fixture("h200x2-vm");
+    g_autoptr(GpTopology) t = read_ok(root);
+
+    g_assert_null(gp_topo_find(t, "0000:00:08.0"));
+    g_assert_null(gp_topo_find(t, "not-a-bdf"));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/topo/fixture/h200x2-vm", test_h200_fixture);
+    g_test_add_func("/topo/switches", test_switch_topology);
+    g_test_add_func("/topo/pxb", test_pxb_switches);
+    g_test_add_func("/topo/acs-redirect", test_acs_redirect);
+    g_test_add_func("/topo/host-bridge-lists", test_host_bridge_lists);
+    g_test_add_func("/topo/unprivileged", test_unprivileged_read);
+    g_test_add_func("/topo/error/missing-file", test_missing_file);
+    g_test_add_func("/topo/error/bad-attribute", test_bad_attribute);
+    g_test_add_func("/topo/error/missing-root", test_missing_root);
+    g_test_add_func("/topo/sys-dir-as-root", test_sys_dir_as_root);
+    g_test_add_func("/topo/unknown-bdf", test_unknown_bdf);
+    return g_test_run();
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Shared pieces of the `gpup2p` subcommands. */
+#ifndef GPUP2P_CLI_H
+#define GPUP2P_CLI_H
+
+#include "gpup2p/json.h"
+
+/* Exit codes, documented in `gpup2p --help` and docs/operator-guide.md. */
+enum {
+    GP_EXIT_OK = 0,
+    GP_EXIT_FAILED = 1,         /* bad input or an operation failed */
+    GP_EXIT_USAGE = 2,          /* bad command line */
+    GP_EXIT_NO_PLAN = 3,        /* no valid clique plan exists */
+};
+
+typedef int (*GpCommandFn)(int argc, char **argv);
+
+int gp_cmd_topo(int argc, char **argv);
+int gp_cmd_plan(int argc, char **argv);
+int gp_cmd_snapshot(int argc, char **argv);
+
+/* Parse options; prints the error and returns false on bad usage. */
+bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv);
+/* "gpup2p CMD: message" on stderr; returns @code. */
+int gp_cli_fail(const char *cmd, int code, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+/* Split "a,b,c" into a NULL-terminated vector (NULL for NULL). */
+char **gp_cli_split_list(const char *text);
+/* Devices named in @bdfs, or those @filter accepts. */
+GPtrArray *gp_cli_select(const GpTopology *topo, char **bdfs,
+                         bool (*filter)(const GpDevice *), GError **errp);
+void gp_cli_print_json(JsonNode *node);
+
+#endif /* GPUP2P_CLI_H */

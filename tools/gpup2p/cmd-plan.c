@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* `gpup2p plan`: P2P clique ids for a set of devices. */
+#include <stdio.h>
+
+#include "cli.h"
+
+static void print_plan(const GpPlan *plan)
+{
+    guint i, j;
+
+    printf("policy: %s\n", gp_plan_policy_name(plan->policy));
+    if (!plan->devices->len) {
+        printf("no devices to plan (no NVIDIA display-class device found; "
+               "name devices with --devices)\n");
+        return;
+    }
+    for (i = 0; i < plan->cliques->len; i++) {
+        const GpClique *c = g_ptr_array_index(plan->cliques, i);
+
+        printf("clique %u:", c->id);
+        for (j = 0; j < c->devices->len; j++) {
+            const GpDevice *d = g_ptr_array_index(c->devices, j);
+
+            printf(" %s", d->bdf);
+        }
+        printf("\n");
+    }
+    for (i = 0; i < plan->left_out->len; i++) {
+        const GpPlanLeftOut *l = g_ptr_array_index(plan->left_out, i);
+
+        printf("no clique: %s: %s\n", l->device->bdf, l->reason);
+    }
+}
+
+int gp_cmd_plan(int argc, char **argv)
+{
+    g_autofree char *root = NULL;
+    g_autofree char *devices = NULL;
+    g_autofree char *policy_text = NULL;
+    gboolean json = FALSE;
+    GOptionEntry entries[] = {
+        { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &root,
+          "Read a captured tree instead of the live /sys", "DIR" },
+        { "devices", 0, 0, G_OPTION_ARG_STRING, &devices,
+          "Plan these devices (default: NVIDIA display-class devices)",
+          "BDF,..." },
+        { "policy", 0, 0, G_OPTION_ARG_STRING, &policy_text,
+          "How wide a clique may be: system (default), host-bridge, switch",
+          "POLICY" },
+        { "json", 0, 0, G_OPTION_ARG_NONE, &json, "JSON output", NULL },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx =
+        g_option_context_new("- P2P clique ids for GPUs or named devices");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GpTopology) topo = NULL;
+    g_autoptr(GpPlan) plan = NULL;
+    g_auto(GStrv) bdfs = NULL;
+    GpPlanPolicy policy = GP_PLAN_POLICY_SYSTEM;
+
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!gp_cli_parse(ctx, &argc, &argv)) {
+        return GP_EXIT_USAGE;
+    }
+    if (argc > 1) {
+        return gp_cli_fail("plan", GP_EXIT_USAGE, "unexpected argument '%s'",
+                           argv[1]);
+    }
+    if (policy_text && !gp_plan_policy_parse(policy_text, &policy, &err)) {
+        return gp_cli_fail("plan", GP_EXIT_USAGE, "--policy: %s",
+                           err->message);
+    }
+    topo = gp_topo_read(root ? root : "/", &err);
+    if (!topo) {
+        return gp_cli_fail("plan", GP_EXIT_FAILED, "%s", err->message);
+    }
+    bdfs = gp_cli_split_list(devices);
+    plan = gp_plan_compute(topo, (const char *const *)bdfs, policy, &err);
+    if (!plan) {
+        return gp_cli_fail("plan",
+                           g_error_matches(err, GP_ERROR,
+                                           GP_ERROR_TOO_MANY_CLIQUES) ?
+                           GP_EXIT_NO_PLAN : GP_EXIT_FAILED,
+                           "%s", err->message);
+    }
+    if (json) {
+        g_autoptr(JsonNode) node = gp_json_plan(topo, plan);
+
+        gp_cli_print_json(node);
+    } else {
+        print_plan(plan);
+    }
+    return GP_EXIT_OK;
+}

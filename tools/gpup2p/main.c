@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* `gpup2p`: the host command-line front of vfio-gpu-p2p. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    GpCommandFn fn;
+    const char *summary;
+} commands[] = {
+    { "topo", gp_cmd_topo, "devices, path classes and P2P verdicts" },
+    { "plan", gp_cmd_plan, "P2P clique ids for GPUs or named devices" },
+    { "snapshot", gp_cmd_snapshot, "capture the PCI part of sysfs" },
+};
+
+static void usage(FILE *out)
+{
+    size_t i;
+
+    fprintf(out, "Usage: gpup2p COMMAND [OPTIONS]\n\nCommands:\n");
+    for (i = 0; i < G_N_ELEMENTS(commands); i++) {
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    }
+    fprintf(out, "\n'gpup2p COMMAND --help' describes a command's options.\n"
+            "\nExit codes: 0 success, 1 bad input or failed operation, "
+            "2 bad command line,\n3 no valid clique plan (plan).\n");
+}
+
+bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (!g_option_context_parse(ctx, argc, argv, &err)) {
+        fprintf(stderr, "gpup2p: %s\n", err->message);
+        return false;
+    }
+    return true;
+}
+
+int gp_cli_fail(const char *cmd, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "gpup2p %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+char **gp_cli_split_list(const char *text)
+{
+    char **parts;
+    size_t i, n = 0;
+
+    if (!text) {
+        return NULL;
+    }
+    parts = g_strsplit(text, ",", -1);
+    for (i = 0; parts[i]; i++) {
+        g_strstrip(parts[i]);
+        if (parts[i][0]) {
+            parts[n++] = parts[i];
+        } else {
+            g_free(parts[i]);
+        }
+    }
+    parts[n] = NULL;
+    return parts;
+}
+
+GPtrArray *gp_cli_select(const GpTopology *topo, char **bdfs,
+                         bool (*filter)(const GpDevice *), GError **errp)
+{
+    GPtrArray *out = g_ptr_array_new();
+    guint i;
+
+    if (!bdfs) {
+        for (i = 0; i < topo->devices->len; i++) {
+            GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+            if (filter(dev)) {
+                g_ptr_array_add(out, dev);
+            }
+        }
+        return out;
+    }
+    for (i = 0; bdfs[i]; i++) {
+        GpDevice *dev = gp_topo_find(topo, bdfs[i]);
+
+        if (!dev) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
+                        "device '%s' is not in the topology", bdfs[i]);
+            g_ptr_array_free(out, TRUE);
+            return NULL;
+        }
+        g_ptr_array_add(out, dev);
+    }
+    return out;
+}
+
+void gp_cli_print_json(JsonNode *node)
+{
+    g_autofree char *text = gp_json_to_string(node);
+
+    fputs(text, stdout);
+}
+
+int main(int argc, char **argv)
+{
+    size_t i;
+
+    if (argc < 2) {
+        usage(stderr);
+        return GP_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return GP_EXIT_OK;
+    }
+    for (i = 0; i < G_N_ELEMENTS(commands); i++) {
+        if (!strcmp(argv[1], commands[i].name)) {
+            return commands[i].fn(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "gpup2p: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return GP_EXIT_USAGE;
+}
