@@ -35,4 +35,6 @@ apt-get install -y -q --no-install-recommends -t bookworm-backports \
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     qemu-system-x86 qemu-system-data seabios ipxe-qemu
 apt-get install -y -q --no-install-recommends \
-    busybox-static cpio xz-utils zstd kmod
+    busybox-static cpio xz-utils zstd kmod pciutils python3
+apt-get install -y -q --no-install-recommends -t bookworm-backports \
+    linux-headers-amd64

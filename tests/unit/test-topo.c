@@ -88,6 +88,43 @@ static void test_h200_fixture(void)
     g_assert_nonnull(strstr(why, "8086:0d57"));
 }
 
+/* A capture from the virtual GPU host (tests/vhost/topologies/two-numa). */
+static void test_vhost_fixture(void)
+{
+    g_autofree char *root = fixture("vhost-two-numa");
+    g_autofree char *off_root = fixture("vhost-two-numa-acs-off");
+    g_autoptr(GpTopology) t = read_ok(root);
+    g_autoptr(GpTopology) off = read_ok(off_root);
+    g_autofree char *why = NULL;
+    const GpDevice *rp;
+
+    g_assert_cmpuint(t->host_bridges->len, ==, 3);
+    g_assert_cmpuint(t->cpu_vendor, ==, GP_CPU_VENDOR_AMD);
+    g_assert_cmpuint(t->cpu_family, ==, 6);
+    /* Linux turned on SV RR CR UF on the root ports. */
+    rp = gp_topo_find(t, "0000:00:10.0");
+    g_assert_true(rp->acs_known && rp->acs.present);
+    g_assert_cmphex(rp->acs.ctrl, ==, GP_ACS_SV | GP_ACS_RR | GP_ACS_CR |
+                    GP_ACS_UF);
+    g_assert_cmpint(gp_topo_find(t, "0000:41:00.0")->numa_node, ==, 1);
+    g_assert_cmpint(gp_topo_find(t, "0000:03:00.0")->numa_node, ==, -1);
+
+    g_assert_cmpint(path(t, "0000:03:00.0", "0000:04:00.0"), ==, GP_PATH_PIX);
+    g_assert_cmpint(path(t, "0000:03:00.0", "0000:05:00.0"), ==, GP_PATH_PHB);
+    g_assert_cmpint(path(t, "0000:41:00.0", "0000:81:00.0"), ==,
+                    GP_PATH_NODE);
+    g_assert_cmpint(path(t, "0000:03:00.0", "0000:41:00.0"), ==, GP_PATH_SYS);
+    g_assert_cmpint(path(t, "0000:06:00.0", "0000:06:00.1"), ==, GP_PATH_PIX);
+
+    g_assert_cmpint(verdict(t, "0000:03:00.0", "0000:04:00.0", NULL), ==,
+                    GP_P2P_DIRECT);
+    g_assert_cmpint(verdict(t, "0000:06:00.0", "0000:06:00.1", &why), ==,
+                    GP_P2P_NONE);
+    g_assert_nonnull(strstr(why, "0000:00:12.0 (RR CR)"));
+    g_assert_cmpint(verdict(off, "0000:06:00.0", "0000:06:00.1", NULL), ==,
+                    GP_P2P_DIRECT);
+}
+
 static void test_switch_topology(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -293,6 +330,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/topo/fixture/h200x2-vm", test_h200_fixture);
+    g_test_add_func("/topo/fixture/vhost-two-numa", test_vhost_fixture);
     g_test_add_func("/topo/switches", test_switch_topology);
     g_test_add_func("/topo/pxb", test_pxb_switches);
     g_test_add_func("/topo/acs-redirect", test_acs_redirect);

@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A small TAP producer for the integration tests, and the virtual host
+runner as a function."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROJECT = os.path.dirname(os.path.dirname(HERE))
+VHOST = os.path.join(PROJECT, "tests", "vhost", "vhost.py")
+TOPOLOGIES = os.path.join(PROJECT, "tests", "vhost", "topologies")
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name, detail=""):
+        self.n += 1
+        if cond:
+            print("ok %d - %s" % (self.n, name), flush=True)
+        else:
+            self.failed += 1
+            print("not ok %d - %s" % (self.n, name), flush=True)
+            for line in str(detail).splitlines():
+                print("# " + line)
+        return cond
+
+    def eq(self, got, want, name):
+        return self.ok(got == want, name, "got %r, want %r" % (got, want))
+
+    def diag(self, text):
+        for line in str(text).splitlines():
+            print("# " + line, flush=True)
+
+    def done(self):
+        print("1..%d" % self.n, flush=True)
+        sys.exit(1 if self.failed else 0)
+
+    def run(self, fn):
+        try:
+            fn(self)
+        except Exception:
+            self.ok(False, "test raised", traceback.format_exc())
+        self.done()
+
+
+def prepare():
+    subprocess.run([sys.executable, VHOST, "prepare"], check=True)
+
+
+def vhost_run(topology, script, timeout=240, append="", out=None,
+              extra=None):
+    """Boot @topology, run @script (shell text) inside. Returns
+    (rc, stdout, stderr, outdir)."""
+    out = out or tempfile.mkdtemp(prefix="vhost-test-")
+    cmd = [sys.executable, VHOST, "run",
+           os.path.join(TOPOLOGIES, topology) if "/" not in topology
+           else topology, "--timeout", str(timeout), "--out", out, "-v"]
+    if append:
+        cmd += ["--append", append]
+    cmd += extra or []
+    cmd += ["--", "sh", "-ec", script]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr, out
+
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def gpup2p():
+    return os.environ.get("GPUP2P",
+                          os.path.join(PROJECT, "build", "tools", "gpup2p",
+                                       "gpup2p"))

@@ -1,0 +1,496 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The virtual GPU host: a real Linux kernel with an emulated IOMMU and PCIe
+topology under QEMU (TCG), running a command inside as root.
+
+  vhost.py prepare                  fetch Debian's kernel, build the initramfs
+  vhost.py run TOPOLOGY [opts] -- CMD...
+                                    boot, run CMD in the project directory,
+                                    print its output, exit with its status
+  vhost.py bdf NAME                 (inside) the guest BDF of a node
+
+The running machine's root is shared read-only; /tmp, /run, /var/tmp are
+tmpfs inside; the run's results directory is shared writable at
+/run/vhost-out (also $VHOST_OUT). The topology file (JSON) describes root
+ports, switches, extra host bridges on NUMA nodes and devices, and is the
+ground truth tests compare against.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROJECT = os.path.dirname(os.path.dirname(HERE))
+CACHE = os.environ.get("VHOST_CACHE", os.path.join(PROJECT, "build", "vhost"))
+GUEST_OUT = "/run/vhost-out"
+
+# Modules the initramfs loads before it can mount the root share.
+EARLY_MODULES = ["netfs", "9pnet", "9pnet_virtio", "9p"]
+# Loaded from the share once it is mounted (kmod resolves dependencies).
+LATE_MODULES = ["vfio-pci", "vfio_iommu_type1"]
+
+
+def log(msg):
+    print("vhost: " + msg, file=sys.stderr, flush=True)
+
+
+def die(msg, code=2):
+    log(msg)
+    sys.exit(code)
+
+
+# ---------------------------------------------------------------- prepare
+
+def kernel_package():
+    """The kernel the linux-image-amd64 metapackage of backports names."""
+    out = subprocess.run(
+        ["apt-cache", "depends", "-t", "bookworm-backports",
+         "linux-image-amd64"], check=True, capture_output=True,
+        text=True).stdout
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("Depends: linux-image-"):
+            return line.split()[1]
+    die("apt-cache names no kernel for linux-image-amd64 "
+        "(is bookworm-backports configured? run scripts/setup-debian.sh)")
+
+
+def kernel_paths():
+    with open(os.path.join(CACHE, "kernel-version")) as f:
+        version = f.read().strip()
+    root = os.path.join(CACHE, "kernel")
+    return (version, os.path.join(root, "boot", "vmlinuz-" + version), root,
+            os.path.join(CACHE, "initrd.gz"))
+
+
+def find_module(modroot, name):
+    want = {name.replace("-", "_")}
+    for dirpath, _, files in os.walk(modroot):
+        for f in files:
+            base = f.split(".ko")[0]
+            if ".ko" in f and base.replace("-", "_") in want:
+                return os.path.join(dirpath, f)
+    die("module %s not found under %s" % (name, modroot))
+
+
+INIT = r"""#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in %(early)s; do insmod /lib/modules/$m.ko || echo "vhost-init: insmod $m failed"; done
+mkdir -p /root
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=1048576,cache=loose root /root || echo "vhost-init: root share failed"
+for d in tmp run var/tmp; do mount -t tmpfs -o mode=1777 tmp /root/$d; done
+mount -t proc proc /root/proc
+mount -t sysfs sys /root/sys
+mount -t devtmpfs dev /root/dev
+mkdir -p /root/dev/pts /root/dev/shm /root%(out)s
+mount -t devpts pts /root/dev/pts
+mount -t tmpfs -o mode=1777 shm /root/dev/shm
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 out /root%(out)s || echo "vhost-init: out share failed"
+chroot /root /bin/sh %(out)s/.vhost-run
+sync
+umount /root%(out)s
+echo "vhost-init: done"
+poweroff -f
+"""
+
+RUNNER = r"""#!/bin/sh
+# Written by vhost.py for one run.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/tmp VHOST_OUT=%(out)s VHOST_KERNEL_DIR=%(kdir)s
+export VHOST_KERNEL_VERSION=%(kver)s
+date +%%s.%%N > %(out)s/.started
+for m in %(late)s; do
+    modprobe -d %(kdir)s -S %(kver)s "$m" || echo "vhost: modprobe $m failed"
+done
+cd %(cwd)s
+sh %(out)s/.vhost-cmd > %(out)s/output.log 2>&1
+echo $? > %(out)s/rc
+"""
+
+
+def cmd_prepare(args):
+    os.makedirs(CACHE, exist_ok=True)
+    pkg = kernel_package()
+    version = pkg[len("linux-image-"):]
+    root = os.path.join(CACHE, "kernel")
+    stamp = os.path.join(CACHE, "kernel-version")
+    if not (os.path.exists(stamp) and open(stamp).read().strip() == version
+            and os.path.exists(os.path.join(CACHE, "initrd.gz"))):
+        dl = tempfile.mkdtemp(prefix="dl-", dir=CACHE)
+        log("fetching %s" % pkg)
+        subprocess.run(["apt-get", "download", "-q", "-t",
+                        "bookworm-backports", pkg], cwd=dl, check=True,
+                       stdout=subprocess.DEVNULL)
+        deb = [f for f in os.listdir(dl) if f.endswith(".deb")][0]
+        shutil.rmtree(root, ignore_errors=True)
+        subprocess.run(["dpkg-deb", "-x", os.path.join(dl, deb), root],
+                       check=True)
+        shutil.rmtree(dl)
+        subprocess.run(["depmod", "-b", root, version], check=True)
+        build_initrd(root, version)
+        with open(stamp, "w") as f:
+            f.write(version + "\n")
+    log("kernel %s ready in %s" % (version, CACHE))
+
+
+def build_initrd(root, version):
+    modroot = os.path.join(root, "lib", "modules", version)
+    work = tempfile.mkdtemp(prefix="initrd-", dir=CACHE)
+    try:
+        for d in ["bin", "proc", "sys", "dev", "root", "lib/modules"]:
+            os.makedirs(os.path.join(work, d), exist_ok=True)
+        shutil.copy("/bin/busybox", os.path.join(work, "bin", "busybox"))
+        for m in EARLY_MODULES:
+            src = find_module(modroot, m)
+            dst = os.path.join(work, "lib", "modules", m + ".ko")
+            if src.endswith(".xz"):
+                with open(dst, "wb") as out:
+                    subprocess.run(["xz", "-dc", src], stdout=out, check=True)
+            elif src.endswith(".zst"):
+                with open(dst, "wb") as out:
+                    subprocess.run(["zstd", "-dc", src], stdout=out,
+                                   check=True)
+            else:
+                shutil.copy(src, dst)
+        with open(os.path.join(work, "init"), "w") as f:
+            f.write(INIT % {"early": " ".join(EARLY_MODULES),
+                            "out": GUEST_OUT})
+        os.chmod(os.path.join(work, "init"), 0o755)
+        tmp = os.path.join(CACHE, "initrd.gz.tmp")
+        with open(tmp, "wb") as out:
+            find = subprocess.Popen(["find", "."], cwd=work,
+                                    stdout=subprocess.PIPE)
+            cpio = subprocess.Popen(["cpio", "-o", "-H", "newc", "--quiet"],
+                                    cwd=work, stdin=find.stdout,
+                                    stdout=subprocess.PIPE)
+            subprocess.run(["gzip", "-1"], stdin=cpio.stdout, stdout=out,
+                           check=True)
+            if find.wait() or cpio.wait():
+                die("building the initramfs failed")
+        os.rename(tmp, os.path.join(CACHE, "initrd.gz"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- topology
+
+class Topology:
+    """Nodes of the description with QEMU arguments and guest paths.
+
+    Each node gets a 'path': the host bridge directory and the slot.function
+    of every hop, e.g. ["pci0000:00", "10.0", "00.0"]. That is how a test
+    finds a node's BDF in the guest, whatever bus numbers firmware gave.
+    """
+
+    KINDS = {"root-port", "switch", "host-bridge", "gpu", "edu", "ivshmem",
+             "nic"}
+
+    def __init__(self, path):
+        with open(path) as f:
+            self.desc = json.load(f)
+        self.file = path
+        self.nodes = {}
+        self.order = []
+        self.buses = {"pcie.0": {"path": ["pci0000:00"], "next_slot": 0x10,
+                                 "node": None}}
+        self.numa_nodes = int(self.desc.get("numa_nodes", 1))
+        self.chassis = 1
+        for n in self.desc.get("nodes", []):
+            self._add(n)
+
+    def _bus(self, n):
+        parent = n.get("parent", "pcie.0")
+        if parent not in self.buses:
+            die("%s: node %s: parent bus '%s' is not defined above it"
+                % (self.file, n.get("id"), parent))
+        return parent, self.buses[parent]
+
+    def _slot(self, bus, n):
+        if "addr" in n:
+            slot, fn = n["addr"].split(".")
+            return "%02x.%s" % (int(slot, 16), fn)
+        slot = bus["next_slot"]
+        bus["next_slot"] += 1
+        return "%02x.0" % slot
+
+    def _add(self, n):
+        nid, kind = n.get("id"), n.get("kind")
+        if not nid or kind not in self.KINDS:
+            die("%s: node %r: needs an id and a kind among %s"
+                % (self.file, n, sorted(self.KINDS)))
+        if nid in self.nodes or nid in self.buses:
+            die("%s: id %s used twice" % (self.file, nid))
+        node = dict(n)
+        self.nodes[nid] = node
+        self.order.append(nid)
+        if kind == "host-bridge":
+            bus_nr = int(n["bus_nr"])
+            numa = int(n.get("numa_node", 0))
+            if numa >= self.numa_nodes:
+                die("%s: %s: numa_node %d but numa_nodes is %d"
+                    % (self.file, nid, numa, self.numa_nodes))
+            node["args"] = ["-device", "pxb-pcie,id=%s,bus=pcie.0,bus_nr=%d,"
+                            "numa_node=%d" % (nid, bus_nr, numa)]
+            node["path"] = ["pci0000:%02x" % bus_nr]
+            self.buses[nid] = {"path": node["path"], "next_slot": 0,
+                               "node": numa}
+            return
+        parent, bus = self._bus(n)
+        slot = self._slot(bus, n)
+        node["path"] = bus["path"] + [slot]
+        node["numa_node"] = bus["node"]
+        node["host_bridge"] = bus["path"][0]
+        at = "bus=%s,addr=%s" % (parent, slot)
+        if n.get("multifunction"):
+            at += ",multifunction=on"
+        if kind == "root-port":
+            node["args"] = ["-device", "pcie-root-port,id=%s,%s,chassis=%d,"
+                            "slot=%d" % (nid, at, self.chassis, self.chassis)]
+            self.chassis += 1
+            self.buses[nid] = {"path": node["path"], "next_slot": 0,
+                               "node": bus["node"]}
+        elif kind == "switch":
+            args = ["-device", "x3130-upstream,id=%s,%s" % (nid, at)]
+            up_path = node["path"]
+            for i in range(int(n.get("ports", 2))):
+                port = "%s.%d" % (nid, i)
+                args += ["-device", "xio3130-downstream,id=%s,bus=%s,"
+                         "addr=%02x.0,chassis=%d,slot=%d"
+                         % (port, nid, i, self.chassis, self.chassis)]
+                self.chassis += 1
+                self.buses[port] = {"path": up_path + ["%02x.0" % i],
+                                    "next_slot": 0, "node": bus["node"]}
+            node["args"] = args
+        elif kind == "gpu":
+            # A display-class stand-in (class 0x0380) for a GPU.
+            node["args"] = ["-device", "bochs-display,id=%s,%s" % (nid, at)]
+        elif kind == "edu":
+            node["args"] = ["-device", "edu,id=%s,%s,dma_mask=0x%x"
+                            % (nid, at, (1 << 64) - 1)]
+        elif kind == "ivshmem":
+            node["size_mib"] = int(n.get("size_mib", 16))
+            node["args"] = ["-device", "ivshmem-plain,id=%s,%s,memdev=%s-mem"
+                            % (nid, at, nid)]
+        elif kind == "nic":
+            node["args"] = ["-device", "e1000e,id=%s,%s,netdev=%s-net"
+                            % (nid, at, nid),
+                            "-netdev", "user,id=%s-net,restrict=on" % nid]
+
+    def qemu_args(self, outdir):
+        mem = int(self.desc.get("memory_mib", 3072))
+        args = []
+        if self.numa_nodes > 1:
+            per = mem // self.numa_nodes
+            args += ["-smp", "%d,sockets=%d" % (self.numa_nodes,
+                                                self.numa_nodes)]
+            for i in range(self.numa_nodes):
+                args += ["-object", "memory-backend-ram,id=numa%d,size=%dM"
+                         % (i, per),
+                         "-numa", "node,nodeid=%d,cpus=%d,memdev=numa%d"
+                         % (i, i, i)]
+            mem = per * self.numa_nodes
+        else:
+            args += ["-smp", "2"]
+        args = ["-m", "%dM" % mem] + args
+        for nid in self.order:
+            node = self.nodes[nid]
+            if node["kind"] == "ivshmem":
+                path = os.path.join(outdir, "%s.mem" % nid)
+                with open(path, "wb") as f:
+                    f.truncate(node["size_mib"] << 20)
+                node["backing_file"] = path
+                args += ["-object", "memory-backend-file,id=%s-mem,share=on,"
+                         "mem-path=%s,size=%dM" % (nid, path,
+                                                   node["size_mib"])]
+            args += node["args"]
+        return args
+
+    def manifest(self):
+        return {"file": os.path.abspath(self.file),
+                "name": self.desc.get("name", ""),
+                "kernel_args": self.desc.get("kernel_args", ""),
+                "nodes": {k: {kk: vv for kk, vv in v.items() if kk != "args"}
+                          for k, v in self.nodes.items()}}
+
+
+# ---------------------------------------------------------------- run
+
+def cmd_run(args):
+    if not args.command:
+        die("run: give the command after --")
+    try:
+        version, vmlinuz, kdir, initrd = kernel_paths()
+    except FileNotFoundError:
+        die("run: no kernel prepared; run 'vhost.py prepare' first")
+    topo = Topology(args.topology)
+    outdir = os.path.abspath(args.out) if args.out else \
+        tempfile.mkdtemp(prefix="vhost-")
+    os.makedirs(outdir, exist_ok=True)
+    for f in ["rc", "output.log", ".started", "console.log"]:
+        try:
+            os.unlink(os.path.join(outdir, f))
+        except FileNotFoundError:
+            pass
+    qargs = topo.qemu_args(outdir)
+    with open(os.path.join(outdir, "topology.json"), "w") as f:
+        json.dump(topo.manifest(), f, indent=2)
+    with open(os.path.join(outdir, ".vhost-cmd"), "w") as f:
+        f.write(" ".join(sh_quote(a) for a in args.command) + "\n")
+    with open(os.path.join(outdir, ".vhost-run"), "w") as f:
+        f.write(RUNNER % {"out": GUEST_OUT, "kdir": kdir, "kver": version,
+                          "late": " ".join(LATE_MODULES + args.modules),
+                          "cwd": os.path.abspath(args.cwd)})
+
+    append = ("console=ttyS0 intel_iommu=on panic=-1 quiet loglevel=4 "
+              "rdinit=/init " + topo.desc.get("kernel_args", "") + " " +
+              args.append).strip()
+    console = os.path.join(outdir, "console.log")
+    qemu = [args.qemu, "-nodefaults", "-no-user-config", "-display", "none",
+            "-accel", "tcg,thread=multi", "-cpu", "max",
+            "-M", "q35,kernel-irqchip=split",
+            "-device", "intel-iommu,intremap=on,caching-mode=on",
+            "-kernel", vmlinuz, "-initrd", initrd, "-append", append,
+            "-serial", "file:" + console, "-no-reboot", "-monitor", "none",
+            "-virtfs", "local,path=/,mount_tag=root,security_model=none,"
+            "readonly=on",
+            "-virtfs", "local,path=%s,mount_tag=out,security_model=none"
+            % outdir] + qargs + args.qemu_arg
+    with open(os.path.join(outdir, "qemu-cmdline"), "w") as f:
+        f.write(" ".join(sh_quote(a) for a in qemu) + "\n")
+
+    t0 = time.monotonic()
+    started = None
+    proc = subprocess.Popen(qemu, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    timed_out = False
+    while proc.poll() is None:
+        if started is None and os.path.exists(os.path.join(outdir,
+                                                           ".started")):
+            started = time.monotonic() - t0
+        if time.monotonic() - t0 > args.timeout:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
+        time.sleep(0.05)
+    total = time.monotonic() - t0
+    qemu_out = proc.stdout.read().decode(errors="replace")
+
+    output = read(os.path.join(outdir, "output.log"))
+    sys.stdout.write(output)
+    sys.stdout.flush()
+    timing = {"boot_to_command_s": started, "total_s": total}
+    with open(os.path.join(outdir, "timing.json"), "w") as f:
+        json.dump(timing, f)
+    rc_text = read(os.path.join(outdir, "rc")).strip()
+    if timed_out:
+        log("timed out after %.0f s; killed the virtual host" % args.timeout)
+        tail(console, qemu_out)
+        return 124
+    if proc.returncode != 0 or not rc_text:
+        log("the virtual host ended without the command's status "
+            "(QEMU exit %d)" % proc.returncode)
+        tail(console, qemu_out)
+        return 125
+    rc = int(rc_text)
+    if rc != 0 or args.verbose:
+        log("command exited %d; boot to command %.1f s, whole run %.1f s"
+            % (rc, started or -1, total))
+        if rc != 0:
+            tail(console, qemu_out)
+    return rc
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def tail(console, qemu_out, lines=40):
+    text = read(console).splitlines()[-lines:]
+    log("console tail:\n" + "\n".join(text))
+    if qemu_out.strip():
+        log("qemu said:\n" + qemu_out.strip())
+
+
+def sh_quote(s):
+    if s and all(c.isalnum() or c in "@%+=:,./-_" for c in s):
+        return s
+    return "'" + s.replace("'", "'\"'\"'") + "'"
+
+
+# ---------------------------------------------------------------- inside
+
+def guest_bdf(name, out=None):
+    """Find a node's BDF by walking the guest's /sys/devices."""
+    out = out or os.environ.get("VHOST_OUT", GUEST_OUT)
+    with open(os.path.join(out, "topology.json")) as f:
+        nodes = json.load(f)["nodes"]
+    if name not in nodes:
+        die("bdf: no node %s in the topology" % name)
+    path = nodes[name]["path"]
+    d = os.path.join("/sys/devices", path[0])
+    for hop in path[1:]:
+        match = [e for e in os.listdir(d)
+                 if len(e) == 12 and e.endswith(":" + hop)]
+        if len(match) != 1:
+            die("bdf: %s: no unique device %s under %s" % (name, hop, d))
+        d = os.path.join(d, match[0])
+    return os.path.basename(d)
+
+
+def cmd_bdf(args):
+    print(guest_bdf(args.name))
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("prepare", help="fetch the kernel, build the initramfs")
+    r = sub.add_parser("run", help="boot a topology and run a command")
+    r.add_argument("topology")
+    r.add_argument("--timeout", type=float, default=300,
+                   help="kill the virtual host after this many seconds")
+    r.add_argument("--out", help="results directory (default: a new one)")
+    r.add_argument("--cwd", default=PROJECT,
+                   help="directory the command runs in (default: project)")
+    r.add_argument("--append", default="", help="more kernel arguments")
+    r.add_argument("--module", dest="modules", action="append", default=[],
+                   help="another kernel module to load inside")
+    r.add_argument("--qemu", default=os.environ.get(
+        "VHOST_QEMU", "qemu-system-x86_64"), help="outer QEMU binary")
+    r.add_argument("--qemu-arg", action="append", default=[],
+                   help="extra QEMU argument (repeat)")
+    r.add_argument("-v", "--verbose", action="store_true")
+    b = sub.add_parser("bdf", help="(inside) print a node's guest BDF")
+    b.add_argument("name")
+    argv = sys.argv[1:]
+    command = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, command = argv[:i], argv[i + 1:]
+    args = p.parse_args(argv)
+    args.command = command
+    return {"prepare": cmd_prepare, "run": cmd_run, "bdf": cmd_bdf}[args.cmd](
+        args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
