@@ -125,12 +125,91 @@ static bool select_devices(const GpTopology *topo, const char *const *bdfs,
     return true;
 }
 
+int gp_plan_group(unsigned n, GpPairAllowedFn allowed, void *ctx, int *ids,
+                  GError **errp)
+{
+    g_autofree unsigned *group = g_new(unsigned, n ? n : 1);
+    g_autofree unsigned *size = g_new0(unsigned, n ? n : 1);
+    g_autoptr(GPtrArray) members = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_array_unref);
+    unsigned ngroups = 0, i, j, g;
+    int next_id = 0;
+
+    /*
+     * Greedy in item order: an item joins the first group all of whose
+     * members it can reach. P2P reachability nearly always follows the tree
+     * and is transitive, so this finds the natural domains.
+     */
+    for (i = 0; i < n; i++) {
+        GArray *m = NULL;
+
+        for (g = 0; g < ngroups; g++) {
+            m = g_ptr_array_index(members, g);
+            for (j = 0; j < m->len; j++) {
+                if (!allowed(i, g_array_index(m, unsigned, j), ctx)) {
+                    break;
+                }
+            }
+            if (j == m->len) {
+                break;
+            }
+        }
+        if (g == ngroups) {
+            m = g_array_new(FALSE, FALSE, sizeof(unsigned));
+            g_ptr_array_add(members, m);
+            ngroups++;
+        }
+        g_array_append_val(m, i);
+        group[i] = g;
+        size[g]++;
+    }
+    /* Ids in order of each group's first item; singletons get none. */
+    {
+        g_autofree int *gid = g_new(int, ngroups ? ngroups : 1);
+
+        for (g = 0; g < ngroups; g++) {
+            gid[g] = -1;
+        }
+        for (i = 0; i < n; i++) {
+            g = group[i];
+            if (size[g] >= 2 && gid[g] < 0) {
+                gid[g] = next_id++;
+            }
+            ids[i] = size[g] >= 2 ? gid[g] : -1;
+        }
+    }
+    if (next_id > GP_PLAN_MAX_CLIQUES) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_TOO_MANY_CLIQUES,
+                    "%d P2P cliques but ids go only to %d", next_id,
+                    GP_PLAN_MAX_CLIQUES - 1);
+        return -1;
+    }
+    return next_id;
+}
+
+typedef struct {
+    const GpTopology *topo;
+    const GPtrArray *devices;
+    GpPlanPolicy policy;
+    bool *cache;                /* n x n verdicts, computed once */
+} TopoPairs;
+
+static bool topo_pair_allowed(unsigned i, unsigned j, void *ctx)
+{
+    TopoPairs *p = ctx;
+
+    return p->cache[i * p->devices->len + j];
+}
+
 GpPlan *gp_plan_compute(const GpTopology *topo, const char *const *bdfs,
                         GpPlanPolicy policy, GError **errp)
 {
     g_autoptr(GpPlan) plan = g_new0(GpPlan, 1);
+    g_autoptr(GError) err = NULL;
     g_autofree bool *allowed = NULL;
-    g_autoptr(GPtrArray) groups = g_ptr_array_new();
+    g_autofree int *ids = NULL;
+    TopoPairs pairs;
+    int count;
     guint n, i, j;
 
     plan->policy = policy;
@@ -152,89 +231,56 @@ GpPlan *gp_plan_compute(const GpTopology *topo, const char *const *bdfs,
             allowed[i * n + j] = allowed[j * n + i] = ok;
         }
     }
-
-    /*
-     * Greedy in BDF order: a device joins the first group all of whose
-     * members it can reach. P2P reachability is nearly always transitive
-     * (it follows the tree), so this finds the natural domains.
-     */
-    for (i = 0; i < n; i++) {
-        GArray *members;
-        guint g;
-
-        for (g = 0; g < groups->len; g++) {
-            members = g_ptr_array_index(groups, g);
-            for (j = 0; j < members->len; j++) {
-                if (!allowed[i * n + g_array_index(members, guint, j)]) {
-                    break;
-                }
-            }
-            if (j == members->len) {
-                break;
-            }
-        }
-        if (g == groups->len) {
-            g_ptr_array_add(groups, g_array_new(FALSE, FALSE, sizeof(guint)));
-        }
-        members = g_ptr_array_index(groups, g);
-        g_array_append_val(members, i);
-    }
-
-    for (i = 0; i < groups->len; i++) {
-        GArray *members = g_ptr_array_index(groups, i);
-
-        if (members->len >= 2) {
-            GpClique *c = g_new0(GpClique, 1);
-
-            c->id = plan->cliques->len;
-            c->devices = g_ptr_array_new();
-            for (j = 0; j < members->len; j++) {
-                g_ptr_array_add(c->devices,
-                                g_ptr_array_index(plan->devices,
-                                    g_array_index(members, guint, j)));
-            }
-            g_ptr_array_add(plan->cliques, c);
-        } else {
-            guint d = g_array_index(members, guint, 0);
-            GpPlanLeftOut *l = g_new0(GpPlanLeftOut, 1);
-
-            l->device = g_ptr_array_index(plan->devices, d);
-            for (j = 0; j < n && !l->reason; j++) {
-                if (j != d) {
-                    gp_plan_pair_allowed(topo, l->device,
-                                         g_ptr_array_index(plan->devices, j),
-                                         policy, &l->reason);
-                }
-            }
-            if (!l->reason) {
-                l->reason = g_strdup(n == 1 ? "the only device planned" :
-                                     "no peer reachable from all members");
-            }
-            g_ptr_array_add(plan->left_out, l);
-        }
-    }
-    for (i = 0; i < groups->len; i++) {
-        g_array_free(g_ptr_array_index(groups, i), TRUE);
-    }
-
-    if (plan->cliques->len > GP_PLAN_MAX_CLIQUES) {
+    pairs = (TopoPairs){ topo, plan->devices, policy, allowed };
+    ids = g_new(int, n ? n : 1);
+    count = gp_plan_group(n, topo_pair_allowed, &pairs, ids, &err);
+    if (count < 0) {
         g_autoptr(GString) names = g_string_new(NULL);
 
-        for (i = GP_PLAN_MAX_CLIQUES; i < plan->cliques->len; i++) {
-            GpClique *c = g_ptr_array_index(plan->cliques, i);
-
-            for (j = 0; j < c->devices->len; j++) {
-                const GpDevice *d = g_ptr_array_index(c->devices, j);
+        for (i = 0; i < n; i++) {
+            if (ids[i] >= GP_PLAN_MAX_CLIQUES) {
+                const GpDevice *d = g_ptr_array_index(plan->devices, i);
 
                 g_string_append_printf(names, "%s%s", names->len ? ", " : "",
                                        d->bdf);
             }
         }
         g_set_error(errp, GP_ERROR, GP_ERROR_TOO_MANY_CLIQUES,
-                    "%u P2P cliques but ids go only to %d: %s would need ids "
-                    "past %d", plan->cliques->len, GP_PLAN_MAX_CLIQUES - 1,
+                    "%s: %s would need ids past %d", err->message,
                     names->str, GP_PLAN_MAX_CLIQUES - 1);
         return NULL;
+    }
+    for (i = 0; i < (guint)count; i++) {
+        GpClique *c = g_new0(GpClique, 1);
+
+        c->id = i;
+        c->devices = g_ptr_array_new();
+        g_ptr_array_add(plan->cliques, c);
+    }
+    for (i = 0; i < n; i++) {
+        GpDevice *dev = g_ptr_array_index(plan->devices, i);
+        GpPlanLeftOut *l;
+
+        if (ids[i] >= 0) {
+            GpClique *c = g_ptr_array_index(plan->cliques, ids[i]);
+
+            g_ptr_array_add(c->devices, dev);
+            continue;
+        }
+        l = g_new0(GpPlanLeftOut, 1);
+        l->device = dev;
+        for (j = 0; j < n && !l->reason; j++) {
+            if (j != i) {
+                gp_plan_pair_allowed(topo, dev,
+                                     g_ptr_array_index(plan->devices, j),
+                                     policy, &l->reason);
+            }
+        }
+        if (!l->reason) {
+            l->reason = g_strdup(n == 1 ? "the only device planned" :
+                                 "no peer reachable from all members");
+        }
+        g_ptr_array_add(plan->left_out, l);
     }
     return g_steal_pointer(&plan);
 }

@@ -38,3 +38,8 @@ apt-get install -y -q --no-install-recommends \
     busybox-static cpio xz-utils zstd kmod pciutils python3
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     linux-headers-amd64
+
+# Building QEMU 10.0.2 with the extension (hw/vfio-gpu-p2p/build-qemu.sh).
+apt-get install -y -q --no-install-recommends \
+    libpixman-1-dev libfdt-dev zlib1g-dev libcap-ng-dev libattr1-dev \
+    python3-venv flex bison bzip2 patch dpkg-dev

@@ -37,6 +37,9 @@ ninja -C build-asan
 suite build unit
 suite build-asan unit
 if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
+    # Integration tests boot the virtual GPU host and run our QEMU in it.
+    python3 tests/vhost/vhost.py prepare
+    hw/vfio-gpu-p2p/build-qemu.sh
     suite build integration --num-processes 1
 fi
 

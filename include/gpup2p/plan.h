@@ -43,6 +43,17 @@ GpPlan *gp_plan_compute(const GpTopology *topo, const char *const *bdfs,
 void gp_plan_free(GpPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpPlan, gp_plan_free)
 
+/*
+ * The grouping at the heart of the planner, over any pair source: @n items,
+ * @allowed(i, j, ctx) says whether items i and j may share a clique.
+ * Greedy in item order; groups of one get -1. Fills @ids (n entries) and
+ * returns the number of cliques, or -1 with GP_ERROR_TOO_MANY_CLIQUES
+ * when more than 16 would be needed (@ids then holds the would-be ids).
+ */
+typedef bool (*GpPairAllowedFn)(unsigned i, unsigned j, void *ctx);
+int gp_plan_group(unsigned n, GpPairAllowedFn allowed, void *ctx, int *ids,
+                  GError **errp);
+
 /* The clique id of @dev in @plan, or -1 when it has none. */
 int gp_plan_clique_of(const GpPlan *plan, const GpDevice *dev);
 

@@ -326,14 +326,7 @@ class Topology:
 
 # ---------------------------------------------------------------- run
 
-def cmd_run(args):
-    if not args.command:
-        die("run: give the command after --")
-    try:
-        version, vmlinuz, kdir, initrd = kernel_paths()
-    except FileNotFoundError:
-        die("run: no kernel prepared; run 'vhost.py prepare' first")
-    topo = Topology(args.topology)
+def prepare_outdir(args, kdir, version, modules):
     outdir = os.path.abspath(args.out) if args.out else \
         tempfile.mkdtemp(prefix="vhost-")
     os.makedirs(outdir, exist_ok=True)
@@ -342,15 +335,62 @@ def cmd_run(args):
             os.unlink(os.path.join(outdir, f))
         except FileNotFoundError:
             pass
-    qargs = topo.qemu_args(outdir)
-    with open(os.path.join(outdir, "topology.json"), "w") as f:
-        json.dump(topo.manifest(), f, indent=2)
     with open(os.path.join(outdir, ".vhost-cmd"), "w") as f:
         f.write(" ".join(sh_quote(a) for a in args.command) + "\n")
     with open(os.path.join(outdir, ".vhost-run"), "w") as f:
         f.write(RUNNER % {"out": GUEST_OUT, "kdir": kdir, "kver": version,
-                          "late": " ".join(LATE_MODULES + args.modules),
+                          "late": " ".join(modules),
                           "cwd": os.path.abspath(args.cwd)})
+    return outdir
+
+
+def cmd_inner(args):
+    """Inside the virtual host: boot a nested guest with KVM, the given
+    QEMU and devices, the same kernel and initramfs, and run a command."""
+    if not args.command:
+        die("inner: give the command after --")
+    try:
+        version, vmlinuz, kdir, initrd = kernel_paths()
+    except FileNotFoundError:
+        die("inner: no kernel prepared")
+    outdir = prepare_outdir(args, kdir, version, [])
+    qemu = [args.qemu, "-nodefaults", "-no-user-config", "-display", "none",
+            "-L", "/usr/share/seabios", "-L", "/usr/share/qemu",
+            "-accel", "kvm", "-cpu", "host", "-m", "%dM" % args.memory,
+            "-smp", "1", "-M", "q35",
+            "-kernel", vmlinuz, "-initrd", initrd,
+            "-append", "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init",
+            "-serial", "file:" + os.path.join(outdir, "console.log"),
+            "-no-reboot", "-monitor", "none",
+            "-virtfs", "local,path=/,mount_tag=root,security_model=none,"
+            "readonly=on",
+            "-virtfs", "local,path=%s,mount_tag=out,security_model=none"
+            % outdir]
+    if args.qmp:
+        qemu += ["-qmp", "unix:%s,server=on,wait=off" % args.qmp]
+    for i in range(args.root_ports):
+        qemu += ["-device", "pcie-root-port,id=rp%d,chassis=%d,slot=%d,"
+                 "addr=%x.0" % (i, i + 1, i + 1, 0x10 + i)]
+    for dev in args.device:
+        qemu += ["-device", dev]
+    qemu += args.qemu_arg
+    with open(os.path.join(outdir, "qemu-cmdline"), "w") as f:
+        f.write(" ".join(sh_quote(a) for a in qemu) + "\n")
+    return boot(qemu, outdir, args)
+
+
+def cmd_run(args):
+    if not args.command:
+        die("run: give the command after --")
+    try:
+        version, vmlinuz, kdir, initrd = kernel_paths()
+    except FileNotFoundError:
+        die("run: no kernel prepared; run 'vhost.py prepare' first")
+    topo = Topology(args.topology)
+    outdir = prepare_outdir(args, kdir, version, LATE_MODULES + args.modules)
+    qargs = topo.qemu_args(outdir)
+    with open(os.path.join(outdir, "topology.json"), "w") as f:
+        json.dump(topo.manifest(), f, indent=2)
 
     append = ("console=ttyS0 intel_iommu=on panic=-1 quiet loglevel=4 "
               "rdinit=/init " + topo.desc.get("kernel_args", "") + " " +
@@ -369,6 +409,13 @@ def cmd_run(args):
     with open(os.path.join(outdir, "qemu-cmdline"), "w") as f:
         f.write(" ".join(sh_quote(a) for a in qemu) + "\n")
 
+    return boot(qemu, outdir, args)
+
+
+def boot(qemu, outdir, args):
+    """Start QEMU, wait for it (killing it at the time limit), print the
+    command's output; return the command's status."""
+    console = os.path.join(outdir, "console.log")
     t0 = time.monotonic()
     started = None
     proc = subprocess.Popen(qemu, stdin=subprocess.DEVNULL,
@@ -479,6 +526,19 @@ def main():
     r.add_argument("--qemu-arg", action="append", default=[],
                    help="extra QEMU argument (repeat)")
     r.add_argument("-v", "--verbose", action="store_true")
+    i = sub.add_parser("inner", help="(inside) boot a nested KVM guest")
+    i.add_argument("--qemu", default=os.path.join(PROJECT, "build", "qemu",
+                                                  "qemu-system-x86_64"))
+    i.add_argument("--device", action="append", default=[],
+                   help="a -device argument (repeat); rpN are root ports")
+    i.add_argument("--root-ports", type=int, default=4)
+    i.add_argument("--memory", type=int, default=512)
+    i.add_argument("--qmp", help="QMP socket path")
+    i.add_argument("--timeout", type=float, default=240)
+    i.add_argument("--out", help="results directory")
+    i.add_argument("--cwd", default=PROJECT)
+    i.add_argument("--qemu-arg", action="append", default=[])
+    i.add_argument("-v", "--verbose", action="store_true")
     b = sub.add_parser("bdf", help="(inside) print a node's guest BDF")
     b.add_argument("name")
     argv = sys.argv[1:]
@@ -488,8 +548,8 @@ def main():
         argv, command = argv[:i], argv[i + 1:]
     args = p.parse_args(argv)
     args.command = command
-    return {"prepare": cmd_prepare, "run": cmd_run, "bdf": cmd_bdf}[args.cmd](
-        args)
+    return {"prepare": cmd_prepare, "run": cmd_run, "inner": cmd_inner,
+            "bdf": cmd_bdf}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* PCI checks: NVIDIA GPUs, their P2P capability and clique ids. */
+#include <string.h>
+
+#include "gpup2p/p2pcap.h"
+#include "gpup2p/topo.h"
+#include "verify.h"
+
+bool verify_pci(const VerifyOptions *o, VerifyReport *r)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GpTopology) topo = gp_topo_read(o->sysfs_root ? o->sysfs_root
+                                                            : "/", &err);
+    guint i;
+
+    if (!topo) {
+        verify_note(r, "PCI: %s", err->message);
+        r->untested = true;
+        return false;
+    }
+    for (i = 0; i < topo->devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(topo->devices, i);
+        g_autoptr(GError) cerr = NULL;
+        VerifyGpu g = { .clique = -1, .cuda_index = -1 };
+        GpP2pCap cap;
+
+        if (dev->class_code >> 8 == 0x0207 ||
+            (dev->class_code >> 8 == 0x0200 && dev->vendor == 0x15b3)) {
+            VerifyNic nic = { .vendor = dev->vendor, .device = dev->device,
+                              .class_code = dev->class_code,
+                              .numa_node = dev->numa_node };
+
+            g_strlcpy(nic.bdf, dev->bdf, sizeof(nic.bdf));
+            g_array_append_val(r->nics, nic);
+            continue;
+        }
+        if (!gp_device_is_nvidia_gpu(dev)) {
+            continue;
+        }
+        g_strlcpy(g.bdf, dev->bdf, sizeof(g.bdf));
+        g.vendor = dev->vendor;
+        g.device = dev->device;
+        g.pcie_gen = dev->pcie.link_speed;
+        g.pcie_width = dev->pcie.link_width;
+        g.numa_node = dev->numa_node;
+        g.subsystem_vendor = dev->subsystem_vendor;
+        g.subsystem_device = dev->subsystem_device;
+        g_strlcpy(g.link_speed, dev->link_speed ? dev->link_speed : "",
+                  sizeof(g.link_speed));
+        if (gp_p2pcap_find(dev->config, &cap, &cerr)) {
+            g.has_cap = true;
+            g.cap_offset = cap.offset;
+            g.cap_valid = cap.valid;
+            g_strlcpy(g.cap_problem, cap.problem, sizeof(g.cap_problem));
+            g.clique = cap.valid ? cap.clique : -1;
+            if (!cap.valid) {
+                r->p2p_broken = true;
+            }
+        } else if (g_error_matches(cerr, GP_ERROR, GP_ERROR_INCOMPLETE)) {
+            verify_note(r, "%s: P2P capability not visible: %s", dev->bdf,
+                        cerr->message);
+            r->untested = true;
+        } else if (!g_error_matches(cerr, GP_ERROR, GP_ERROR_NOT_FOUND)) {
+            /* A broken capability list is itself a finding. */
+            g_snprintf(g.cap_problem, sizeof(g.cap_problem), "%s",
+                       cerr->message);
+            r->p2p_broken = true;
+        }
+        g_array_append_val(r->gpus, g);
+    }
+    if (!r->gpus->len) {
+        verify_note(r, "PCI: no NVIDIA display-class device under %s",
+                    topo->sys);
+    }
+    return true;
+}

@@ -1,0 +1,83 @@
+#!/bin/sh
+# Build QEMU 10.0.2 (Debian's source) with the vfio-gpu-p2p extension.
+#
+#   hw/vfio-gpu-p2p/build-qemu.sh [BUILD_DIR]     (default: build/qemu)
+#
+# Fetches the upstream tarball through Debian's source packages, adds
+# hw/vfio-gpu-p2p/ (the extension and the core library it links), applies
+# the small hook patch to hw/vfio, and builds a minimal x86_64 QEMU with KVM
+# and TCG. Re-running rebuilds only what changed. The binary ends up at
+# BUILD_DIR/build/qemu-system-x86_64.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+out=${1:-$top/build/qemu}
+version=10.0.2
+tarball=qemu_$version+ds.orig.tar.xz
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+src=$out/qemu-$version
+
+if [ ! -f "$out/$tarball" ]; then
+    # The .dsc and Debian diff of this backport may be gone from the mirror;
+    # the upstream tarball is what we need, so tolerate their absence and
+    # check the tarball against the checksum apt itself lists.
+    want=$(cd "$out" && apt-get source --print-uris -t bookworm-backports \
+           "qemu=1:$version+ds-2+deb13u1~bpo12+1" 2>/dev/null |
+           awk -v f="$tarball" '$2 == f { sub("SHA256:", "", $4); print $4 }')
+    if [ -z "$want" ]; then
+        echo "build-qemu: apt lists no $tarball (is bookworm-backports" \
+             "deb-src configured? run scripts/setup-debian.sh)" >&2
+        exit 1
+    fi
+    (cd "$out" && apt-get source --download-only -t bookworm-backports \
+        "qemu=1:$version+ds-2+deb13u1~bpo12+1" >/dev/null 2>&1) || true
+    got=$(sha256sum "$out/$tarball" 2>/dev/null | cut -d' ' -f1)
+    if [ "$got" != "$want" ]; then
+        echo "build-qemu: $tarball missing or its SHA-256 is not $want" >&2
+        rm -f "$out/$tarball"
+        exit 1
+    fi
+fi
+
+if [ ! -f "$src/.vfio-gpu-p2p-patched" ]; then
+    rm -rf "$src"
+    tar -C "$out" -xf "$out/$tarball"
+    (cd "$src" && patch -p1 --quiet < "$here/qemu-$version-hooks.patch")
+    # The +ds tarball lacks the edk2 firmware blobs that meson unpacks
+    # whenever bzip2 is found.
+    sed -i 's/unpack_edk2_blobs = bzip2.found()/unpack_edk2_blobs = false/' \
+        "$src/meson.build"
+    touch "$src/.vfio-gpu-p2p-patched"
+fi
+
+# The extension and the core library: copied only when changed, so ninja
+# rebuilds only them.
+dst=$src/hw/vfio-gpu-p2p
+mkdir -p "$dst/core/lib" "$dst/core/include/gpup2p"
+sync_file() {
+    cmp -s "$1" "$2" 2>/dev/null || cp "$1" "$2"
+}
+for f in vfio-gpu-p2p.c vfio-gpu-p2p.h trace-events trace.h; do
+    sync_file "$here/$f" "$dst/$f"
+done
+sync_file "$here/meson.build.qemu" "$dst/meson.build"
+for f in error.c pcicfg.c p2pcap.c topo.c sysfs.c p2p.c plan.c \
+         sysfs-internal.h; do
+    sync_file "$top/lib/$f" "$dst/core/lib/$f"
+done
+for f in "$top"/include/gpup2p/*.h; do
+    sync_file "$f" "$dst/core/include/gpup2p/$(basename "$f")"
+done
+
+if [ ! -f "$src/build/build.ninja" ]; then
+    (cd "$src" && ./configure --target-list=x86_64-softmmu \
+        --without-default-features --enable-kvm --enable-tcg \
+        --enable-virtfs --enable-attr --enable-cap-ng --enable-trace-backends=log \
+        --disable-install-blobs --disable-docs --disable-werror \
+        --python=/usr/bin/python3 >/dev/null)
+fi
+ninja -C "$src/build" qemu-system-x86_64
+ln -sf "$src/build/qemu-system-x86_64" "$out/qemu-system-x86_64"
+echo "build-qemu: $out/qemu-system-x86_64"
