@@ -207,7 +207,7 @@ static void figure_set(Figure *f, double *v, unsigned n)
     f->median = median_of(v, n, &f->min, &f->max);
 }
 
-typedef enum { COPY_CE, COPY_SM, COPY_CE_BIDIR, COPY_STAGED } CopyKind;
+typedef enum { COPY_CE, COPY_SM, COPY_SM_READ, COPY_CE_BIDIR } CopyKind;
 
 /* Queue one unit of work of @kind for a -> b on @s. */
 static CUresult enqueue(Bench *bn, CopyKind kind, int a, int b, CUstream s,
@@ -219,11 +219,13 @@ static CUresult enqueue(Bench *bn, CopyKind kind, int a, int b, CUstream s,
     CUcontext sctx = reverse ? gb->ctx : ga->ctx;
     CUcontext dctx = reverse ? ga->ctx : gb->ctx;
 
-    if (kind == COPY_SM) {
+    if (kind == COPY_SM || kind == COPY_SM_READ) {
         uint64_t n = bn->bytes / 16;
         void *args[] = { &src, &dst, &n };
+        Gpu *on = kind == COPY_SM ? ga : gb;
 
-        return launch(ga->copy, ga->sms * 4, 1024, s, args);
+        /* Write: a's SMs push into b. Read: b's SMs pull from a. */
+        return launch(on->copy, on->sms * 4, 1024, s, args);
     }
     return p_cuMemcpyPeerAsync(dst, dctx, src, sctx, bn->bytes, s);
 }
@@ -232,7 +234,7 @@ static CUresult enqueue(Bench *bn, CopyKind kind, int a, int b, CUstream s,
 static bool time_copies(Bench *bn, CopyKind kind, int a, int b, double *gbps,
                         GError **errp)
 {
-    Gpu *ga = &bn->gpus[a];
+    Gpu *ga = &bn->gpus[kind == COPY_SM_READ ? b : a];
     CUevent start, stop, stop2;
     uint64_t max_ns = 5000000000ull;
     CUdeviceptr flag = bn->flag_dev;
@@ -252,7 +254,7 @@ static bool time_copies(Bench *bn, CopyKind kind, int a, int b, double *gbps,
                "cuStreamWaitEvent");
     }
     for (i = 0; i < bn->loops; i++) {
-        CU_TRY(enqueue(bn, kind == COPY_SM ? COPY_SM : COPY_CE, a, b,
+        CU_TRY(enqueue(bn, kind == COPY_CE_BIDIR ? COPY_CE : kind, a, b,
                        ga->stream, false), "copy");
         if (kind == COPY_CE_BIDIR) {
             CU_TRY(enqueue(bn, COPY_CE, a, b, ga->stream2, true), "copy");
@@ -289,10 +291,14 @@ static bool time_staged(Bench *bn, int a, int b, double *gbps, GError **errp)
     float ms;
     int k;
 
+    /* An event is recorded on streams of the context it was made in. */
+    CU_TRY(p_cuCtxSetCurrent(gb->ctx), "cuCtxSetCurrent");
+    for (k = 0; k < 2; k++) {
+        CU_TRY(p_cuEventCreate(&up[k], CU_EVENT_DISABLE_TIMING), "event");
+    }
     CU_TRY(p_cuCtxSetCurrent(ga->ctx), "cuCtxSetCurrent");
     for (k = 0; k < 2; k++) {
         CU_TRY(p_cuEventCreate(&down[k], CU_EVENT_DISABLE_TIMING), "event");
-        CU_TRY(p_cuEventCreate(&up[k], CU_EVENT_DISABLE_TIMING), "event");
     }
     CU_TRY(p_cuEventCreate(&start, CU_EVENT_BLOCKING_SYNC), "event");
     CU_TRY(p_cuEventCreate(&stop, CU_EVENT_BLOCKING_SYNC), "event");
@@ -491,6 +497,11 @@ static bool bw_sm(Bench *bn, int a, int b, double *v, GError **errp)
     return time_copies(bn, COPY_SM, a, b, v, errp);
 }
 
+static bool bw_sm_read(Bench *bn, int a, int b, double *v, GError **errp)
+{
+    return time_copies(bn, COPY_SM_READ, a, b, v, errp);
+}
+
 static bool bw_bidir(Bench *bn, int a, int b, double *v, GError **errp)
 {
     return time_copies(bn, COPY_CE_BIDIR, a, b, v, errp);
@@ -654,6 +665,7 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
         if (p->verified_sm == CHECK_OK) {
             measure(&bn, &p->uni_sm, errp, bw_sm, a, b);
             if (!o->quick) {
+                measure(&bn, &p->uni_sm_read, errp, bw_sm_read, a, b);
                 measure(&bn, &p->lat_sm_us, errp, time_sm_latency, a, b);
             }
         }
@@ -667,6 +679,18 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
         if (err) {
             g_snprintf(p->verify_problem, sizeof(p->verify_problem),
                        "measuring: %s", err->message);
+        }
+    }
+    /* Bidirectional figures belong to both orders of a pair. */
+    for (i = 0; i < (int)r->pairs->len; i++) {
+        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
+
+        for (j = 0; j < (int)r->pairs->len && p->bi_ce.samples; j++) {
+            VerifyPair *q = &g_array_index(r->pairs, VerifyPair, j);
+
+            if (q->a == p->b && q->b == p->a && !q->bi_ce.samples) {
+                q->bi_ce = p->bi_ce;
+            }
         }
     }
 out:

@@ -26,6 +26,10 @@ static nvmlReturn_t (*p_init)(void);
 static nvmlReturn_t (*p_by_bus)(const char *, nvmlDevice_t *);
 static nvmlReturn_t (*p_link_state)(nvmlDevice_t, unsigned, int *);
 static nvmlReturn_t (*p_remote_pci)(nvmlDevice_t, unsigned, nvmlPciInfo_t *);
+static nvmlReturn_t (*p_p2p_status)(nvmlDevice_t, nvmlDevice_t, int, int *);
+
+#define NVML_P2P_CAPS_INDEX_NVLINK 2
+#define NVML_P2P_STATUS_OK 0
 
 void verify_nvml(VerifyReport *r)
 {
@@ -43,6 +47,7 @@ void verify_nvml(VerifyReport *r)
                                                    "nvmlDeviceGetNvLinkState");
     p_remote_pci = (__typeof__(p_remote_pci))dlsym(h,
                        "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    p_p2p_status = (__typeof__(p_p2p_status))dlsym(h, "nvmlDeviceGetP2PStatus");
     if (!p_init || !p_by_bus || !p_link_state || !p_remote_pci) {
         r->nvml_status = g_strdup("NVML lacks the NVLink queries");
         return;
@@ -64,15 +69,22 @@ void verify_nvml(VerifyReport *r)
             int active = 0;
             char bdf[GP_BDF_LEN];
 
-            if (p_link_state(dev, link, &active) != 0 || !active ||
-                p_remote_pci(dev, link, &pci) != 0) {
+            if (p_link_state(dev, link, &active) != 0 || !active) {
                 continue;
             }
-            g_snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.0",
-                       pci.domain & 0xffff, pci.bus, pci.device);
+            g->nvlinks_total++;
+            if (p_remote_pci(dev, link, &pci) != 0) {
+                continue;
+            }
+            /* busId is "00000000:07:00.0": a 32-bit domain. */
+            pci.busId[sizeof(pci.busId) - 1] = '\0';
+            if (strlen(pci.busId) < 12 ||
+                !gp_bdf_normalize(pci.busId + strlen(pci.busId) - 12, bdf)) {
+                g_snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.0",
+                           pci.domain & 0xffff, pci.bus, pci.device);
+            }
             g_strlcpy(g->nvlink_peer[link], bdf,
                       sizeof(g->nvlink_peer[link]));
-            g->nvlinks_total++;
         }
     }
 }
@@ -90,6 +102,20 @@ void verify_nvml_pairs(VerifyReport *r)
         for (l = 0; l < NVML_NVLINK_MAX_LINKS; l++) {
             if (!g_ascii_strcasecmp(a->nvlink_peer[l], b->bdf)) {
                 p->nvlinks++;
+            }
+        }
+        if (!p->nvlinks && a->nvlinks_total && b->nvlinks_total &&
+            p_p2p_status) {
+            /* The far end is hidden (a VM) or an NVSwitch: NVML still says
+             * whether this pair talks over NVLink, and the pair gets the
+             * links of its narrower end. */
+            nvmlDevice_t da, db;
+            int status = -1;
+
+            if (p_by_bus(a->bdf, &da) == 0 && p_by_bus(b->bdf, &db) == 0 &&
+                p_p2p_status(da, db, NVML_P2P_CAPS_INDEX_NVLINK, &status) ==
+                0 && status == NVML_P2P_STATUS_OK) {
+                p->nvlinks = MIN(a->nvlinks_total, b->nvlinks_total);
             }
         }
         if (p->nvlinks) {

@@ -65,6 +65,10 @@ typedef double (*PairValue)(const VerifyPair *p);
 static double v_uni_ce(const VerifyPair *p) { return p->uni_ce.median; }
 static double v_uni_sm(const VerifyPair *p) { return p->uni_sm.median; }
 static double v_bi_ce(const VerifyPair *p) { return p->bi_ce.median; }
+static double v_uni_sm_read(const VerifyPair *p)
+{
+    return p->uni_sm_read.median;
+}
 static double v_staged(const VerifyPair *p) { return p->uni_staged.median; }
 static double v_lat_ce(const VerifyPair *p) { return p->lat_ce_us.median; }
 static double v_lat_sm(const VerifyPair *p) { return p->lat_sm_us.median; }
@@ -147,7 +151,10 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
         }
     }
     matrix(r, "Unidirectional bandwidth, copy engine (GB/s)", v_uni_ce);
-    matrix(r, "Unidirectional bandwidth, SM copy kernel (GB/s)", v_uni_sm);
+    matrix(r, "Unidirectional bandwidth, SM copy kernel writing to the peer "
+           "(GB/s)", v_uni_sm);
+    matrix(r, "Unidirectional bandwidth, SM copy kernel reading from the "
+           "peer (GB/s)", v_uni_sm_read);
     matrix(r, "Bidirectional bandwidth, copy engine (GB/s, both ways)",
            v_bi_ce);
     matrix(r, "Host-staged, P2P off (GB/s)", v_staged);
@@ -280,6 +287,7 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
         }
         add_figure(b, "unidirectional_ce_gbps", &p->uni_ce);
         add_figure(b, "unidirectional_sm_gbps", &p->uni_sm);
+        add_figure(b, "unidirectional_sm_read_gbps", &p->uni_sm_read);
         add_figure(b, "bidirectional_ce_gbps", &p->bi_ce);
         add_figure(b, "host_staged_gbps", &p->uni_staged);
         add_figure(b, "latency_ce_us", &p->lat_ce_us);
@@ -312,7 +320,8 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
     json_builder_end_array(b);
 
     add_str(b, "cuda", r->cuda_status ? r->cuda_status : "ok");
-    add_str(b, "nvml", r->nvml_status ? r->nvml_status : "ok");
+    add_str(b, "nvml", r->nvml_status ? r->nvml_status :
+            r->cuda_status ? "not used (CUDA unavailable)" : "ok");
     add_str(b, "rdma_status", r->rdma_status);
     json_builder_set_member_name(b, "notes");
     json_builder_begin_array(b);

@@ -57,7 +57,8 @@ typedef struct VerifyPair {
     double link_limit_gbps;     /* per direction, 0 unknown */
     CheckState verified_ce, verified_sm;
     char verify_problem[160];
-    Figure uni_ce, uni_sm, bi_ce, uni_staged, lat_ce_us, lat_sm_us;
+    Figure uni_ce, uni_sm, uni_sm_read, bi_ce, uni_staged, lat_ce_us,
+        lat_sm_us;
 } VerifyPair;
 
 typedef struct VerifyNic {
@@ -90,7 +91,7 @@ typedef struct VerifyReport {
 
 typedef struct VerifyOptions {
     char *sysfs_root;
-    bool json, quick, pci_only, no_rdma;
+    gboolean json, quick, pci_only, no_rdma;   /* GOption writes gboolean */
     double min_bandwidth;       /* GB/s, 0: none */
     double max_latency;         /* us, 0: none */
     char *nccl_topo;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpup2p/p2pcap.h"
 #include "sysfs-builder.h"
 
 struct SysfsBuilder {
@@ -278,4 +279,19 @@ void sb_two_node_host(SysfsBuilder *sb, uint16_t hb_device)
     sb_set_acs(sb, "0000:80:01.0", 0x5f, 0);
     sb_set_acs(sb, "0000:80:02.0", 0x5f, 0);
     sb_cpu(sb, "GenuineIntel", 6);
+}
+
+void sb_set_p2pcap(SysfsBuilder *sb, const char *bdf, unsigned clique,
+                   uint8_t length)
+{
+    GpPciConfig cfg;
+    uint8_t raw[4096];
+    uint16_t off;
+    gsize len;
+
+    edit_config(sb, bdf, raw, &len, false);
+    gp_pcicfg_init(&cfg, raw, len);
+    g_assert_true(gp_p2pcap_insert(&cfg, clique, &off, NULL));
+    cfg.bytes[off + 2] = length;
+    edit_config(sb, bdf, cfg.bytes, &len, true);
 }

@@ -68,3 +68,8 @@ void sb_remove_tree(const char *path);
 #define SB_GPU_F "0000:41:00.0"
 #define SB_NIC   "0000:82:00.0"
 void sb_two_node_host(SysfsBuilder *sb, uint16_t hb_device);
+
+/* Place the P2P capability in @bdf's config space (the core codec's
+ * choice of slot); then set its length byte to @length (8 is valid). */
+void sb_set_p2pcap(SysfsBuilder *sb, const char *bdf, unsigned clique,
+                   uint8_t length);

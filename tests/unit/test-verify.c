@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* gpup2p-verify's PCI checks, exit codes, JSON and NCCL topology file. */
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#include "sysfs-builder.h"
+
+typedef struct {
+    int status;
+    char *out, *err;
+} Run;
+
+static void run_verify(Run *r, const char *root, const char *extra)
+{
+    g_autofree char *cmd = g_strdup_printf("%s --sysfs-root %s --json %s",
+                                           g_getenv("GPUP2P_VERIFY"), root,
+                                           extra ? extra : "");
+    g_autoptr(GError) err = NULL;
+    int ws;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &r->out, &r->err, &ws,
+                                            &err));
+    g_assert_no_error(err);
+    g_assert_true(WIFEXITED(ws));
+    r->status = WEXITSTATUS(ws);
+}
+
+static void run_free(Run *r)
+{
+    g_free(r->out);
+    g_free(r->err);
+}
+
+static JsonObject *gpu(JsonParser *p, const char *text, const char *bdf)
+{
+    JsonArray *gpus;
+    guint i;
+
+    g_assert_true(json_parser_load_from_data(p, text, -1, NULL));
+    gpus = json_object_get_array_member(
+        json_node_get_object(json_parser_get_root(p)), "gpus");
+    for (i = 0; i < json_array_get_length(gpus); i++) {
+        JsonObject *g = json_array_get_object_element(gpus, i);
+
+        if (!g_strcmp0(json_object_get_string_member(g, "bdf"), bdf)) {
+            return g;
+        }
+    }
+    return NULL;
+}
+
+static void test_h200_fixture(void)
+{
+    g_autofree char *root = g_test_build_filename(G_TEST_DIST, "..",
+                                                  "fixtures", "h200x2-vm",
+                                                  NULL);
+    g_autoptr(JsonParser) p = json_parser_new();
+    Run r = { 0 };
+    JsonObject *g;
+
+    run_verify(&r, root, NULL);
+    g_assert_cmpint(r.status, ==, 0);
+    g = gpu(p, r.out, "0000:00:07.0");
+    g_assert_nonnull(g);
+    g_assert_true(json_object_get_null_member(g, "clique"));
+    g_assert_true(json_object_get_null_member(g, "capability"));
+    run_free(&r);
+}
+
+static void test_cliques_and_problems(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_autoptr(JsonParser) p2 = json_parser_new();
+    Run ok = { 0 }, bad = { 0 };
+    JsonObject *g, *cap;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_set_p2pcap(sb, SB_GPU_A, 3, 8);
+    sb_set_p2pcap(sb, SB_GPU_B, 3, 8);
+    run_verify(&ok, sb_root(sb), NULL);
+    g_assert_cmpint(ok.status, ==, 0);
+    g = gpu(p, ok.out, SB_GPU_A);
+    g_assert_cmpint(json_object_get_int_member(g, "clique"), ==, 3);
+    cap = json_object_get_object_member(g, "capability");
+    g_assert_cmpint(json_object_get_int_member(cap, "offset"), ==, 0xc8);
+    g_assert_true(json_object_get_boolean_member(cap, "valid"));
+    g = gpu(p, ok.out, SB_GPU_C);
+    g_assert_true(json_object_get_null_member(g, "clique"));
+
+    /* A capability with the wrong length: P2P broken, exit 1. */
+    sb_set_p2pcap(sb, SB_GPU_C, 3, 12);
+    run_verify(&bad, sb_root(sb), NULL);
+    g_assert_cmpint(bad.status, ==, 1);
+    g = gpu(p2, bad.out, SB_GPU_C);
+    cap = json_object_get_object_member(g, "capability");
+    g_assert_false(json_object_get_boolean_member(cap, "valid"));
+    g_assert_nonnull(strstr(json_object_get_string_member(cap, "problem"),
+                            "length is 12"));
+    g_assert_true(json_object_get_null_member(g, "clique"));
+    run_free(&ok);
+    run_free(&bad);
+}
+
+static void test_unprivileged_view(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    Run r = { 0 };
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_truncate_config(sb, SB_GPU_A, 64);
+    run_verify(&r, sb_root(sb), NULL);
+    /* What it cannot see it says, and the run is "could not test". */
+    g_assert_cmpint(r.status, ==, 3);
+    g_assert_nonnull(strstr(r.out, "P2P capability not visible"));
+    run_free(&r);
+}
+
+static void test_nccl_topology(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *dir = g_dir_make_tmp("gpup2p-nccl-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "topo.xml", NULL);
+    g_autofree char *arg = g_strdup_printf("--nccl-topo %s", file);
+    g_autofree char *xml = NULL;
+    Run r = { 0 };
+    char *bridge, *a, *b, *c, *end;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_set_p2pcap(sb, SB_GPU_A, 0, 8);
+    sb_set_p2pcap(sb, SB_GPU_B, 0, 8);
+    run_verify(&r, sb_root(sb), arg);
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_true(g_file_get_contents(file, &xml, NULL, NULL));
+    g_assert_nonnull(strstr(xml, "<system version=\"1\">"));
+    /* The clique's GPUs and node 0's NIC-less bridge: A and B inside the
+     * virtual switch, C (no clique) outside it, D under NUMA node 1. */
+    bridge = strstr(xml, "busid=\"ffff:ff:00.0\"");
+    a = strstr(xml, SB_GPU_A);
+    b = strstr(xml, SB_GPU_B);
+    c = strstr(xml, SB_GPU_C);
+    g_assert_nonnull(bridge);
+    g_assert_nonnull(a);
+    g_assert_nonnull(c);
+    end = strstr(bridge, "</pci>");
+    g_assert_true(a > bridge && a < end && b > bridge && b < end);
+    g_assert_true(c < bridge || c > end);
+    g_assert_nonnull(strstr(xml, "numaid=\"1\""));
+    g_assert_nonnull(strstr(xml, SB_NIC));
+    g_unlink(file);
+    g_rmdir(dir);
+    run_free(&r);
+}
+
+static void test_usage(void)
+{
+    g_autofree char *cmd = g_strdup_printf("%s --samples 0",
+                                           g_getenv("GPUP2P_VERIFY"));
+    int ws;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, NULL, NULL, &ws, NULL));
+    g_assert_cmpint(WEXITSTATUS(ws), ==, 64);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/verify/h200-fixture", test_h200_fixture);
+    g_test_add_func("/verify/cliques-and-problems", test_cliques_and_problems);
+    g_test_add_func("/verify/unprivileged", test_unprivileged_view);
+    g_test_add_func("/verify/nccl-topology", test_nccl_topology);
+    g_test_add_func("/verify/usage", test_usage);
+    return g_test_run();
+}
