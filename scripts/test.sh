@@ -40,6 +40,7 @@ if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     # Integration tests boot the virtual GPU host and run our QEMU in it.
     python3 tests/vhost/vhost.py prepare
     hw/vfio-gpu-p2p/build-qemu.sh
+    kernel/build.sh
     suite build integration --num-processes 1
 fi
 

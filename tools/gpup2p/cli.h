@@ -11,6 +11,7 @@ enum {
     GP_EXIT_FAILED = 1,         /* bad input or an operation failed */
     GP_EXIT_USAGE = 2,          /* bad command line */
     GP_EXIT_NO_PLAN = 3,        /* no valid clique plan exists */
+    GP_EXIT_AUDIT = 4,          /* audit found a missing or wrong mapping */
 };
 
 typedef int (*GpCommandFn)(int argc, char **argv);
@@ -18,6 +19,11 @@ typedef int (*GpCommandFn)(int argc, char **argv);
 int gp_cmd_topo(int argc, char **argv);
 int gp_cmd_plan(int argc, char **argv);
 int gp_cmd_snapshot(int argc, char **argv);
+int gp_cmd_map(int argc, char **argv);
+int gp_cmd_unmap(int argc, char **argv);
+int gp_cmd_mappings(int argc, char **argv);
+int gp_cmd_audit(int argc, char **argv);
+int gp_cmd_verdict(int argc, char **argv);
 
 /* Parse options; prints the error and returns false on bad usage. */
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv);

@@ -14,6 +14,11 @@ static const struct {
     { "topo", gp_cmd_topo, "devices, path classes and P2P verdicts" },
     { "plan", gp_cmd_plan, "P2P clique ids for GPUs or named devices" },
     { "snapshot", gp_cmd_snapshot, "capture the PCI part of sysfs" },
+    { "map", gp_cmd_map, "map a peer BAR window for an initiator (helper)" },
+    { "unmap", gp_cmd_unmap, "remove a helper mapping" },
+    { "mappings", gp_cmd_mappings, "list the helper's mappings" },
+    { "audit", gp_cmd_audit, "check a peer BAR's IOMMU mapping" },
+    { "verdict", gp_cmd_verdict, "P2P verdict as the kernel sees it" },
 };
 
 static void usage(FILE *out)
@@ -26,7 +31,8 @@ static void usage(FILE *out)
     }
     fprintf(out, "\n'gpup2p COMMAND --help' describes a command's options.\n"
             "\nExit codes: 0 success, 1 bad input or failed operation, "
-            "2 bad command line,\n3 no valid clique plan (plan).\n");
+            "2 bad command line,\n3 no valid clique plan (plan), 4 audit found a "
+            "missing or wrong mapping.\n");
 }
 
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
