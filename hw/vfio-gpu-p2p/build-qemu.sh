@@ -76,8 +76,18 @@ if [ ! -f "$src/build/build.ninja" ]; then
         --without-default-features --enable-kvm --enable-tcg \
         --enable-virtfs --enable-attr --enable-cap-ng --enable-trace-backends=log \
         --disable-install-blobs --disable-docs --disable-werror \
+        --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu \
         --python=/usr/bin/python3 >/dev/null)
 fi
 ninja -C "$src/build" qemu-system-x86_64
+# Run from its build tree, QEMU looks for firmware under qemu-bundle/:
+# point that at Debian's firmware packages (qemu-system-data, SeaBIOS,
+# iPXE).
+for d in usr/share/qemu usr/share/seabios usr/lib/ipxe/qemu; do
+    if [ ! -e "$src/build/qemu-bundle/$d" ]; then
+        mkdir -p "$(dirname "$src/build/qemu-bundle/$d")"
+        ln -s "/$d" "$src/build/qemu-bundle/$d"
+    fi
+done
 ln -sf "$src/build/qemu-system-x86_64" "$out/qemu-system-x86_64"
 echo "build-qemu: $out/qemu-system-x86_64"

@@ -19,6 +19,8 @@ static const struct {
     { "mappings", gp_cmd_mappings, "list the helper's mappings" },
     { "audit", gp_cmd_audit, "check a peer BAR's IOMMU mapping" },
     { "verdict", gp_cmd_verdict, "P2P verdict as the kernel sees it" },
+    { "libvirt", gp_cmd_libvirt, "P2P settings for a libvirt domain" },
+    { "check", gp_cmd_check, "is this host ready for GPU P2P in VMs?" },
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""gpup2p libvirt and gpup2p check on captured hosts, with libvirt's own
+schema (virt-xml-validate) and its test driver as judges."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+from taplib import Tap  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIX = os.path.join(HERE, "..", "fixtures")
+HOST = os.path.join(FIX, "vhost-two-numa")
+H200 = os.path.join(FIX, "h200x2-vm")
+DOMAIN = os.path.join(FIX, "libvirt", "gpu-vm.xml")
+G = os.environ.get("GPUP2P", "gpup2p")
+
+
+def run(*args, **kw):
+    return subprocess.run([G] + list(args), capture_output=True, text=True,
+                          **kw)
+
+
+def validate(t, xml, what):
+    with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
+        f.write(xml)
+        f.flush()
+        p = subprocess.run(["virt-xml-validate", f.name, "domain"],
+                           capture_output=True, text=True)
+    t.ok(p.returncode == 0, "%s validates against libvirt's schema" % what,
+         p.stdout + p.stderr)
+
+
+def test(t):
+    p = run("libvirt", "--sysfs-root", HOST, DOMAIN)
+    t.eq(p.returncode, 0, "libvirt: converts the domain")
+    out = p.stdout
+    t.ok("xmlns:qemu=\"http://libvirt.org/schemas/domain/qemu/1.0\"" in out,
+         "declares the qemu namespace")
+    t.eq(out.count('<qemu:property name="x-gpu-p2p-clique" type="string" '
+                   'value="auto"/>'), 3, "one auto clique setting per GPU")
+    t.ok('<alias name="ua-gpup2p-0000-03-00-0"/>' in out and
+         '<qemu:device alias="ua-gpup2p-0000-03-00-0">' in out,
+         "a ua- alias is created where missing and named by the override")
+    t.ok('<alias name="ua-gpu1"/>' in out and
+         '<qemu:device alias="ua-gpu1">' in out, "an existing ua- alias is kept")
+    t.ok("hides the hypervisor" in p.stderr,
+         "warns that <kvm><hidden state='on'/> loses P2P", p.stderr)
+    validate(t, out, "the output")
+    with tempfile.TemporaryDirectory() as d:
+        once = os.path.join(d, "once.xml")
+        with open(once, "w") as f:
+            f.write(out)
+        p2 = run("libvirt", "--sysfs-root", HOST, once)
+        t.eq(p2.stdout, out, "running it twice changes nothing")
+
+        # --qemu-stock: the planner's ids through x-nv-gpudirect-clique.
+        p3 = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", once)
+        s = p3.stdout
+        t.eq(s.count('name="x-nv-gpudirect-clique" type="unsigned" '
+                     'value="0"'), 2, "--qemu-stock: switch peers get id 0")
+        t.ok("x-gpu-p2p-clique" not in s,
+             "--qemu-stock replaces the extension's setting")
+        validate(t, s, "the --qemu-stock output")
+
+        # --host-plan writes the plan and points QEMU at it.
+        plan = os.path.join(d, "plan.json")
+        p4 = run("libvirt", "--sysfs-root", HOST, "--host-plan", plan, DOMAIN)
+        t.ok(os.path.exists(plan) and 'name="x-gpu-p2p-host-plan" '
+             'type="string" value="%s"' % plan in p4.stdout,
+             "--host-plan writes the plan and sets x-gpu-p2p-host-plan")
+
+        # The 64-bit hole for two H200s (256 GiB BAR1 each).
+        h200 = os.path.join(d, "h200.xml")
+        with open(DOMAIN) as f:
+            dom = f.read()
+        dom = dom.replace("bus='0x03' slot='0x00'", "bus='0x00' slot='0x06'")
+        dom = dom.replace("bus='0x04' slot='0x00'", "bus='0x00' slot='0x07'")
+        dom = dom.replace("""    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source>
+        <address domain='0x0000' bus='0x41' slot='0x00' function='0x0'/>
+      </source>
+    </hostdev>
+""", "")
+        with open(h200, "w") as f:
+            f.write(dom)
+        p5 = run("libvirt", "--sysfs-root", H200, h200)
+        t.ok('<pcihole64 unit="KiB">1073741824</pcihole64>' in p5.stdout,
+             "the 64-bit PCI hole grows to 1 TiB for two 256 GiB BARs",
+             p5.stdout + p5.stderr)
+        validate(t, p5.stdout, "the output with a PCI hole")
+
+        # --in-place is atomic; --diff shows the change.
+        inplace = os.path.join(d, "inplace.xml")
+        shutil.copy(DOMAIN, inplace)
+        p6 = run("libvirt", "--sysfs-root", HOST, "--in-place", inplace)
+        t.eq((p6.returncode, open(inplace).read()), (0, out),
+             "--in-place rewrites the file with the same result")
+        t.eq([f for f in os.listdir(d) if f.startswith(".")], [],
+             "no temporary file is left beside it")
+        p7 = run("libvirt", "--sysfs-root", HOST, "--diff", DOMAIN)
+        t.ok(p7.stdout.startswith("---") and "+  <qemu:override>" in
+             p7.stdout, "--diff prints a unified diff")
+
+        # A read-only file: clear error, file untouched (as nobody, since
+        # root writes anyway).
+        ro = os.path.join(d, "ro.xml")
+        shutil.copy(DOMAIN, ro)
+        os.chmod(ro, 0o444)
+        os.chmod(d, 0o755)
+        p8 = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
+                             "--clear-groups", G, "libvirt", "--sysfs-root",
+                             HOST, "--in-place", ro],
+                            capture_output=True, text=True)
+        t.ok(p8.returncode == 1 and ro in p8.stderr and
+             open(ro).read() == open(DOMAIN).read(),
+             "a read-only file: error naming it, file untouched",
+             p8.stderr)
+
+        bad = os.path.join(d, "bad.xml")
+        with open(bad, "w") as f:
+            f.write("<domain><devices>\n<hostdev>\n</domain>")
+        shutil.copy(bad, bad + ".orig")
+        p9 = run("libvirt", "--sysfs-root", HOST, "--in-place", bad)
+        t.ok(p9.returncode == 1 and bad in p9.stderr and "line" in
+             p9.stderr and open(bad).read() == open(bad + ".orig").read(),
+             "malformed XML: error with file and line, input untouched",
+             p9.stderr)
+
+    p = run("libvirt", "--sysfs-root", HOST,
+            os.path.join(FIX, "libvirt", "no-gpu-vm.xml"))
+    t.ok(p.returncode == 1 and "assigns no GPU" in p.stderr,
+         "a domain without GPUs is refused", p.stderr)
+    p = run("libvirt", "--sysfs-root", H200, DOMAIN)
+    t.ok(p.returncode == 1 and "0000:03:00.0 is not a PCI device" in p.stderr,
+         "an unknown BDF is named", p.stderr)
+
+    # libvirt's test driver: define the result and read it back.
+    with tempfile.TemporaryDirectory() as d:
+        node = os.path.join(d, "node.xml")
+        with open(DOMAIN) as f:
+            dom = f.read()
+        with open(node, "w") as f:
+            f.write("<node>\n" + dom.replace("<hidden state='on'/>",
+                                             "<hidden state='off'/>") +
+                    "</node>\n")
+        p = run("libvirt", "--sysfs-root", HOST, "--connect",
+                "test://" + node, "--domain", "gpu-vm", "--define")
+        t.eq(p.returncode, 0, "--define on libvirt's test driver", )
+        # The test driver knows no qemu: namespace (only the QEMU driver
+        # does: tests/integration/test_libvirt_qemu.py checks that part).
+        t.ok("<alias name='ua-gpup2p-0000-03-00-0'/>" in p.stdout and
+             "<alias name='ua-gpu1'/>" in p.stdout,
+             "libvirt keeps the hostdev aliases", p.stdout[-2000:])
+
+    # gpup2p check on a captured host.
+    p = run("check", "--sysfs-root", HOST, "--devices",
+            "0000:03:00.0,0000:04:00.0", "--qemu", "/bin/false", "--json")
+    import json
+    items = {i["item"]: i for i in json.loads(p.stdout)}
+    t.eq(items["IOMMU"]["verdict"], "ok", "check: IOMMU on")
+    t.eq(items["0000:03:00.0 driver"]["verdict"], "fail",
+         "check: a GPU not on vfio-pci fails")
+    t.ok("driver_override" in items["0000:03:00.0 driver"]["fix"],
+         "... with the fix")
+    t.eq(items["P2P 03:00.0-04:00.0"]["verdict"], "ok",
+         "check: switch peers can do P2P")
+    t.eq(items["QEMU extension"]["verdict"], "warn",
+         "check: a QEMU without the extension is flagged")
+    t.eq(p.returncode, 1, "check exits 1 when an item fails")
+
+
+if __name__ == "__main__":
+    Tap().run(test)
