@@ -1,8 +1,10 @@
 #!/bin/sh
-# The main job: build, then show the host's PCI topology, P2P verdicts and
-# clique plan. On a host with NVIDIA GPUs it reads this host; elsewhere it
-# runs on the embedded default, the virtual GPU host (a real Linux kernel
-# with an emulated IOMMU, PCIe switches and two NUMA nodes under QEMU).
+# The main job: build, then show P2P for GPU VMs end to end. On a host with
+# NVIDIA GPUs it reports this host's readiness and plan. Elsewhere it runs
+# on the embedded default, the virtual GPU host (Debian's kernel with an
+# emulated IOMMU, PCIe switches and two NUMA nodes under QEMU): the host's
+# topology and plan, our QEMU with x-gpu-p2p-clique=auto giving GPU
+# stand-ins to a nested KVM guest, and the guest tool reading the cliques.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,8 @@ ninja -C build
 
 gpup2p=build/tools/gpup2p/gpup2p
 if grep -qs '^0x10de$' /sys/bus/pci/devices/*/vendor; then
+    $gpup2p check || true
+    echo
     $gpup2p topo
     echo
     $gpup2p plan
@@ -19,10 +23,6 @@ fi
 
 echo "no NVIDIA GPU on this host: running on the virtual GPU host"
 python3 tests/vhost/vhost.py prepare
-python3 tests/vhost/vhost.py run tests/vhost/topologies/two-numa.json \
-    --timeout 300 -- sh -ec "
-        gpus=\$(for n in gpu0 gpu1 gpu2 gpu3 gpu4 gpu5 gpu6; do
-                    python3 tests/vhost/vhost.py bdf \$n; done | paste -sd,)
-        $gpup2p topo --devices \$gpus
-        echo
-        $gpup2p plan --devices \$gpus"
+hw/vfio-gpu-p2p/build-qemu.sh
+python3 tests/vhost/vhost.py run tests/vhost/topologies/vfio-gpus.json \
+    --timeout 600 -- sh tests/vhost/demo.sh

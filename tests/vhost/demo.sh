@@ -1,0 +1,27 @@
+#!/bin/sh
+# The main job on the virtual GPU host: the host's view (topology, P2P
+# verdicts, clique plan), our QEMU giving two GPU stand-ins behind one switch
+# and one under another host bridge to a nested KVM guest with
+# x-gpu-p2p-clique=auto, and the guest tool reading the cliques back.
+set -eu
+G=build/tools/gpup2p/gpup2p
+bdf() { python3 tests/vhost/vhost.py bdf "$1"; }
+modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION kvm_amd
+G0=$(bdf gpu0); G1=$(bdf gpu1); G2=$(bdf gpu2)
+for d in $G0 $G1 $G2; do
+    echo vfio-pci > /sys/bus/pci/devices/$d/driver_override
+    echo $d > /sys/bus/pci/drivers_probe
+done
+echo "== host: gpup2p topo"
+$G topo --devices $G0,$G1,$G2
+echo
+echo "== host: gpup2p plan"
+$G plan --devices $G0,$G1,$G2
+echo
+echo "== guest (nested, KVM): gpup2p-verify --pci-only"
+dev="x-pci-vendor-id=0x10de,x-gpu-p2p-clique=auto"
+python3 tests/vhost/vhost.py inner --out $VHOST_OUT/guest --timeout 240 \
+    --device vfio-pci,host=$G0,bus=rp0,$dev \
+    --device vfio-pci,host=$G1,bus=rp1,$dev \
+    --device vfio-pci,host=$G2,bus=rp2,$dev \
+    -- build/guest-tools/gpup2p-verify --pci-only
