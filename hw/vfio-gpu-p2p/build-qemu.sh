@@ -59,7 +59,7 @@ mkdir -p "$dst/core/lib" "$dst/core/include/gpup2p"
 sync_file() {
     cmp -s "$1" "$2" 2>/dev/null || cp "$1" "$2"
 }
-for f in vfio-gpu-p2p.c vfio-gpu-p2p.h trace-events trace.h; do
+for f in vfio-gpu-p2p.c bar-mapper.c vfio-gpu-p2p.h trace-events trace.h; do
     sync_file "$here/$f" "$dst/$f"
 done
 sync_file "$here/meson.build.qemu" "$dst/meson.build"
@@ -70,6 +70,8 @@ done
 for f in "$top"/include/gpup2p/*.h; do
     sync_file "$f" "$dst/core/include/gpup2p/$(basename "$f")"
 done
+mkdir -p "$dst/core/include/uapi"
+sync_file "$top/include/uapi/gpup2p.h" "$dst/core/include/uapi/gpup2p.h"
 
 if [ ! -f "$src/build/build.ninja" ]; then
     (cd "$src" && ./configure --target-list=x86_64-softmmu \

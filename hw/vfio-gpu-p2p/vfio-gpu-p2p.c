@@ -705,6 +705,7 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
 
 void vfio_gpu_p2p_exit(VFIOPCIDevice *vdev)
 {
+    vfio_gpu_p2p_mapper_exit(vdev);
     if (vdev->gpu_p2p.registered) {
         g_ptr_array_remove(gpu_p2p_devices, vdev);
         vdev->gpu_p2p.registered = false;

@@ -21,8 +21,14 @@ typedef enum VFIOGpuP2PVerify {
     VFIO_GPU_P2P_VERIFY_TRUST,
 } VFIOGpuP2PVerify;
 
+typedef enum VFIOGpuP2PMapper {
+    VFIO_GPU_P2P_MAPPER_VMM,    /* the VMM's IOMMU backend maps BARs */
+    VFIO_GPU_P2P_MAPPER_HELPER, /* the gpup2p kernel helper does */
+} VFIOGpuP2PMapper;
+
 typedef struct VFIOGpuP2P {
     uint8_t clique;             /* see VFIO_GPU_P2P_CLIQUE_* */
+    uint8_t mapper;             /* VFIOGpuP2PMapper */
     uint8_t verify;             /* VFIOGpuP2PVerify */
     char *host_plan;            /* `gpup2p plan --json` written as root */
     int id_in_effect;           /* -1: no capability */
@@ -33,9 +39,16 @@ typedef struct VFIOGpuP2P {
 
 extern const PropertyInfo vfio_gpu_p2p_prop_clique;
 extern const PropertyInfo vfio_gpu_p2p_prop_verify;
+extern const PropertyInfo vfio_gpu_p2p_prop_mapper;
 
 void vfio_gpu_p2p_class_init(ObjectClass *klass);
 bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp);
 void vfio_gpu_p2p_exit(VFIOPCIDevice *vdev);
+
+/* Peer BAR mappings by the kernel helper (bar-mapper.c). */
+bool vfio_gpu_p2p_mapper_realize(VFIOPCIDevice *vdev, Error **errp);
+void vfio_gpu_p2p_mapper_exit(VFIOPCIDevice *vdev);
+/* Whether the VMM's own listener must leave this region to the helper. */
+bool vfio_gpu_p2p_region_is_helper_mapped(MemoryRegion *mr);
 
 #endif /* HW_VFIO_GPU_P2P_H */

@@ -1,0 +1,42 @@
+#!/bin/sh
+# Runs inside the virtual host (topologies/kernel-helper.json): edu and
+# ivshmem-plain passed through by our QEMU to a nested KVM guest, where edu
+# DMAs to ivshmem's BAR at its guest-physical address. Once with the VMM's
+# own BAR mapping (type1), once with x-gpu-p2p-bar-mapper=helper: the VMM
+# withholds its mapping and the kernel helper makes it.
+set -u
+O=$VHOST_OUT
+G=$PWD/build/tools/gpup2p/gpup2p
+bdf() { python3 tests/vhost/vhost.py bdf "$1"; }
+modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION kvm_amd
+EDU=$(bdf edu0); SHM=$(bdf shm0)
+for d in $EDU $SHM; do
+    echo vfio-pci > /sys/bus/pci/devices/$d/driver_override
+    echo $d > /sys/bus/pci/drivers_probe
+done
+
+guest() {   # guest NAME OFFSET SEED SHM-OPTIONS
+    python3 tests/vhost/vhost.py inner --out $O/$1 --timeout 240 \
+        --device vfio-pci,host=$EDU,bus=rp0 \
+        --device vfio-pci,host=$SHM,bus=rp1$4 \
+        -- build/tests/kernel/guest-dma 2 $2 $3 > $O/$1.json 2> $O/$1.err &
+    pid=$!
+    max=0
+    while kill -0 $pid 2>/dev/null; do
+        n=$($G mappings --json 2>/dev/null | grep -c '"id"')
+        [ "${n:-0}" -gt $max ] && max=$n
+        sleep 0.5
+    done
+    wait $pid; echo $? > $O/$1.rc
+    echo $max > $O/$1.helper-mappings
+}
+
+# Starting with the helper but without its module is refused.
+guest helper-missing 0x6000 13 ,x-gpu-p2p-bar-mapper=helper
+insmod build/kernel/gpup2p.ko
+guest vmm 0x4000 11 ""
+guest helper 0x5000 12 ,x-gpu-p2p-bar-mapper=helper
+$G mappings --json > $O/mappings-after.json
+rmmod gpup2p; echo $? > $O/rmmod.rc
+dmesg > $O/dmesg.txt
+exit 0
