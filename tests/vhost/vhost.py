@@ -17,6 +17,7 @@ ground truth tests compare against.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -97,6 +98,13 @@ mkdir -p /root/dev/pts /root/dev/shm /root%(out)s
 mount -t devpts pts /root/dev/pts
 mount -t tmpfs -o mode=1777 shm /root/dev/shm
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 out /root%(out)s || echo "vhost-init: out share failed"
+# The project may live under a path the tmpfs mounts above hide (/tmp):
+# it comes as a share of its own, mounted back at its path.
+proj=$(sed -n 's/.*vhost\.project=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -n "$proj" ]; then
+    mkdir -p /root$proj
+    mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=1048576,cache=loose proj /root$proj || echo "vhost-init: project share failed"
+fi
 chroot /root /bin/sh %(out)s/.vhost-run
 sync
 umount /root%(out)s
@@ -125,6 +133,12 @@ def cmd_prepare(args):
     version = pkg[len("linux-image-"):]
     root = os.path.join(CACHE, "kernel")
     stamp = os.path.join(CACHE, "kernel-version")
+    init_stamp = os.path.join(CACHE, "initrd-init.sha256")
+    init_hash = hashlib.sha256(INIT.encode()).hexdigest()
+    if os.path.exists(stamp) and open(stamp).read().strip() == version and \
+            (not os.path.exists(init_stamp) or
+             open(init_stamp).read().strip() != init_hash):
+        build_initrd(root, version)
     if not (os.path.exists(stamp) and open(stamp).read().strip() == version
             and os.path.exists(os.path.join(CACHE, "initrd.gz"))):
         dl = tempfile.mkdtemp(prefix="dl-", dir=CACHE)
@@ -141,6 +155,8 @@ def cmd_prepare(args):
         build_initrd(root, version)
         with open(stamp, "w") as f:
             f.write(version + "\n")
+    with open(init_stamp, "w") as f:
+        f.write(init_hash + "\n")
     log("kernel %s ready in %s" % (version, CACHE))
 
 
@@ -359,13 +375,16 @@ def cmd_inner(args):
             "-accel", "kvm", "-cpu", "host", "-m", "%dM" % args.memory,
             "-smp", "1", "-M", "q35",
             "-kernel", vmlinuz, "-initrd", initrd,
-            "-append", "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init",
+            "-append", "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init "
+            "vhost.project=" + PROJECT,
             "-serial", "file:" + os.path.join(outdir, "console.log"),
             "-no-reboot", "-monitor", "none",
             "-virtfs", "local,path=/,mount_tag=root,security_model=none,"
             "readonly=on",
             "-virtfs", "local,path=%s,mount_tag=out,security_model=none"
-            % outdir]
+            % outdir,
+            "-virtfs", "local,path=%s,mount_tag=proj,security_model=none,"
+            "readonly=on" % PROJECT]
     if args.qmp:
         qemu += ["-qmp", "unix:%s,server=on,wait=off" % args.qmp]
     for i in range(args.root_ports):
@@ -393,8 +412,8 @@ def cmd_run(args):
         json.dump(topo.manifest(), f, indent=2)
 
     append = ("console=ttyS0 intel_iommu=on panic=-1 quiet loglevel=4 "
-              "rdinit=/init " + topo.desc.get("kernel_args", "") + " " +
-              args.append).strip()
+              "rdinit=/init vhost.project=" + PROJECT + " " +
+              topo.desc.get("kernel_args", "") + " " + args.append).strip()
     console = os.path.join(outdir, "console.log")
     qemu = [args.qemu, "-nodefaults", "-no-user-config", "-display", "none",
             "-accel", "tcg,thread=multi", "-cpu", "max",
@@ -405,7 +424,9 @@ def cmd_run(args):
             "-virtfs", "local,path=/,mount_tag=root,security_model=none,"
             "readonly=on",
             "-virtfs", "local,path=%s,mount_tag=out,security_model=none"
-            % outdir] + qargs + args.qemu_arg
+            % outdir,
+            "-virtfs", "local,path=%s,mount_tag=proj,security_model=none,"
+            "readonly=on" % PROJECT] + qargs + args.qemu_arg
     with open(os.path.join(outdir, "qemu-cmdline"), "w") as f:
         f.write(" ".join(sh_quote(a) for a in qemu) + "\n")
 
