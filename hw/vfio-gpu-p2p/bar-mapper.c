@@ -15,7 +15,7 @@
 #include "qemu/osdep.h"
 #include <sys/ioctl.h>
 #include "qapi/error.h"
-#include "qapi/visitor.h"
+#include "qapi/util.h"
 #include "qemu/error-report.h"
 #include "exec/address-spaces.h"
 #include "exec/memory.h"
@@ -38,47 +38,21 @@ typedef struct HelperMapping {
 
 static GArray *helper_mappings;
 
-static const char *const mapper_names[] = {
-    [VFIO_GPU_P2P_MAPPER_VMM] = "vmm",
-    [VFIO_GPU_P2P_MAPPER_HELPER] = "helper",
+static const QEnumLookup mapper_lookup = {
+    .array = (const char *const[]) {
+        [VFIO_GPU_P2P_MAPPER_VMM] = "vmm",
+        [VFIO_GPU_P2P_MAPPER_HELPER] = "helper",
+    },
+    .size = VFIO_GPU_P2P_MAPPER_HELPER + 1,
 };
-
-static void get_mapper(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
-{
-    const Property *prop = opaque;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    char *text = (char *)mapper_names[*ptr];
-
-    visit_type_str(v, name, &text, errp);
-}
-
-static void set_mapper(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
-{
-    const Property *prop = opaque;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    g_autofree char *text = NULL;
-    size_t i;
-
-    if (!visit_type_str(v, name, &text, errp)) {
-        return;
-    }
-    for (i = 0; i < ARRAY_SIZE(mapper_names); i++) {
-        if (!strcmp(text, mapper_names[i])) {
-            *ptr = i;
-            return;
-        }
-    }
-    error_setg(errp, "Property %s: '%s' is not vmm or helper", name, text);
-}
 
 const PropertyInfo vfio_gpu_p2p_prop_mapper = {
     .type = "str",
     .description = "Who maps this device's BARs for peers' DMA: vmm (the "
                    "IOMMU backend, default) or helper (/dev/gpup2p)",
-    .get = get_mapper,
-    .set = set_mapper,
+    .enum_table = &mapper_lookup,
+    .get = vfio_gpu_p2p_get_enum,
+    .set = vfio_gpu_p2p_set_enum,
 };
 
 static bool pci_addr_of(VFIOPCIDevice *vdev, uint32_t *addr)

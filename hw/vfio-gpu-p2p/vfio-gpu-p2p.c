@@ -14,6 +14,7 @@
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qapi/util.h"
 #include "qapi/visitor.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
@@ -102,49 +103,61 @@ const PropertyInfo vfio_gpu_p2p_prop_clique = {
     .set = set_clique,
 };
 
-static const char *const verify_names[] = {
-    [VFIO_GPU_P2P_VERIFY_REFUSE] = "refuse",
-    [VFIO_GPU_P2P_VERIFY_WARN] = "warn",
-    [VFIO_GPU_P2P_VERIFY_TRUST] = "trust",
-};
-
-static void get_verify(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
+/*
+ * String-valued enum properties kept in a uint8_t field; the names come
+ * from the PropertyInfo's enum_table.
+ */
+void vfio_gpu_p2p_get_enum(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
 {
     const Property *prop = opaque;
     uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    char *text = (char *)verify_names[*ptr];
+    char *text = (char *)qapi_enum_lookup(prop->info->enum_table, *ptr);
 
     visit_type_str(v, name, &text, errp);
 }
 
-static void set_verify(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
+void vfio_gpu_p2p_set_enum(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
 {
     const Property *prop = opaque;
+    const QEnumLookup *table = prop->info->enum_table;
     uint8_t *ptr = object_field_prop_ptr(obj, prop);
     g_autofree char *text = NULL;
-    size_t i;
+    g_autoptr(GString) names = g_string_new(NULL);
+    int i;
 
     if (!visit_type_str(v, name, &text, errp)) {
         return;
     }
-    for (i = 0; i < ARRAY_SIZE(verify_names); i++) {
-        if (!strcmp(text, verify_names[i])) {
-            *ptr = i;
-            return;
-        }
+    i = qapi_enum_parse(table, text, -1, NULL);
+    if (i >= 0) {
+        *ptr = i;
+        return;
     }
-    error_setg(errp, "Property %s: '%s' is not refuse, warn or trust",
-               name, text);
+    for (i = 0; i < table->size; i++) {
+        g_string_append_printf(names, "%s%s", i ? (i + 1 == table->size ?
+                               " or " : ", ") : "", table->array[i]);
+    }
+    error_setg(errp, "Property %s: '%s' is not %s", name, text, names->str);
 }
+
+static const QEnumLookup verify_lookup = {
+    .array = (const char *const[]) {
+        [VFIO_GPU_P2P_VERIFY_REFUSE] = "refuse",
+        [VFIO_GPU_P2P_VERIFY_WARN] = "warn",
+        [VFIO_GPU_P2P_VERIFY_TRUST] = "trust",
+    },
+    .size = VFIO_GPU_P2P_VERIFY_TRUST + 1,
+};
 
 const PropertyInfo vfio_gpu_p2p_prop_verify = {
     .type = "str",
     .description = "What an explicit clique id the host topology "
                    "contradicts gets: refuse (default), warn or trust",
-    .get = get_verify,
-    .set = set_verify,
+    .enum_table = &verify_lookup,
+    .get = vfio_gpu_p2p_get_enum,
+    .set = vfio_gpu_p2p_set_enum,
 };
 
 static void get_id_in_effect(Object *obj, Visitor *v, const char *name,

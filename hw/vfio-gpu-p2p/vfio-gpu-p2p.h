@@ -41,6 +41,12 @@ extern const PropertyInfo vfio_gpu_p2p_prop_clique;
 extern const PropertyInfo vfio_gpu_p2p_prop_verify;
 extern const PropertyInfo vfio_gpu_p2p_prop_mapper;
 
+/* Get and set for string-valued enum properties (enum_table names). */
+void vfio_gpu_p2p_get_enum(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp);
+void vfio_gpu_p2p_set_enum(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp);
+
 void vfio_gpu_p2p_class_init(ObjectClass *klass);
 bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp);
 void vfio_gpu_p2p_exit(VFIOPCIDevice *vdev);
