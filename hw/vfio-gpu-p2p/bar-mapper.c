@@ -24,6 +24,12 @@
 #include "trace.h"
 
 /* Every realized vfio-pci device: the initiators a peer BAR is mapped for. */
+static bool listener_wanted(VFIOPCIDevice *vdev)
+{
+    return vdev->gpu_p2p.mapper == VFIO_GPU_P2P_MAPPER_HELPER ||
+           vdev->gpu_p2p.audit;
+}
+
 static GPtrArray *vfio_devices;
 static int helper_fd = -1;
 static MemoryListener helper_listener;
@@ -66,7 +72,7 @@ static bool pci_addr_of(VFIOPCIDevice *vdev, uint32_t *addr)
     return true;
 }
 
-/* The helper-mapped BAR an mmap region belongs to. */
+/* The BAR of a helper-mapped or audited device an mmap region is of. */
 static bool find_bar(MemoryRegion *mr, VFIOPCIDevice **out, int *bar,
                      VFIOMmap **mmap)
 {
@@ -77,7 +83,7 @@ static bool find_bar(MemoryRegion *mr, VFIOPCIDevice **out, int *bar,
     for (i = 0; vfio_devices && i < vfio_devices->len; i++) {
         VFIOPCIDevice *vdev = g_ptr_array_index(vfio_devices, i);
 
-        if (vdev->gpu_p2p.mapper != VFIO_GPU_P2P_MAPPER_HELPER) {
+        if (!listener_wanted(vdev)) {
             continue;
         }
         for (b = 0; b < PCI_ROM_SLOT; b++) {
@@ -102,7 +108,45 @@ bool vfio_gpu_p2p_region_is_helper_mapped(MemoryRegion *mr)
     VFIOMmap *mmap;
     int bar;
 
-    return find_bar(mr, &vdev, &bar, &mmap);
+    return find_bar(mr, &vdev, &bar, &mmap) &&
+           vdev->gpu_p2p.mapper == VFIO_GPU_P2P_MAPPER_HELPER;
+}
+
+/*
+ * Ask the helper whether the window is mapped in @init's domain, whoever
+ * mapped it, and say so: a missing mapping means P2P DMA to it faults.
+ */
+static void audit_window(VFIOPCIDevice *init, VFIOPCIDevice *peer, int bar,
+                         uint64_t offset, uint64_t size, hwaddr iova)
+{
+    static const char *const status[] = { "ok", "missing", "wrong" };
+    struct gpup2p_audit_entry e = {
+        .bar = bar, .offset = offset, .size = size, .iova = iova,
+    };
+    struct gpup2p_audit a = {
+        .argsz = sizeof(a), .flags = GPUP2P_AUDIT_BY_ADDRESS, .count = 1,
+        .initiator.vfio_group_fd = -1, .entries = (uintptr_t)&e,
+    };
+
+    if (!pci_addr_of(init, &a.initiator.pci_addr) ||
+        !pci_addr_of(peer, &e.peer)) {
+        return;
+    }
+    if (ioctl(helper_fd, GPUP2P_AUDIT, &a) < 0) {
+        warn_report("x-gpu-p2p-audit: %s: %s", init->vbasedev.name,
+                    strerror(errno));
+        return;
+    }
+    trace_vfio_gpu_p2p_audit(peer->vbasedev.name, bar, init->vbasedev.name,
+                             iova, status[MIN(e.status, 2u)]);
+    if (e.status != GPUP2P_AUDIT_OK) {
+        warn_report("x-gpu-p2p-audit: BAR %d of %s at 0x%" HWADDR_PRIx
+                    " is %s in the IOMMU domain of %s from 0x%" PRIx64
+                    ": P2P DMA there will fault (try "
+                    "x-gpu-p2p-bar-mapper=helper)", bar, peer->vbasedev.name,
+                    iova, status[MIN(e.status, 2u)], init->vbasedev.name,
+                    (uint64_t)e.first_bad_iova);
+    }
 }
 
 static void helper_region_add(MemoryListener *listener,
@@ -114,6 +158,18 @@ static void helper_region_add(MemoryListener *listener,
     guint i;
 
     if (!find_bar(section->mr, &peer, &bar, &mmap)) {
+        return;
+    }
+    /*
+     * An IOMMU maps whole pages: a BAR or window smaller than a page, or
+     * not page-aligned (a small register BAR, which QEMU widens to a page
+     * for the guest), has no exact mapping, and no peer DMA targets it.
+     */
+    if (peer->bars[bar].size < qemu_real_host_page_size() ||
+        int128_get64(section->size) < qemu_real_host_page_size() ||
+        (section->offset_within_address_space |
+         (mmap->offset + section->offset_within_region)) &
+        ~qemu_real_host_page_mask()) {
         return;
     }
     for (i = 0; i < vfio_devices->len; i++) {
@@ -128,9 +184,17 @@ static void helper_region_add(MemoryListener *listener,
         };
         HelperMapping hm;
 
-        if (init == peer || !init->vbasedev.group ||
-            !peer->vbasedev.group || !pci_addr_of(init, &m.initiator.pci_addr)
-            || !pci_addr_of(peer, &m.peer.pci_addr)) {
+        if (init == peer) {
+            continue;
+        }
+        if (peer->gpu_p2p.mapper != VFIO_GPU_P2P_MAPPER_HELPER) {
+            /* The VMM's backend mapped it already: only check. */
+            audit_window(init, peer, bar, m.offset, m.size, m.iova);
+            continue;
+        }
+        if (!init->vbasedev.group || !peer->vbasedev.group ||
+            !pci_addr_of(init, &m.initiator.pci_addr) ||
+            !pci_addr_of(peer, &m.peer.pci_addr)) {
             continue;
         }
         m.initiator.vfio_group_fd = init->vbasedev.group->fd;
@@ -151,6 +215,9 @@ static void helper_region_add(MemoryListener *listener,
                                       m.id);
         hm = (HelperMapping){ section->mr, m.iova, init, m.id };
         g_array_append_val(helper_mappings, hm);
+        if (peer->gpu_p2p.audit) {
+            audit_window(init, peer, bar, m.offset, m.size, m.iova);
+        }
     }
 }
 
@@ -190,8 +257,9 @@ bool vfio_gpu_p2p_mapper_realize(VFIOPCIDevice *vdev, Error **errp)
         vfio_devices = g_ptr_array_new();
         helper_mappings = g_array_new(FALSE, FALSE, sizeof(HelperMapping));
     }
-    if (vdev->gpu_p2p.mapper == VFIO_GPU_P2P_MAPPER_HELPER) {
-        if (!vdev->vbasedev.group) {
+    if (listener_wanted(vdev)) {
+        if (!vdev->vbasedev.group &&
+            vdev->gpu_p2p.mapper == VFIO_GPU_P2P_MAPPER_HELPER) {
             error_setg(errp, "x-gpu-p2p-bar-mapper=helper: %s is not in a "
                        "VFIO group (the helper proves ownership through "
                        "group fds)", vdev->vbasedev.name);
@@ -200,8 +268,11 @@ bool vfio_gpu_p2p_mapper_realize(VFIOPCIDevice *vdev, Error **errp)
         if (helper_fd < 0) {
             helper_fd = open("/dev/" GPUP2P_DEVICE_NAME, O_RDWR | O_CLOEXEC);
             if (helper_fd < 0) {
-                error_setg_errno(errp, errno, "x-gpu-p2p-bar-mapper=helper: "
-                                 "/dev/%s", GPUP2P_DEVICE_NAME);
+                error_setg_errno(errp, errno, "%s: /dev/%s",
+                                 vdev->gpu_p2p.mapper ==
+                                 VFIO_GPU_P2P_MAPPER_HELPER ?
+                                 "x-gpu-p2p-bar-mapper=helper" :
+                                 "x-gpu-p2p-audit", GPUP2P_DEVICE_NAME);
                 error_append_hint(errp, "Load the gpup2p module; QEMU needs "
                                   "CAP_SYS_ADMIN to use it.\n");
                 return false;
@@ -209,6 +280,8 @@ bool vfio_gpu_p2p_mapper_realize(VFIOPCIDevice *vdev, Error **errp)
         }
         if (!listener_registered) {
             helper_listener.name = "vfio-gpu-p2p-helper";
+            /* After the container's listener maps, before it unmaps. */
+            helper_listener.priority = MEMORY_LISTENER_PRIORITY_DEV_BACKEND + 1;
             helper_listener.region_add = helper_region_add;
             helper_listener.region_del = helper_region_del;
             memory_listener_register(&helper_listener, &address_space_memory);

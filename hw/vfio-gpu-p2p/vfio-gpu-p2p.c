@@ -187,6 +187,9 @@ void vfio_gpu_p2p_class_init(ObjectClass *klass)
                                   NULL);
     object_class_property_set_description(klass, "x-gpu-p2p-source",
         "Where the host topology for x-gpu-p2p-clique came from (read-only)");
+    object_class_property_set_description(klass, "x-gpu-p2p-audit",
+        "Check with the gpup2p helper that this device's BARs are mapped "
+        "for every other assigned device, and warn where not");
     object_class_property_set_description(klass, "x-gpu-p2p-host-plan",
         "A clique plan written by 'gpup2p plan --json' as root, for a "
         "QEMU that cannot read all of sysfs");

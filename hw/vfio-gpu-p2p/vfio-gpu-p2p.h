@@ -29,6 +29,7 @@ typedef enum VFIOGpuP2PMapper {
 typedef struct VFIOGpuP2P {
     uint8_t clique;             /* see VFIO_GPU_P2P_CLIQUE_* */
     uint8_t mapper;             /* VFIOGpuP2PMapper */
+    bool audit;                 /* check peer BAR mappings with the helper */
     uint8_t verify;             /* VFIOGpuP2PVerify */
     char *host_plan;            /* `gpup2p plan --json` written as root */
     int id_in_effect;           /* -1: no capability */

@@ -15,8 +15,9 @@ for d in $EDU $SHM; do
     echo $d > /sys/bus/pci/drivers_probe
 done
 
-guest() {   # guest NAME OFFSET SEED SHM-OPTIONS
+guest() {   # guest NAME OFFSET SEED SHM-OPTIONS [QEMU-TRACE]
     python3 tests/vhost/vhost.py inner --out $O/$1 --timeout 240 \
+        ${5:+--qemu-arg=-trace --qemu-arg=$5} \
         --device vfio-pci,host=$EDU,bus=rp0 \
         --device vfio-pci,host=$SHM,bus=rp1$4 \
         -- build/tests/kernel/guest-dma 2 $2 $3 > $O/$1.json 2> $O/$1.err &
@@ -36,6 +37,8 @@ guest helper-missing 0x6000 13 ,x-gpu-p2p-bar-mapper=helper
 insmod build/kernel/gpup2p.ko
 guest vmm 0x4000 11 ""
 guest helper 0x5000 12 ,x-gpu-p2p-bar-mapper=helper
+# The VMM maps, and the helper's audit checks what it mapped.
+guest audit 0x7000 14 ,x-gpu-p2p-audit=on vfio_gpu_p2p_audit
 $G mappings --json > $O/mappings-after.json
 rmmod gpup2p; echo $? > $O/rmmod.rc
 dmesg > $O/dmesg.txt

@@ -55,6 +55,14 @@ def test(t):
     t.ok(int(read(outdir, "helper.helper-mappings") or 0) >= 1,
          "the helper held the peer BAR's mapping while the guest ran",
          read(outdir, "helper.helper-mappings"))
+    t.eq(read(outdir, "audit.rc"), "0", "nested guest, VMM mapping + audit")
+    t.eq(mem[0x7000:0x7000 + N] == pattern(14), True,
+         "audit run: the bytes arrived")
+    log = read(outdir, "audit/qemu-output.log")
+    t.ok(re.search(r"vfio_gpu_p2p_audit .*BAR 2 for .*: ok", log) is not None,
+         "x-gpu-p2p-audit checked the VMM's mapping of the peer BAR: ok",
+         log[-2000:])
+    t.ok("will fault" not in log, "and did not warn")
     t.eq(load_json(os.path.join(outdir, "mappings-after.json")), [],
          "QEMU's exit left no mapping")
     t.eq(read(outdir, "rmmod.rc"), "0", "the module unloads afterwards")

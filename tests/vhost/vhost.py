@@ -455,6 +455,8 @@ def boot(qemu, outdir, args):
         time.sleep(0.05)
     total = time.monotonic() - t0
     qemu_out = proc.stdout.read().decode(errors="replace")
+    with open(os.path.join(outdir, "qemu-output.log"), "w") as f:
+        f.write(qemu_out)
 
     output = read(os.path.join(outdir, "output.log"))
     sys.stdout.write(output)
