@@ -757,27 +757,26 @@ int verify_cuda_dmabuf(int ordinal, gsize bytes, unsigned long long *ptr,
     return fd;
 }
 
-/* Read @bytes of GPU memory at @ptr (after an RDMA write into it). */
-bool verify_cuda_read(int ordinal, unsigned long long ptr, void *out,
-                      gsize bytes)
+/* Make GPU @ordinal's primary context current. */
+static bool use_gpu(int ordinal)
 {
     CUdevice dev;
     CUcontext ctx;
 
     return p_cuDeviceGet(&dev, ordinal) == CUDA_SUCCESS &&
            p_cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
-           p_cuCtxSetCurrent(ctx) == CUDA_SUCCESS &&
-           p_cuMemcpyDtoH(out, ptr, bytes) == CUDA_SUCCESS;
+           p_cuCtxSetCurrent(ctx) == CUDA_SUCCESS;
+}
+
+/* Read @bytes of GPU memory at @ptr (after an RDMA write into it). */
+bool verify_cuda_read(int ordinal, unsigned long long ptr, void *out,
+                      gsize bytes)
+{
+    return use_gpu(ordinal) && p_cuMemcpyDtoH(out, ptr, bytes) == CUDA_SUCCESS;
 }
 
 bool verify_cuda_write(int ordinal, unsigned long long ptr, const void *in,
                        gsize bytes)
 {
-    CUdevice dev;
-    CUcontext ctx;
-
-    return p_cuDeviceGet(&dev, ordinal) == CUDA_SUCCESS &&
-           p_cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
-           p_cuCtxSetCurrent(ctx) == CUDA_SUCCESS &&
-           p_cuMemcpyHtoD(ptr, in, bytes) == CUDA_SUCCESS;
+    return use_gpu(ordinal) && p_cuMemcpyHtoD(ptr, in, bytes) == CUDA_SUCCESS;
 }

@@ -2,13 +2,10 @@
 # Inside the virtual host: nested guests with three GPU stand-ins, the
 # extension off and auto alternately; prints each run's timing.
 set -eu
-bdf() { python3 tests/vhost/vhost.py bdf "$1"; }
-modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION kvm_amd
+. tests/vhost/guest-lib.sh
+load_module kvm_amd
 G0=$(bdf gpu0); G1=$(bdf gpu1); G2=$(bdf gpu2)
-for d in $G0 $G1 $G2; do
-    echo vfio-pci > /sys/bus/pci/devices/$d/driver_override
-    echo $d > /sys/bus/pci/drivers_probe
-done
+bind_vfio $G0 $G1 $G2
 i=0
 for mode in off auto off auto off auto; do
     i=$((i + 1))

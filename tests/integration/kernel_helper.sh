@@ -6,15 +6,10 @@ set -u
 O=$VHOST_OUT
 T=build/tests/kernel/helper-test
 G=build/tools/gpup2p/gpup2p
-bdf() { python3 tests/vhost/vhost.py bdf "$1"; }
+. tests/vhost/guest-lib.sh
 EDU=$(bdf edu0); SHM=$(bdf shm0); NIC=$(bdf nic0); GPU=$(bdf gpu0)
 echo "{\"edu\": \"$EDU\", \"shm\": \"$SHM\", \"nic\": \"$NIC\"}" > $O/bdfs.json
-for d in $EDU $SHM $NIC $GPU; do
-    echo vfio-pci > /sys/bus/pci/devices/$d/driver_override
-    [ -e /sys/bus/pci/devices/$d/driver ] &&
-        echo $d > /sys/bus/pci/devices/$d/driver/unbind
-    echo $d > /sys/bus/pci/drivers_probe
-done
+bind_vfio $EDU $SHM $NIC $GPU
 insmod build/kernel/gpup2p.ko || exit 1
 dmesg > $O/dmesg-before.txt
 

@@ -6,15 +6,12 @@ set -u
 O=$VHOST_OUT
 G=$PWD/build/tools/gpup2p/gpup2p
 QEMU=$PWD/build/qemu/qemu-system-x86_64
-bdf() { python3 tests/vhost/vhost.py bdf "$1"; }
-modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION kvm_amd
+. tests/vhost/guest-lib.sh
+load_module kvm_amd
 # What udev would do for /dev/kvm (there is no udev here).
 chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
 G0=$(bdf gpu0); G1=$(bdf gpu1)
-for d in $G0 $G1; do
-    echo vfio-pci > /sys/bus/pci/devices/$d/driver_override
-    echo $d > /sys/bus/pci/drivers_probe
-done
+bind_vfio $G0 $G1
 # libvirt needs writable state; the root is shared read-only.
 cp -a /etc/libvirt /tmp/etc-libvirt
 for d in /etc/libvirt /var/lib/libvirt /var/cache/libvirt /var/log/libvirt; do

@@ -7,13 +7,10 @@
 set -u
 O=$VHOST_OUT
 G=$PWD/build/tools/gpup2p/gpup2p
-bdf() { python3 tests/vhost/vhost.py bdf "$1"; }
-modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION kvm_amd
+. tests/vhost/guest-lib.sh
+load_module kvm_amd
 EDU=$(bdf edu0); SHM=$(bdf shm0)
-for d in $EDU $SHM; do
-    echo vfio-pci > /sys/bus/pci/devices/$d/driver_override
-    echo $d > /sys/bus/pci/drivers_probe
-done
+bind_vfio $EDU $SHM
 
 guest() {   # guest NAME OFFSET SEED SHM-OPTIONS [QEMU-TRACE]
     python3 tests/vhost/vhost.py inner --out $O/$1 --timeout 240 \

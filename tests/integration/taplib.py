@@ -70,6 +70,15 @@ def vhost_run(topology, script, timeout=240, append="", out=None,
     return p.returncode, p.stdout, p.stderr, out
 
 
+def read_text(outdir, name):
+    """A result file's text, stripped; the error text if it is missing."""
+    try:
+        with open(os.path.join(outdir, name)) as f:
+            return f.read().strip()
+    except OSError as e:
+        return str(e)
+
+
 def load_json(path):
     with open(path) as f:
         return json.load(f)

@@ -7,15 +7,7 @@ overrides reach QEMU's command line and the ids come from the plan."""
 import json
 import os
 
-from taplib import Tap, prepare, vhost_run
-
-
-def read(outdir, name):
-    try:
-        with open(os.path.join(outdir, name)) as f:
-            return f.read()
-    except OSError as e:
-        return str(e)
+from taplib import Tap, prepare, vhost_run, read_text as read
 
 
 def test(t):

@@ -8,21 +8,13 @@ withheld and the kernel helper making it (x-gpu-p2p-bar-mapper=helper)."""
 import os
 import re
 
-from taplib import Tap, prepare, vhost_run, load_json
+from taplib import Tap, prepare, vhost_run, read_text as read, load_json
 
 N = 4096
 
 
 def pattern(seed):
     return bytes((i * 7 + seed) & 0xff for i in range(N))
-
-
-def read(outdir, name):
-    try:
-        with open(os.path.join(outdir, name)) as f:
-            return f.read().strip()
-    except OSError as e:
-        return str(e)
 
 
 def test(t):

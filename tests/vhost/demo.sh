@@ -5,13 +5,10 @@
 # x-gpu-p2p-clique=auto, and the guest tool reading the cliques back.
 set -eu
 G=build/tools/gpup2p/gpup2p
-bdf() { python3 tests/vhost/vhost.py bdf "$1"; }
-modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION kvm_amd
+. tests/vhost/guest-lib.sh
+load_module kvm_amd
 G0=$(bdf gpu0); G1=$(bdf gpu1); G2=$(bdf gpu2)
-for d in $G0 $G1 $G2; do
-    echo vfio-pci > /sys/bus/pci/devices/$d/driver_override
-    echo $d > /sys/bus/pci/drivers_probe
-done
+bind_vfio $G0 $G1 $G2
 echo "== host: gpup2p topo"
 $G topo --devices $G0,$G1,$G2
 echo
