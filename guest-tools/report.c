@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The text report and the JSON, both from the one result model. */
-#include <json-glib/json-glib.h>
 #include <stdio.h>
+
+#include "gpup2p/json.h"
 
 #include "verify.h"
 
@@ -197,16 +198,6 @@ static void add_figure(JsonBuilder *b, const char *name, const Figure *f)
     json_builder_end_object(b);
 }
 
-static void add_str(JsonBuilder *b, const char *key, const char *v)
-{
-    json_builder_set_member_name(b, key);
-    if (v) {
-        json_builder_add_string_value(b, v);
-    } else {
-        json_builder_add_null_value(b);
-    }
-}
-
 void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
@@ -222,8 +213,8 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
         const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
 
         json_builder_begin_object(b);
-        add_str(b, "bdf", g->bdf);
-        add_str(b, "name", g->name[0] ? g->name : NULL);
+        gp_json_add_string_or_null(b, "bdf", g->bdf);
+        gp_json_add_string_or_null(b, "name", g->name[0] ? g->name : NULL);
         json_builder_set_member_name(b, "cuda_index");
         json_builder_add_int_value(b, g->cuda_index);
         json_builder_set_member_name(b, "clique");
@@ -246,7 +237,7 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
             json_builder_set_member_name(b, "valid");
             json_builder_add_boolean_value(b, g->has_cap && g->cap_valid);
             if (!g->cap_valid) {
-                add_str(b, "problem", g->cap_problem);
+                gp_json_add_string_or_null(b, "problem", g->cap_problem);
             }
             json_builder_end_object(b);
         }
@@ -262,8 +253,8 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
         const VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
 
         json_builder_begin_object(b);
-        add_str(b, "a", g_array_index(r->gpus, VerifyGpu, p->a).bdf);
-        add_str(b, "b", g_array_index(r->gpus, VerifyGpu, p->b).bdf);
+        gp_json_add_string_or_null(b, "a", g_array_index(r->gpus, VerifyGpu, p->a).bdf);
+        gp_json_add_string_or_null(b, "b", g_array_index(r->gpus, VerifyGpu, p->b).bdf);
         json_builder_set_member_name(b, "peer_access");
         if (p->peer_access < 0) {
             json_builder_add_null_value(b);
@@ -274,16 +265,16 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
         json_builder_add_int_value(b, p->perf_rank);
         json_builder_set_member_name(b, "native_atomics");
         json_builder_add_boolean_value(b, p->native_atomics);
-        add_str(b, "link", p->link);
+        gp_json_add_string_or_null(b, "link", p->link);
         json_builder_set_member_name(b, "link_limit_gbps");
         json_builder_add_double_value(b, p->link_limit_gbps);
         json_builder_set_member_name(b, "verified");
         json_builder_add_boolean_value(b, p->verified_ce == CHECK_OK &&
                                        p->verified_sm != CHECK_FAILED);
-        add_str(b, "verified_ce", state_name(p->verified_ce));
-        add_str(b, "verified_sm", state_name(p->verified_sm));
+        gp_json_add_string_or_null(b, "verified_ce", state_name(p->verified_ce));
+        gp_json_add_string_or_null(b, "verified_sm", state_name(p->verified_sm));
         if (p->verify_problem[0]) {
-            add_str(b, "problem", p->verify_problem);
+            gp_json_add_string_or_null(b, "problem", p->verify_problem);
         }
         add_figure(b, "unidirectional_ce_gbps", &p->uni_ce);
         add_figure(b, "unidirectional_sm_gbps", &p->uni_sm);
@@ -306,30 +297,30 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
         const VerifyRdma *d = &g_array_index(r->rdma, VerifyRdma, i);
 
         json_builder_begin_object(b);
-        add_str(b, "device", d->name);
+        gp_json_add_string_or_null(b, "device", d->name);
         json_builder_set_member_name(b, "active_ports");
         json_builder_add_int_value(b, d->ports_active);
-        add_str(b, "host_mr", state_name(d->host_mr));
-        add_str(b, "host_rdma_write", state_name(d->host_write));
-        add_str(b, "gpu_dmabuf", state_name(d->dmabuf));
-        add_str(b, "gpu_peermem", state_name(d->peermem));
-        add_str(b, "gpu_rdma_write", state_name(d->gpu_write));
-        add_str(b, "reason", d->why[0] ? d->why : NULL);
+        gp_json_add_string_or_null(b, "host_mr", state_name(d->host_mr));
+        gp_json_add_string_or_null(b, "host_rdma_write", state_name(d->host_write));
+        gp_json_add_string_or_null(b, "gpu_dmabuf", state_name(d->dmabuf));
+        gp_json_add_string_or_null(b, "gpu_peermem", state_name(d->peermem));
+        gp_json_add_string_or_null(b, "gpu_rdma_write", state_name(d->gpu_write));
+        gp_json_add_string_or_null(b, "reason", d->why[0] ? d->why : NULL);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
 
-    add_str(b, "cuda", r->cuda_status ? r->cuda_status : "ok");
-    add_str(b, "nvml", r->nvml_status ? r->nvml_status :
+    gp_json_add_string_or_null(b, "cuda", r->cuda_status ? r->cuda_status : "ok");
+    gp_json_add_string_or_null(b, "nvml", r->nvml_status ? r->nvml_status :
             r->cuda_status ? "not used (CUDA unavailable)" : "ok");
-    add_str(b, "rdma_status", r->rdma_status);
+    gp_json_add_string_or_null(b, "rdma_status", r->rdma_status);
     json_builder_set_member_name(b, "notes");
     json_builder_begin_array(b);
     for (i = 0; i < r->notes->len; i++) {
         json_builder_add_string_value(b, g_ptr_array_index(r->notes, i));
     }
     json_builder_end_array(b);
-    add_str(b, "verdict", verdict(r));
+    gp_json_add_string_or_null(b, "verdict", verdict(r));
     json_builder_set_member_name(b, "exit_code");
     json_builder_add_int_value(b, verify_exit_code(r));
     json_builder_set_member_name(b, "quick");

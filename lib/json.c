@@ -20,8 +20,8 @@ static void add_int_or_null(JsonBuilder *b, const char *key, int val)
     }
 }
 
-static void add_string_or_null(JsonBuilder *b, const char *key,
-                               const char *val)
+void gp_json_add_string_or_null(JsonBuilder *b, const char *key,
+                                const char *val)
 {
     json_builder_set_member_name(b, key);
     if (val) {
@@ -47,7 +47,7 @@ static void build_device(JsonBuilder *b, const GpDevice *dev)
     json_builder_set_member_name(b, "numa_node");
     json_builder_add_int_value(b, dev->numa_node);
     add_int_or_null(b, "iommu_group", dev->iommu_group);
-    add_string_or_null(b, "driver", dev->driver);
+    gp_json_add_string_or_null(b, "driver", dev->driver);
     json_builder_set_member_name(b, "host_bridge");
     json_builder_add_string_value(b, dev->host->name);
     json_builder_set_member_name(b, "upstream");
@@ -57,7 +57,7 @@ static void build_device(JsonBuilder *b, const GpDevice *dev)
     }
     json_builder_end_array(b);
     sw = dev->parent ? gp_device_switch(dev->parent) : NULL;
-    add_string_or_null(b, "switch", sw ? sw->bdf : NULL);
+    gp_json_add_string_or_null(b, "switch", sw ? sw->bdf : NULL);
     json_builder_set_member_name(b, "bridge");
     json_builder_add_boolean_value(b, dev->is_bridge);
     json_builder_set_member_name(b, "pcie_type");
@@ -65,10 +65,10 @@ static void build_device(JsonBuilder *b, const GpDevice *dev)
 
     json_builder_set_member_name(b, "link");
     json_builder_begin_object(b);
-    add_string_or_null(b, "speed", dev->link_speed);
+    gp_json_add_string_or_null(b, "speed", dev->link_speed);
     json_builder_set_member_name(b, "width");
     json_builder_add_int_value(b, dev->link_width);
-    add_string_or_null(b, "max_speed", dev->max_link_speed);
+    gp_json_add_string_or_null(b, "max_speed", dev->max_link_speed);
     json_builder_set_member_name(b, "max_width");
     json_builder_add_int_value(b, dev->max_link_width);
     json_builder_end_object(b);
@@ -190,10 +190,10 @@ static void build_header(JsonBuilder *b, const GpTopology *topo)
     json_builder_add_string_value(b, topo->root);
     json_builder_set_member_name(b, "cpu");
     json_builder_begin_object(b);
-    add_string_or_null(b, "vendor", cpu_vendor_name(topo->cpu_vendor));
+    gp_json_add_string_or_null(b, "vendor", cpu_vendor_name(topo->cpu_vendor));
     json_builder_set_member_name(b, "family");
     json_builder_add_int_value(b, topo->cpu_family);
-    add_string_or_null(b, "model_name", topo->cpu_model_name);
+    gp_json_add_string_or_null(b, "model_name", topo->cpu_model_name);
     json_builder_end_object(b);
     json_builder_set_member_name(b, "config_truncated");
     json_builder_add_int_value(b, topo->config_truncated);
@@ -205,7 +205,7 @@ static void build_header(JsonBuilder *b, const GpTopology *topo)
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "name");
         json_builder_add_string_value(b, hb->name);
-        add_string_or_null(b, "root_device",
+        gp_json_add_string_or_null(b, "root_device",
                            hb->root_bdf[0] ? hb->root_bdf : NULL);
         add_hex(b, "vendor", hb->vendor, 4);
         add_hex(b, "device", hb->device, 4);

@@ -188,17 +188,15 @@ int gp_plan_group(unsigned n, GpPairAllowedFn allowed, void *ctx, int *ids,
 }
 
 typedef struct {
-    const GpTopology *topo;
-    const GPtrArray *devices;
-    GpPlanPolicy policy;
-    bool *cache;                /* n x n verdicts, computed once */
+    unsigned n;
+    const bool *allowed;        /* n x n verdicts, computed once */
 } TopoPairs;
 
 static bool topo_pair_allowed(unsigned i, unsigned j, void *ctx)
 {
-    TopoPairs *p = ctx;
+    const TopoPairs *p = ctx;
 
-    return p->cache[i * p->devices->len + j];
+    return p->allowed[i * p->n + j];
 }
 
 GpPlan *gp_plan_compute(const GpTopology *topo, const char *const *bdfs,
@@ -231,7 +229,7 @@ GpPlan *gp_plan_compute(const GpTopology *topo, const char *const *bdfs,
             allowed[i * n + j] = allowed[j * n + i] = ok;
         }
     }
-    pairs = (TopoPairs){ topo, plan->devices, policy, allowed };
+    pairs = (TopoPairs){ n, allowed };
     ids = g_new(int, n ? n : 1);
     count = gp_plan_group(n, topo_pair_allowed, &pairs, ids, &err);
     if (count < 0) {

@@ -382,7 +382,6 @@ typedef struct PairCtx {
     HostSource *src;
     GPtrArray *devs;
     int8_t *matrix;             /* n x n: 1, 0, or -1 unknown */
-    char **why;                 /* first unknown pair's explanation */
 } PairCtx;
 
 static bool pair_allowed(unsigned i, unsigned j, void *opaque)
@@ -541,7 +540,7 @@ static bool assign_cold(Error **errp)
         return false;
     }
     matrix = g_new0(int8_t, autos->len * autos->len);
-    ctx = (PairCtx){ src, autos, matrix, NULL };
+    ctx = (PairCtx){ src, autos, matrix };
     if (!fill_matrix(&ctx, errp)) {
         return false;
     }

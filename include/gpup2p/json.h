@@ -19,6 +19,10 @@ JsonNode *gp_json_topology(const GpTopology *topo,
 
 JsonNode *gp_json_plan(const GpTopology *topo, const GpPlan *plan);
 
+/* Member @key: the string @val, or null when @val is NULL. */
+void gp_json_add_string_or_null(JsonBuilder *b, const char *key,
+                                const char *val);
+
 /* Pretty-printed text with a trailing newline. */
 char *gp_json_to_string(JsonNode *node);
 

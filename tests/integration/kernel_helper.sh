@@ -32,7 +32,7 @@ i=0; while [ "$($G mappings --json | grep -c '"id"')" = 0 ] && [ $i -lt 100 ]; d
 $G mappings --json > $O/mappings-held.json
 $G audit --initiator $EDU --peer $SHM --bar 2 --size 0x10000 --iova 0xa0000000 \
     --json > $O/audit-held.json; echo $? > $O/audit-held.rc
-$G audit --initiator $EDU --peer $SHM --bar 2 --size 0x10000 --iova 0xc0000000 \
+$G audit --initiator $EDU --peer $SHM --bar 2 --iova 0xc0000000 \
     --json > $O/audit-missing.json; echo $? > $O/audit-missing.rc
 $G audit --initiator $EDU --peer $SHM --bar 2 --offset 0x10000 --size 0x10000 \
     --iova 0xa0000000 --json > $O/audit-wrong.json; echo $? > $O/audit-wrong.rc

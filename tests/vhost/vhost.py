@@ -360,6 +360,30 @@ def prepare_outdir(args, kdir, version, modules):
     return outdir
 
 
+def base_qemu_args(vmlinuz, initrd, outdir, append):
+    """What every virtual host boot shares: the kernel and initramfs, the
+    console in the results directory, the root, results and project
+    shares."""
+    return ["-nodefaults", "-no-user-config", "-display", "none",
+            "-kernel", vmlinuz, "-initrd", initrd,
+            "-append", ("console=ttyS0 panic=-1 quiet loglevel=4 "
+                        "rdinit=/init vhost.project=%s %s"
+                        % (PROJECT, append)).strip(),
+            "-serial", "file:" + os.path.join(outdir, "console.log"),
+            "-no-reboot", "-monitor", "none",
+            "-virtfs", "local,path=/,mount_tag=root,security_model=none,"
+            "readonly=on",
+            "-virtfs", "local,path=%s,mount_tag=out,security_model=none"
+            % outdir,
+            "-virtfs", "local,path=%s,mount_tag=proj,security_model=none,"
+            "readonly=on" % PROJECT]
+
+
+def write_cmdline(outdir, qemu):
+    with open(os.path.join(outdir, "qemu-cmdline"), "w") as f:
+        f.write(" ".join(sh_quote(a) for a in qemu) + "\n")
+
+
 def cmd_inner(args):
     """Inside the virtual host: boot a nested guest with KVM, the given
     QEMU and devices, the same kernel and initramfs, and run a command."""
@@ -370,21 +394,10 @@ def cmd_inner(args):
     except FileNotFoundError:
         die("inner: no kernel prepared")
     outdir = prepare_outdir(args, kdir, version, [])
-    qemu = [args.qemu, "-nodefaults", "-no-user-config", "-display", "none",
-            "-L", "/usr/share/seabios", "-L", "/usr/share/qemu",
-            "-accel", "kvm", "-cpu", "host", "-m", "%dM" % args.memory,
-            "-smp", "1", "-M", "q35",
-            "-kernel", vmlinuz, "-initrd", initrd,
-            "-append", "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init "
-            "vhost.project=" + PROJECT,
-            "-serial", "file:" + os.path.join(outdir, "console.log"),
-            "-no-reboot", "-monitor", "none",
-            "-virtfs", "local,path=/,mount_tag=root,security_model=none,"
-            "readonly=on",
-            "-virtfs", "local,path=%s,mount_tag=out,security_model=none"
-            % outdir,
-            "-virtfs", "local,path=%s,mount_tag=proj,security_model=none,"
-            "readonly=on" % PROJECT]
+    qemu = [args.qemu] + base_qemu_args(vmlinuz, initrd, outdir, "") + [
+        "-L", "/usr/share/seabios", "-L", "/usr/share/qemu",
+        "-accel", "kvm", "-cpu", "host", "-m", "%dM" % args.memory,
+        "-smp", "1", "-M", "q35"]
     if args.qmp:
         qemu += ["-qmp", "unix:%s,server=on,wait=off" % args.qmp]
     for i in range(args.root_ports):
@@ -393,8 +406,7 @@ def cmd_inner(args):
     for dev in args.device:
         qemu += ["-device", dev]
     qemu += args.qemu_arg
-    with open(os.path.join(outdir, "qemu-cmdline"), "w") as f:
-        f.write(" ".join(sh_quote(a) for a in qemu) + "\n")
+    write_cmdline(outdir, qemu)
     return boot(qemu, outdir, args)
 
 
@@ -411,25 +423,15 @@ def cmd_run(args):
     with open(os.path.join(outdir, "topology.json"), "w") as f:
         json.dump(topo.manifest(), f, indent=2)
 
-    append = ("console=ttyS0 intel_iommu=on panic=-1 quiet loglevel=4 "
-              "rdinit=/init vhost.project=" + PROJECT + " " +
-              topo.desc.get("kernel_args", "") + " " + args.append).strip()
-    console = os.path.join(outdir, "console.log")
-    qemu = [args.qemu, "-nodefaults", "-no-user-config", "-display", "none",
-            "-accel", "tcg,thread=multi", "-cpu", "max",
-            "-M", "q35,kernel-irqchip=split",
-            "-device", "intel-iommu,intremap=on,caching-mode=on",
-            "-kernel", vmlinuz, "-initrd", initrd, "-append", append,
-            "-serial", "file:" + console, "-no-reboot", "-monitor", "none",
-            "-virtfs", "local,path=/,mount_tag=root,security_model=none,"
-            "readonly=on",
-            "-virtfs", "local,path=%s,mount_tag=out,security_model=none"
-            % outdir,
-            "-virtfs", "local,path=%s,mount_tag=proj,security_model=none,"
-            "readonly=on" % PROJECT] + qargs + args.qemu_arg
-    with open(os.path.join(outdir, "qemu-cmdline"), "w") as f:
-        f.write(" ".join(sh_quote(a) for a in qemu) + "\n")
-
+    qemu = [args.qemu] + base_qemu_args(
+        vmlinuz, initrd, outdir,
+        "intel_iommu=on %s %s" % (topo.desc.get("kernel_args", ""),
+                                  args.append)) + [
+        "-accel", "tcg,thread=multi", "-cpu", "max",
+        "-M", "q35,kernel-irqchip=split",
+        "-device", "intel-iommu,intremap=on,caching-mode=on"] + \
+        qargs + args.qemu_arg
+    write_cmdline(outdir, qemu)
     return boot(qemu, outdir, args)
 
 

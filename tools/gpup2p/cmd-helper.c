@@ -306,20 +306,17 @@ int gp_cmd_audit(int argc, char **argv)
     }
     e.bar = (uint32_t)bar;
     if (!size_t_) {
-        g_autofree char *res = g_strdup_printf(
-            "/sys/bus/pci/devices/%s/resource", peer);
-        g_autofree char *text = NULL;
-        g_auto(GStrv) lines = NULL;
-        GpBar b;
+        /* The rest of the BAR, as the host model reads it. */
+        g_autoptr(GpTopology) topo = gp_topo_read("/", &err);
+        GpDevice *dev = topo ? gp_topo_find(topo, peer) : NULL;
+        const GpBar *b = dev ? gp_device_bar(dev, bar) : NULL;
 
-        if (!g_file_get_contents(res, &text, NULL, NULL) ||
-            !(lines = g_strsplit(text, "\n", -1)) ||
-            g_strv_length(lines) <= (guint)bar ||
-            !gp_bar_parse_resource_line(lines[bar], bar, &b) || !b.size) {
-            return gp_cli_fail("audit", GP_EXIT_FAILED, "%s: no BAR %d",
-                               peer, bar);
+        if (!b || b->size <= e.offset) {
+            return gp_cli_fail("audit", GP_EXIT_FAILED, "%s: no BAR %d%s%s",
+                               peer, bar, err ? ": " : "",
+                               err ? err->message : "");
         }
-        e.size = b.size - e.offset;
+        e.size = b->size - e.offset;
     }
     a.entries = (uintptr_t)&e;
     fd = gp_helper_open(&err);
