@@ -17,8 +17,13 @@ void gp_p2pcap_encode(uint8_t out[GP_P2PCAP_LENGTH], unsigned clique,
     out[3] = 'P';
     out[4] = '2';
     out[5] = 'P';
-    out[6] = (uint8_t)(((clique & 0xf) << 3) | GP_P2PCAP_VERSION);
+    gp_p2pcap_set_clique(out, clique);
     out[7] = 0;
+}
+
+void gp_p2pcap_set_clique(uint8_t bytes[GP_P2PCAP_LENGTH], unsigned clique)
+{
+    bytes[6] = (uint8_t)(((clique & 0xf) << 3) | GP_P2PCAP_VERSION);
 }
 
 bool gp_p2pcap_decode(const uint8_t bytes[GP_P2PCAP_LENGTH], GpP2pCap *cap)
@@ -97,8 +102,25 @@ static bool slot_is_free(const GpPciCapList *list, uint16_t off)
     return true;
 }
 
-bool gp_p2pcap_choose_offset(const GpPciConfig *cfg, uint16_t *offset,
-                             GError **errp)
+/* What occupies the 8 bytes at @off, for messages. */
+static char *slot_user(const GpPciCapList *list, uint16_t off)
+{
+    size_t i;
+
+    for (i = 0; i < list->count; i++) {
+        uint16_t start = list->caps[i].offset;
+        uint16_t end = start + list->caps[i].length;
+
+        if (off < end && start < off + GP_P2PCAP_LENGTH) {
+            return g_strdup_printf("capability %02xh at %02xh..%02xh",
+                                   list->caps[i].id, start, end - 1);
+        }
+    }
+    return g_strdup("free");
+}
+
+bool gp_p2pcap_choose_offset(const GpPciConfig *cfg, bool allow_elsewhere,
+                             uint16_t *offset, GError **errp)
 {
     GpPciCapList list;
     uint16_t off;
@@ -119,6 +141,15 @@ bool gp_p2pcap_choose_offset(const GpPciConfig *cfg, uint16_t *offset,
     if (slot_is_free(&list, GP_P2PCAP_ALTERNATE)) {
         *offset = GP_P2PCAP_ALTERNATE;
         return true;
+    }
+    if (!allow_elsewhere) {
+        g_autofree char *c8 = slot_user(&list, GP_P2PCAP_PREFERRED);
+        g_autofree char *d4 = slot_user(&list, GP_P2PCAP_ALTERNATE);
+
+        g_set_error(errp, GP_ERROR, GP_ERROR_NO_ROOM,
+                    "neither C8h nor D4h is free for the P2P capability "
+                    "(C8h: %s; D4h: %s)", c8, d4);
+        return false;
     }
     for (off = GP_PCICFG_HEADER_SIZE; off + GP_P2PCAP_LENGTH <=
          GP_PCICFG_STD_SIZE; off += 4) {
@@ -145,7 +176,7 @@ bool gp_p2pcap_insert(GpPciConfig *cfg, unsigned clique, uint16_t *offset,
                     GP_P2PCAP_MAX_CLIQUE);
         return false;
     }
-    if (!gp_p2pcap_choose_offset(cfg, &off, errp) ||
+    if (!gp_p2pcap_choose_offset(cfg, false, &off, errp) ||
         !gp_pcicfg_walk_caps(cfg, &list, errp)) {
         return false;
     }

@@ -187,6 +187,72 @@ int gp_plan_group(unsigned n, GpPairAllowedFn allowed, void *ctx, int *ids,
     return next_id;
 }
 
+/* Whether item @i may join every item of @ids holding @id (none: true). */
+static bool may_join(unsigned n, GpPairAllowedFn allowed, void *ctx,
+                     const int *ids, unsigned i, int id, bool *members)
+{
+    unsigned j;
+
+    *members = false;
+    for (j = 0; j < n; j++) {
+        if (j == i || ids[j] != id) {
+            continue;
+        }
+        *members = true;
+        if (!allowed(i, j, ctx)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+unsigned gp_plan_assign(unsigned n, GpPairAllowedFn allowed, void *ctx,
+                        const int *fixed, int *ids)
+{
+    unsigned i, none = 0;
+    int id;
+
+    for (i = 0; i < n; i++) {
+        ids[i] = fixed[i];
+    }
+    for (i = 0; i < n; i++) {
+        int fresh = -1, joined = -1;
+
+        if (fixed[i] >= 0) {
+            continue;
+        }
+        for (id = 0; id < GP_PLAN_MAX_CLIQUES && joined < 0; id++) {
+            bool members;
+
+            if (may_join(n, allowed, ctx, ids, i, id, &members) && members) {
+                joined = id;
+            } else if (!members && fresh < 0) {
+                fresh = id;
+            }
+        }
+        ids[i] = joined >= 0 ? joined : fresh;
+        none += ids[i] < 0;
+    }
+    return none;
+}
+
+bool gp_plan_check(unsigned n, GpPairAllowedFn allowed, void *ctx,
+                   const int *ids, unsigned *bad_i, unsigned *bad_j)
+{
+    unsigned i, j;
+
+    for (i = 0; i < n; i++) {
+        for (j = i + 1; j < n; j++) {
+            if (ids[i] >= 0 && ids[i] == ids[j] && !allowed(i, j, ctx)) {
+                *bad_i = i;
+                *bad_j = j;
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 typedef struct {
     unsigned n;
     const bool *allowed;        /* n x n verdicts, computed once */

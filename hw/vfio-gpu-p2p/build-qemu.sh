@@ -1,14 +1,26 @@
 #!/bin/sh
 # Build QEMU 10.0.2 (Debian's source) with the vfio-gpu-p2p extension.
 #
-#   hw/vfio-gpu-p2p/build-qemu.sh [BUILD_DIR]     (default: build/qemu)
+#   hw/vfio-gpu-p2p/build-qemu.sh [--default-clique=off|auto] [BUILD_DIR]
+#                                        (default: off, build/qemu)
 #
 # Fetches the upstream tarball through Debian's source packages, adds
 # hw/vfio-gpu-p2p/ (the extension and the core library it links), applies
 # the small hook patch to hw/vfio, and builds a minimal x86_64 QEMU with KVM
 # and TCG. Re-running rebuilds only what changed. The binary ends up at
-# BUILD_DIR/build/qemu-system-x86_64.
+# BUILD_DIR/build/qemu-system-x86_64. --default-clique sets the default
+# of vfio-pci's x-gpu-p2p-clique in the binary (a fleet-wide "auto").
 set -eu
+
+default_clique=off
+case "${1:-}" in
+--default-clique=off|--default-clique=auto)
+    default_clique=${1#--default-clique=}; shift ;;
+--default-clique=*)
+    echo "build-qemu: ${1#--default-clique=}: the default clique is off" \
+         "or auto" >&2
+    exit 2 ;;
+esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -41,15 +53,30 @@ if [ ! -f "$out/$tarball" ]; then
     fi
 fi
 
-if [ ! -f "$src/.vfio-gpu-p2p-patched" ]; then
-    rm -rf "$src"
-    tar -C "$out" -xf "$out/$tarball"
-    (cd "$src" && patch -p1 --quiet < "$here/qemu-$version-hooks.patch")
-    # The +ds tarball lacks the edk2 firmware blobs that meson unpacks
-    # whenever bzip2 is found.
+patch_file=$here/qemu-$version-hooks.patch
+applied=$src/.vfio-gpu-p2p-patched     # a copy of the patch applied
+# The +ds tarball lacks the edk2 firmware blobs that meson unpacks
+# whenever bzip2 is found.
+no_edk2() {
     sed -i 's/unpack_edk2_blobs = bzip2.found()/unpack_edk2_blobs = false/' \
         "$src/meson.build"
-    touch "$src/.vfio-gpu-p2p-patched"
+}
+if [ ! -d "$src" ]; then
+    tar -C "$out" -xf "$out/$tarball"
+    no_edk2
+fi
+if ! cmp -s "$patch_file" "$applied"; then
+    # A changed hook patch: take the old one out, keeping the build tree.
+    if [ -s "$applied" ]; then
+        (cd "$src" && patch -R -p1 --quiet < "$applied")
+    elif [ -e "$applied" ]; then
+        # Trees of older scripts kept no copy: restore what patches touch.
+        tar -C "$out" -xf "$out/$tarball" "qemu-$version/hw/vfio" \
+            "qemu-$version/hw/meson.build" "qemu-$version/meson.build"
+        no_edk2
+    fi
+    (cd "$src" && patch -p1 --quiet < "$patch_file")
+    cp "$patch_file" "$applied"
 fi
 
 # The extension and the core library: copied only when changed, so ninja
@@ -59,9 +86,13 @@ mkdir -p "$dst/core/lib" "$dst/core/include/gpup2p"
 sync_file() {
     cmp -s "$1" "$2" 2>/dev/null || cp "$1" "$2"
 }
-for f in vfio-gpu-p2p.c bar-mapper.c vfio-gpu-p2p.h trace-events trace.h; do
+for f in vfio-gpu-p2p.c vfio-gpu-p2p.h trace-events trace.h; do
     sync_file "$here/$f" "$dst/$f"
 done
+rm -f "$dst/bar-mapper.c"
+echo "$default_clique" > "$dst/default-clique.new"
+sync_file "$dst/default-clique.new" "$dst/default-clique"
+rm -f "$dst/default-clique.new"
 sync_file "$here/meson.build.qemu" "$dst/meson.build"
 for f in error.c pcicfg.c p2pcap.c topo.c sysfs.c p2p.c plan.c \
          sysfs-internal.h; do
@@ -70,8 +101,6 @@ done
 for f in "$top"/include/gpup2p/*.h; do
     sync_file "$f" "$dst/core/include/gpup2p/$(basename "$f")"
 done
-mkdir -p "$dst/core/include/uapi"
-sync_file "$top/include/uapi/gpup2p.h" "$dst/core/include/uapi/gpup2p.h"
 
 if [ ! -f "$src/build/build.ninja" ]; then
     (cd "$src" && ./configure --target-list=x86_64-softmmu \

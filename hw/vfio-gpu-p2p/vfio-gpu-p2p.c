@@ -3,9 +3,9 @@
  *
  * QEMU's x-nv-gpudirect-clique makes the operator pick a clique id and
  * trusts it. Here "auto" works the ids out from the host's PCI topology with
- * the vfio-gpu-p2p core library, explicit ids are checked against it, and
- * the capability is placed where no existing capability overlaps it, last
- * in the list.
+ * the vfio-gpu-p2p core library, explicit ids are constraints the planner
+ * respects and are checked against the host, and the capability goes where
+ * upstream puts it (C8h, else D4h), last in the list.
  *
  * Copyright (c) vfio-gpu-p2p contributors
  *
@@ -16,72 +16,42 @@
 #include "qapi/error.h"
 #include "qapi/util.h"
 #include "qapi/visitor.h"
+#include "qapi/visitor-impl.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
-#include "qobject/qdict.h"
-#include "qobject/qjson.h"
-#include "qobject/qlist.h"
-#include "qobject/qobject.h"
-#include "qobject/qstring.h"
 #include "hw/qdev-core.h"
 #include "hw/pci/pci.h"
-#include "system/system.h"
+#include "migration/blocker.h"
 #include "hw/vfio/pci.h"
 #include "gpup2p/p2pcap.h"
 #include "gpup2p/plan.h"
 #include "trace.h"
+#include "hw/vfio-gpu-p2p/vfio-gpu-p2p-config.h"
 
-#define NO_CLIQUE (-1)
-#define PENDING_CLIQUE (-2)
+/* Written by `gpup2p snapshot` and kept current by a root service. */
+#define HOST_SNAPSHOT_DEFAULT "/run/gpup2p/host"
 
-/* Every vfio-pci device of this VM with a clique setting other than off. */
+/* Every vfio-pci device of this VM that shows the capability. */
 static GPtrArray *gpu_p2p_devices;
 static Notifier gpu_p2p_machine_done;
 
-/*
- * Where pair verdicts come from: the live sysfs (complete only for root),
- * or a plan that `gpup2p plan --json` wrote as root.
- */
+/* The host facts pair verdicts come from, read once per VM. */
 typedef struct HostSource {
-    char *name;
+    char *name;                 /* "sysfs" or "snapshot DIR" */
     GpTopology *topo;
-    GHashTable *links;          /* "a b" -> "direct" | "host-bridge" | ... */
-    GHashTable *reasons;        /* "a b" -> reason */
 } HostSource;
 
 static HostSource *host_source;
+static char *host_source_error;     /* why there is none */
 
 /* ------------------------------------------------------------------ */
 /* Properties                                                          */
 
-static void get_clique(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
+static bool clique_from_text(const char *name, const char *text,
+                             uint8_t *ptr, Error **errp)
 {
-    const Property *prop = opaque;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    g_autofree char *text = NULL;
-
-    if (*ptr == VFIO_GPU_P2P_CLIQUE_OFF) {
-        text = g_strdup("off");
-    } else if (*ptr == VFIO_GPU_P2P_CLIQUE_AUTO) {
-        text = g_strdup("auto");
-    } else {
-        text = g_strdup_printf("%u", *ptr - VFIO_GPU_P2P_CLIQUE_ID(0));
-    }
-    visit_type_str(v, name, &text, errp);
-}
-
-static void set_clique(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
-{
-    const Property *prop = opaque;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    g_autofree char *text = NULL;
     uint64_t id;
 
-    if (!visit_type_str(v, name, &text, errp)) {
-        return;
-    }
     if (!strcmp(text, "off")) {
         *ptr = VFIO_GPU_P2P_CLIQUE_OFF;
     } else if (!strcmp(text, "auto")) {
@@ -92,7 +62,80 @@ static void set_clique(Object *obj, Visitor *v, const char *name,
     } else {
         error_setg(errp, "Property %s: '%s' is not off, auto or a clique "
                    "id 0-%d", name, text, GP_P2PCAP_MAX_CLIQUE);
+        return false;
     }
+    return true;
+}
+
+static void get_clique(Object *obj, Visitor *v, const char *name,
+                       void *opaque, Error **errp)
+{
+    const Property *prop = opaque;
+    uint8_t *ptr = object_field_prop_ptr(obj, prop);
+    g_autofree char *text = NULL;
+    int64_t id;
+
+    if (*ptr >= VFIO_GPU_P2P_CLIQUE_ID(0)) {
+        id = *ptr - VFIO_GPU_P2P_CLIQUE_ID(0);
+        visit_type_int(v, name, &id, errp);
+        return;
+    }
+    text = g_strdup(*ptr == VFIO_GPU_P2P_CLIQUE_AUTO ? "auto" : "off");
+    visit_type_str(v, name, &text, errp);
+}
+
+/*
+ * An alternate of "off", "auto" and an integer id, as QAPI alternates are
+ * visited: JSON -device and device_add may give 3 or "3". The string
+ * visitor of -global has no alternates and always gives text.
+ */
+static void set_clique(Object *obj, Visitor *v, const char *name,
+                       void *opaque, Error **errp)
+{
+    const Property *prop = opaque;
+    uint8_t *ptr = object_field_prop_ptr(obj, prop);
+    g_autofree GenericAlternate *alt = NULL;
+    g_autofree char *text = NULL;
+    uint64_t id;
+
+    if (!v->start_alternate) {
+        if (visit_type_str(v, name, &text, errp)) {
+            clique_from_text(name, text, ptr, errp);
+        }
+        return;
+    }
+    if (!visit_start_alternate(v, name, &alt, sizeof(*alt), errp)) {
+        return;
+    }
+    switch (alt->type) {
+    case QTYPE_QSTRING:
+        if (visit_type_str(v, name, &text, errp)) {
+            clique_from_text(name, text, ptr, errp);
+        }
+        break;
+    case QTYPE_QNUM:
+        if (!visit_type_uint64(v, name, &id, errp)) {
+            break;
+        }
+        if (id > GP_P2PCAP_MAX_CLIQUE) {
+            error_setg(errp, "Property %s: %" PRIu64 " is not a clique id "
+                       "0-%d", name, id, GP_P2PCAP_MAX_CLIQUE);
+            break;
+        }
+        *ptr = VFIO_GPU_P2P_CLIQUE_ID(id);
+        break;
+    default:
+        error_setg(errp, "Property %s: expected off, auto or a clique id "
+                   "0-%d", name, GP_P2PCAP_MAX_CLIQUE);
+        break;
+    }
+    visit_end_alternate(v, (void **)&alt);
+}
+
+/* The build's default (build-qemu.sh --default-clique). */
+static void set_clique_default(ObjectProperty *op, const Property *prop)
+{
+    object_property_set_default_str(op, VFIO_GPU_P2P_DEFAULT_CLIQUE);
 }
 
 const PropertyInfo vfio_gpu_p2p_prop_clique = {
@@ -101,46 +144,8 @@ const PropertyInfo vfio_gpu_p2p_prop_clique = {
                    "topology) or an id 0-15",
     .get = get_clique,
     .set = set_clique,
+    .set_default_value = set_clique_default,
 };
-
-/*
- * String-valued enum properties kept in a uint8_t field; the names come
- * from the PropertyInfo's enum_table.
- */
-void vfio_gpu_p2p_get_enum(Object *obj, Visitor *v, const char *name,
-                           void *opaque, Error **errp)
-{
-    const Property *prop = opaque;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    char *text = (char *)qapi_enum_lookup(prop->info->enum_table, *ptr);
-
-    visit_type_str(v, name, &text, errp);
-}
-
-void vfio_gpu_p2p_set_enum(Object *obj, Visitor *v, const char *name,
-                           void *opaque, Error **errp)
-{
-    const Property *prop = opaque;
-    const QEnumLookup *table = prop->info->enum_table;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    g_autofree char *text = NULL;
-    g_autoptr(GString) names = g_string_new(NULL);
-    int i;
-
-    if (!visit_type_str(v, name, &text, errp)) {
-        return;
-    }
-    i = qapi_enum_parse(table, text, -1, NULL);
-    if (i >= 0) {
-        *ptr = i;
-        return;
-    }
-    for (i = 0; i < table->size; i++) {
-        g_string_append_printf(names, "%s%s", i ? (i + 1 == table->size ?
-                               " or " : ", ") : "", table->array[i]);
-    }
-    error_setg(errp, "Property %s: '%s' is not %s", name, text, names->str);
-}
 
 static const QEnumLookup verify_lookup = {
     .array = (const char *const[]) {
@@ -151,20 +156,61 @@ static const QEnumLookup verify_lookup = {
     .size = VFIO_GPU_P2P_VERIFY_TRUST + 1,
 };
 
+static void get_verify(Object *obj, Visitor *v, const char *name,
+                       void *opaque, Error **errp)
+{
+    const Property *prop = opaque;
+    uint8_t *ptr = object_field_prop_ptr(obj, prop);
+    char *text = (char *)qapi_enum_lookup(&verify_lookup, *ptr);
+
+    visit_type_str(v, name, &text, errp);
+}
+
+static void set_verify(Object *obj, Visitor *v, const char *name,
+                       void *opaque, Error **errp)
+{
+    const Property *prop = opaque;
+    uint8_t *ptr = object_field_prop_ptr(obj, prop);
+    g_autofree char *text = NULL;
+    int i;
+
+    if (!visit_type_str(v, name, &text, errp)) {
+        return;
+    }
+    i = qapi_enum_parse(&verify_lookup, text, -1, NULL);
+    if (i < 0) {
+        error_setg(errp, "Property %s: '%s' is not refuse, warn or trust",
+                   name, text);
+        return;
+    }
+    *ptr = i;
+}
+
+static void set_verify_default(ObjectProperty *op, const Property *prop)
+{
+    object_property_set_default_str(op,
+        qapi_enum_lookup(&verify_lookup, VFIO_GPU_P2P_VERIFY_REFUSE));
+}
+
 const PropertyInfo vfio_gpu_p2p_prop_verify = {
     .type = "str",
     .description = "What an explicit clique id the host topology "
                    "contradicts gets: refuse (default), warn or trust",
     .enum_table = &verify_lookup,
-    .get = vfio_gpu_p2p_get_enum,
-    .set = vfio_gpu_p2p_set_enum,
+    .get = get_verify,
+    .set = set_verify,
+    .set_default_value = set_verify_default,
 };
+
+static int id_in_effect(VFIOPCIDevice *vdev)
+{
+    return vdev->gpu_p2p.has_cap ? vdev->gpu_p2p.id : -1;
+}
 
 static void get_id_in_effect(Object *obj, Visitor *v, const char *name,
                              void *opaque, Error **errp)
 {
-    VFIOPCIDevice *vdev = VFIO_PCI(obj);
-    int64_t id = vdev->gpu_p2p.id_in_effect;
+    int64_t id = id_in_effect(VFIO_PCI(obj));
 
     visit_type_int(v, name, &id, errp);
 }
@@ -187,169 +233,183 @@ void vfio_gpu_p2p_class_init(ObjectClass *klass)
                                   NULL);
     object_class_property_set_description(klass, "x-gpu-p2p-source",
         "Where the host topology for x-gpu-p2p-clique came from (read-only)");
-    object_class_property_set_description(klass, "x-gpu-p2p-audit",
-        "Check with the gpup2p helper that this device's BARs are mapped "
-        "for every other assigned device, and warn where not");
-    object_class_property_set_description(klass, "x-gpu-p2p-host-plan",
-        "A clique plan written by 'gpup2p plan --json' as root, for a "
-        "QEMU that cannot read all of sysfs");
+    object_class_property_set_description(klass, "x-gpu-p2p-host-snapshot",
+        "A host topology captured by 'gpup2p snapshot DIR' to read instead "
+        "of sysfs (default: sysfs, then " HOST_SNAPSHOT_DEFAULT ")");
+    object_class_property_set_description(klass, "x-gpu-p2p-cap-anywhere",
+        "Place the P2P capability past C8h and D4h when both are taken "
+        "(hides whatever registers the device has there)");
 }
 
 /* ------------------------------------------------------------------ */
-/* Host topology sources                                               */
+/* Host topology                                                       */
 
 static void host_source_free(HostSource *s)
 {
-    if (!s) {
-        return;
+    if (s) {
+        g_free(s->name);
+        gp_topo_free(s->topo);
+        g_free(s);
     }
-    g_free(s->name);
-    gp_topo_free(s->topo);
-    if (s->links) {
-        g_hash_table_destroy(s->links);
-        g_hash_table_destroy(s->reasons);
-    }
-    g_free(s);
 }
 
-static char *pair_key(const char *a, const char *b)
+static HostSource *host_source_read(const char *root, const char *name,
+                                    GError **errp)
 {
-    return strcmp(a, b) < 0 ? g_strdup_printf("%s %s", a, b) :
-                              g_strdup_printf("%s %s", b, a);
-}
-
-static HostSource *host_source_from_plan(const char *path, Error **errp)
-{
-    g_autofree char *text = NULL;
-    g_autoptr(GError) gerr = NULL;
-    QObject *obj;
+    GpTopology *topo = gp_topo_read(root, errp);
     HostSource *s;
-    QDict *top;
-    QList *links;
-    QListEntry *e;
 
-    if (!g_file_get_contents(path, &text, NULL, &gerr)) {
-        error_setg(errp, "x-gpu-p2p-host-plan: %s", gerr->message);
-        return NULL;
-    }
-    obj = qobject_from_json(text, errp);
-    if (!obj) {
-        error_prepend(errp, "x-gpu-p2p-host-plan: %s: ", path);
-        return NULL;
-    }
-    top = qobject_to(QDict, obj);
-    links = top ? qdict_get_qlist(top, "links") : NULL;
-    if (!links) {
-        error_setg(errp, "x-gpu-p2p-host-plan: %s: no \"links\" array; "
-                   "write it with 'gpup2p plan --json'", path);
-        qobject_unref(obj);
+    if (!topo) {
         return NULL;
     }
     s = g_new0(HostSource, 1);
-    s->name = g_strdup_printf("plan %s", path);
-    s->links = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    s->reasons = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                       g_free);
-    QLIST_FOREACH_ENTRY(links, e) {
-        QDict *l = qobject_to(QDict, qlist_entry_obj(e));
-        const char *a = l ? qdict_get_try_str(l, "a") : NULL;
-        const char *b = l ? qdict_get_try_str(l, "b") : NULL;
-        const char *p2p = l ? qdict_get_try_str(l, "p2p") : NULL;
-        const char *why = l ? qdict_get_try_str(l, "reason") : NULL;
-
-        if (!a || !b || !p2p) {
-            error_setg(errp, "x-gpu-p2p-host-plan: %s: a link lacks a, b "
-                       "or p2p", path);
-            host_source_free(s);
-            qobject_unref(obj);
-            return NULL;
-        }
-        g_hash_table_insert(s->links, pair_key(a, b), g_strdup(p2p));
-        g_hash_table_insert(s->reasons, pair_key(a, b),
-                            g_strdup(why ? why : ""));
-    }
-    qobject_unref(obj);
-    return s;
-}
-
-static HostSource *host_source_get(const char *plan_path, Error **errp)
-{
-    g_autoptr(GError) gerr = NULL;
-    HostSource *s;
-
-    if (host_source) {
-        if (plan_path && !g_str_has_suffix(host_source->name, plan_path)) {
-            error_setg(errp, "x-gpu-p2p-host-plan: '%s' differs from the "
-                       "host topology already in use (%s)", plan_path,
-                       host_source->name);
-            return NULL;
-        }
-        return host_source;
-    }
-    if (plan_path) {
-        s = host_source_from_plan(plan_path, errp);
-        if (!s) {
-            return NULL;
-        }
-    } else {
-        s = g_new0(HostSource, 1);
-        s->topo = gp_topo_read("/", &gerr);
-        if (!s->topo) {
-            error_setg(errp, "x-gpu-p2p-clique: reading the host's sysfs: "
-                       "%s", gerr->message);
-            g_free(s);
-            return NULL;
-        }
-        s->name = g_strdup("sysfs");
-    }
-    host_source = s;
+    s->name = g_strdup(name);
+    s->topo = topo;
     return s;
 }
 
 /*
- * Whether two host devices may share a clique: 1 yes, 0 no, -1 the source
- * cannot tell (with @why saying what is missing).
+ * The live sysfs when it is complete (QEMU runs as root), else the
+ * snapshot a root service keeps at HOST_SNAPSHOT_DEFAULT; @snapshot, when
+ * set, instead of both. NULL, with host_source_error saying why, when
+ * there is none.
  */
-static int host_pair(HostSource *s, const char *a, const char *b,
+static HostSource *host_source_get(const char *snapshot)
+{
+    g_autoptr(GError) live_err = NULL;
+    g_autoptr(GError) snap_err = NULL;
+    g_autofree char *snap_name = NULL;
+    g_autofree char *live_why = NULL;
+    HostSource *s;
+
+    if (host_source || host_source_error) {
+        return host_source;
+    }
+    if (snapshot) {
+        snap_name = g_strdup_printf("snapshot %s", snapshot);
+        host_source = host_source_read(snapshot, snap_name, &snap_err);
+        if (!host_source) {
+            host_source_error = g_strdup_printf("x-gpu-p2p-host-snapshot: "
+                                                "%s", snap_err->message);
+        }
+        return host_source;
+    }
+    s = host_source_read("/", "sysfs", &live_err);
+    if (s && !s->topo->config_truncated) {
+        host_source = s;
+        return s;
+    }
+    live_why = s ? g_strdup_printf("the config space of %u devices is cut "
+                                   "short (not root)",
+                                   s->topo->config_truncated) :
+                   g_strdup(live_err->message);
+    host_source_free(s);
+    snap_name = g_strdup_printf("snapshot %s", HOST_SNAPSHOT_DEFAULT);
+    host_source = host_source_read(HOST_SNAPSHOT_DEFAULT, snap_name,
+                                   &snap_err);
+    if (!host_source) {
+        host_source_error = g_strdup_printf("sysfs: %s; %s: %s", live_why,
+                                            HOST_SNAPSHOT_DEFAULT,
+                                            snap_err->message);
+    }
+    return host_source;
+}
+
+static void host_source_reset(void)
+{
+    g_clear_pointer(&host_source, host_source_free);
+    g_clear_pointer(&host_source_error, g_free);
+}
+
+/*
+ * The device's address on the host: from host=, else from the sysfs path
+ * (an mdev's parent is the PCI device). NULL for an fd= device without
+ * either.
+ */
+static char *host_bdf_of(VFIOPCIDevice *vdev)
+{
+    char bdf[GP_BDF_LEN];
+    g_autofree char *path = NULL;
+    g_autofree char *base = NULL;
+    g_autofree char *parent = NULL;
+    g_autofree char *parent_base = NULL;
+
+    if (~vdev->host.domain && ~vdev->host.bus && ~vdev->host.slot &&
+        ~vdev->host.function) {
+        return g_strdup_printf("%04x:%02x:%02x.%x", vdev->host.domain,
+                               vdev->host.bus, vdev->host.slot,
+                               vdev->host.function);
+    }
+    if (!vdev->vbasedev.sysfsdev) {
+        return NULL;
+    }
+    path = realpath(vdev->vbasedev.sysfsdev, NULL);
+    if (!path) {
+        return NULL;
+    }
+    base = g_path_get_basename(path);
+    if (gp_bdf_normalize(base, bdf)) {
+        return g_strdup(bdf);
+    }
+    parent = g_path_get_dirname(path);
+    parent_base = g_path_get_basename(parent);
+    return gp_bdf_normalize(parent_base, bdf) ? g_strdup(bdf) : NULL;
+}
+
+/* Why the host topology cannot place @vdev, or NULL when it can. */
+static char *host_unknown_why(VFIOPCIDevice *vdev, HostSource *src)
+{
+    if (!src) {
+        return g_strdup_printf("no host topology: %s", host_source_error ?
+                               host_source_error : "none read");
+    }
+    if (!vdev->gpu_p2p.host_bdf) {
+        return g_strdup("its host PCI address is unknown (fd= without "
+                        "host= or sysfsdev=)");
+    }
+    if (!gp_topo_find(src->topo, vdev->gpu_p2p.host_bdf)) {
+        return g_strdup_printf("%s is not in the host topology (%s)",
+                               vdev->gpu_p2p.host_bdf, src->name);
+    }
+    return NULL;
+}
+
+/*
+ * Whether two devices may share a clique on the host: 1 yes, 0 no, -1 the
+ * topology cannot tell; @why gives the core library's reason.
+ */
+static int host_pair(HostSource *src, VFIOPCIDevice *a, VFIOPCIDevice *b,
                      char **why)
 {
-    g_autofree char *key = NULL;
-    const char *p2p;
+    GpDevice *da, *db;
+    GpP2pVerdict v;
+    int res;
 
-    if (s->topo) {
-        GpDevice *da = gp_topo_find(s->topo, a);
-        GpDevice *db = gp_topo_find(s->topo, b);
-        GpP2pVerdict v;
-        int res;
-
-        if (!da || !db) {
-            *why = g_strdup_printf("%s is not in the host's sysfs",
-                                   da ? b : a);
-            return -1;
-        }
-        gp_p2p_verdict(s->topo, da, db, &v);
-        res = v.kind == GP_P2P_UNKNOWN ? -1 : gp_p2p_possible(v.kind);
-        *why = g_steal_pointer(&v.reason);
-        gp_p2p_verdict_clear(&v);
-        return res;
-    }
-    key = pair_key(a, b);
-    p2p = g_hash_table_lookup(s->links, key);
-    if (!p2p) {
-        *why = g_strdup_printf("the plan has no link %s", key);
+    *why = NULL;
+    if (!src || !a->gpu_p2p.host_bdf || !b->gpu_p2p.host_bdf) {
+        *why = host_unknown_why(src && a->gpu_p2p.host_bdf ? b : a, src);
         return -1;
     }
-    *why = g_strdup(g_hash_table_lookup(s->reasons, key));
-    if (!strcmp(p2p, "unknown")) {
+    da = gp_topo_find(src->topo, a->gpu_p2p.host_bdf);
+    db = gp_topo_find(src->topo, b->gpu_p2p.host_bdf);
+    if (!da || !db) {
+        *why = host_unknown_why(da ? b : a, src);
         return -1;
     }
-    return !strcmp(p2p, "direct") || !strcmp(p2p, "host-bridge");
+    gp_p2p_verdict(src->topo, da, db, &v);
+    res = v.kind == GP_P2P_UNKNOWN ? -1 : gp_p2p_possible(v.kind);
+    *why = g_strdup_printf("P2P %s: %s", gp_p2p_kind_name(v.kind),
+                           v.reason ? v.reason : "");
+    gp_p2p_verdict_clear(&v);
+    trace_vfio_gpu_p2p_pair(a->gpu_p2p.host_bdf, b->gpu_p2p.host_bdf, res,
+                            *why);
+    return res;
 }
 
 /* ------------------------------------------------------------------ */
-/* Clique assignment                                                   */
+/* The capability                                                      */
 
-static const char *host_name(VFIOPCIDevice *vdev)
+static const char *name_of(VFIOPCIDevice *vdev)
 {
     return vdev->vbasedev.name;
 }
@@ -361,374 +421,390 @@ static bool is_auto(VFIOPCIDevice *vdev)
 
 static int explicit_id(VFIOPCIDevice *vdev)
 {
-    return vdev->gpu_p2p.clique - VFIO_GPU_P2P_CLIQUE_ID(0);
+    return is_auto(vdev) ? -1 : vdev->gpu_p2p.clique -
+                                VFIO_GPU_P2P_CLIQUE_ID(0);
 }
 
-static const char *plan_path_of(GPtrArray *devs)
+static void set_cap_clique(VFIOPCIDevice *vdev, int id, const char *how)
 {
-    guint i;
+    VFIOGpuP2P *p = &vdev->gpu_p2p;
 
-    for (i = 0; i < devs->len; i++) {
-        VFIOPCIDevice *d = g_ptr_array_index(devs, i);
-
-        if (d->gpu_p2p.host_plan) {
-            return d->gpu_p2p.host_plan;
-        }
-    }
-    return NULL;
+    p->id = id;
+    gp_p2pcap_set_clique(vdev->pdev.config + p->cap_offset, id);
+    trace_vfio_gpu_p2p_clique(name_of(vdev), id, p->cap_offset, how);
 }
+
+/*
+ * Take the capability placed at realize out of the list again, and give
+ * the guest the device's own bytes there, as if it had never been added.
+ */
+static void remove_cap(VFIOPCIDevice *vdev, const char *why)
+{
+    VFIOGpuP2P *p = &vdev->gpu_p2p;
+    PCIDevice *pdev = &vdev->pdev;
+    uint8_t *link = &pdev->config[PCI_CAPABILITY_LIST];
+    int off = p->cap_offset, hops = 0;
+
+    trace_vfio_gpu_p2p_no_clique(name_of(vdev), why);
+    if (!p->has_cap) {
+        return;
+    }
+    while (*link && *link != off && hops++ < PCI_CONFIG_SPACE_SIZE / 4) {
+        link = &pdev->config[*link + PCI_CAP_LIST_NEXT];
+    }
+    if (*link == off) {
+        *link = pdev->config[off + PCI_CAP_LIST_NEXT];
+    }
+    if (!pdev->config[PCI_CAPABILITY_LIST]) {
+        pdev->config[PCI_STATUS] &= ~PCI_STATUS_CAP_LIST;
+    }
+    memset(pdev->config + off, 0, GP_P2PCAP_LENGTH);
+    memset(pdev->cmask + off, 0, GP_P2PCAP_LENGTH);
+    memset(pdev->used + off, 0, GP_P2PCAP_LENGTH);
+    memset(vdev->emulated_config_bits + off, 0, GP_P2PCAP_LENGTH);
+    p->has_cap = false;
+    p->id = -1;
+    migrate_del_blocker(&p->migration_blocker);
+    if (p->registered) {
+        g_ptr_array_remove(gpu_p2p_devices, vdev);
+        p->registered = false;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Clique assignment                                                   */
 
 typedef struct PairCtx {
-    HostSource *src;
-    GPtrArray *devs;
-    int8_t *matrix;             /* n x n: 1, 0, or -1 unknown */
+    GPtrArray *devs;            /* VFIOPCIDevice * */
+    int8_t *known;              /* n x n: 1, 0, -1 unknown; NULL: ask */
 } PairCtx;
 
 static bool pair_allowed(unsigned i, unsigned j, void *opaque)
 {
     PairCtx *c = opaque;
+    g_autofree char *why = NULL;
 
-    return c->matrix[i * c->devs->len + j] == 1;
+    if (c->known) {
+        return c->known[i * c->devs->len + j] == 1;
+    }
+    return host_pair(host_source, g_ptr_array_index(c->devs, i),
+                     g_ptr_array_index(c->devs, j), &why) == 1;
 }
 
-static bool fill_matrix(PairCtx *c, Error **errp)
+/* For the final check: operators may pair explicit ids as they like. */
+static bool pair_consistent(unsigned i, unsigned j, void *opaque)
 {
-    guint n = c->devs->len, i, j;
+    PairCtx *c = opaque;
 
-    for (i = 0; i < n; i++) {
-        for (j = i + 1; j < n; j++) {
-            VFIOPCIDevice *a = g_ptr_array_index(c->devs, i);
-            VFIOPCIDevice *b = g_ptr_array_index(c->devs, j);
-            g_autofree char *why = NULL;
-            int r = host_pair(c->src, host_name(a), host_name(b), &why);
+    return (!is_auto(g_ptr_array_index(c->devs, i)) &&
+            !is_auto(g_ptr_array_index(c->devs, j))) ||
+           pair_allowed(i, j, opaque);
+}
 
-            trace_vfio_gpu_p2p_pair(host_name(a), host_name(b), r, why);
-            if (r < 0) {
-                error_setg(errp, "x-gpu-p2p-clique=auto: the host topology "
-                           "(%s) is incomplete for %s and %s: %s",
-                           c->src->name, host_name(a), host_name(b), why);
-                error_append_hint(errp, "Run QEMU where it can read the "
-                                  "extended config space in sysfs (root), "
-                                  "or give x-gpu-p2p-host-plan= a plan "
-                                  "written as root by "
-                                  "'gpup2p plan --devices ... --json'.\n");
-                return false;
-            }
-            c->matrix[i * n + j] = c->matrix[j * n + i] = r;
+/*
+ * Give the auto devices among @devs (a copy of gpu_p2p_devices) their ids,
+ * every other device's id being fixed, then check every id in effect.
+ */
+static void assign(GPtrArray *devs, int8_t *known)
+{
+    g_autofree int *fixed = g_new(int, devs->len);
+    g_autofree int *ids = g_new(int, devs->len);
+    PairCtx ctx = { devs, known };
+    unsigned i, bad_i, bad_j;
+
+    for (i = 0; i < devs->len; i++) {
+        VFIOPCIDevice *d = g_ptr_array_index(devs, i);
+
+        fixed[i] = is_auto(d) && d->gpu_p2p.id < 0 ? -1 : d->gpu_p2p.id;
+    }
+    gp_plan_assign(devs->len, pair_allowed, &ctx, fixed, ids);
+    for (i = 0; i < devs->len; i++) {
+        VFIOPCIDevice *d = g_ptr_array_index(devs, i);
+
+        if (fixed[i] >= 0) {
+            continue;
         }
-    }
-    return true;
-}
-
-/* Mark the capability placed at realize absent: it is last in the list. */
-static void unlink_cap(VFIOPCIDevice *vdev)
-{
-    PCIDevice *pdev = &vdev->pdev;
-    int off = vdev->gpu_p2p.cap_offset;
-    uint8_t *p = &pdev->config[PCI_CAPABILITY_LIST];
-    int guard = 0;
-
-    while (*p && *p != off && guard++ < 64) {
-        p = &pdev->config[*p + PCI_CAP_LIST_NEXT];
-    }
-    if (*p == off) {
-        *p = 0;
-    }
-    memset(pdev->config + off, 0, GP_P2PCAP_LENGTH);
-    vdev->gpu_p2p.cap_offset = -1;
-}
-
-static void set_cap_clique(VFIOPCIDevice *vdev, int id, const char *how)
-{
-    PCIDevice *pdev = &vdev->pdev;
-    int off = vdev->gpu_p2p.cap_offset;
-
-    vdev->gpu_p2p.id_in_effect = id;
-    if (id < 0) {
-        trace_vfio_gpu_p2p_no_clique(host_name(vdev), how);
-        if (off >= 0) {
-            unlink_cap(vdev);
+        if (ids[i] < 0) {
+            warn_report("vfio %s: x-gpu-p2p-clique=auto: all %d clique ids "
+                        "are in use by other devices of this VM; no "
+                        "capability", name_of(d), GP_PLAN_MAX_CLIQUES);
+            remove_cap(d, "all clique ids in use");
+            continue;
         }
+        set_cap_clique(d, ids[i], "auto");
+    }
+    /* The planner's contract, checked where a wrong id would reach a guest */
+    while (!gp_plan_check(devs->len, pair_consistent, &ctx, ids, &bad_i,
+                          &bad_j)) {
+        VFIOPCIDevice *a = g_ptr_array_index(devs, bad_i);
+        VFIOPCIDevice *b = g_ptr_array_index(devs, bad_j);
+        VFIOPCIDevice *drop = is_auto(b) ? b : a;
+
+        error_report("vfio %s: x-gpu-p2p-clique: clique %d would hold %s "
+                     "and %s, which cannot do P2P; no capability",
+                     name_of(drop), ids[bad_i], name_of(a), name_of(b));
+        remove_cap(drop, "clique check failed");
+        ids[drop == a ? bad_i : bad_j] = -1;
+    }
+}
+
+static void machine_done(Notifier *notifier, void *data)
+{
+    g_autoptr(GPtrArray) devs = NULL;
+    g_autofree int8_t *known = NULL;
+    guint n, i, j;
+
+    if (!gpu_p2p_devices || !gpu_p2p_devices->len) {
         return;
     }
-    pdev->config[off + 6] = (uint8_t)((id & 0xf) << 3 | GP_P2PCAP_VERSION);
-    trace_vfio_gpu_p2p_clique(host_name(vdev), id, how);
-    trace_vfio_gpu_p2p_cap(host_name(vdev), id, off);
+    devs = g_ptr_array_copy(gpu_p2p_devices, NULL, NULL);
+    n = devs->len;
+    known = g_new0(int8_t, n * n);
+    for (i = 0; i < n; i++) {
+        for (j = i + 1; j < n; j++) {
+            VFIOPCIDevice *a = g_ptr_array_index(devs, i);
+            VFIOPCIDevice *b = g_ptr_array_index(devs, j);
+            g_autofree char *why = NULL;
+            int r = 0;
+
+            /* Fixed pairs are never asked: no sysfs work for them. */
+            if (is_auto(a) || is_auto(b)) {
+                r = host_pair(host_source, a, b, &why);
+            }
+            known[i * n + j] = known[j * n + i] = r;
+        }
+    }
+    assign(devs, known);
 }
 
-/* Explicit ids: every other device with the same id must be a P2P peer. */
+/*
+ * An explicit id: every other device holding it must be a P2P peer on the
+ * host. A contradiction refuses (or warns, per x-gpu-p2p-verify); what
+ * the host cannot tell keeps the id with a warning, as upstream's
+ * x-nv-gpudirect-clique would.
+ */
 static bool verify_explicit(VFIOPCIDevice *vdev, Error **errp)
 {
-    ERRP_GUARD();
     VFIOGpuP2P *p = &vdev->gpu_p2p;
-    HostSource *src;
-    Error *local = NULL;
+    int id = explicit_id(vdev);
     guint i;
 
     if (p->verify == VFIO_GPU_P2P_VERIFY_TRUST) {
         return true;
     }
-    src = host_source_get(p->host_plan, &local);
-    if (src) {
-        g_free(p->source);
-        p->source = g_strdup(src->name);
-        trace_vfio_gpu_p2p_source(host_name(vdev), src->name);
-    }
-    for (i = 0; src && i < gpu_p2p_devices->len; i++) {
+    for (i = 0; i < gpu_p2p_devices->len; i++) {
         VFIOPCIDevice *o = g_ptr_array_index(gpu_p2p_devices, i);
         g_autofree char *why = NULL;
         int r;
 
-        if (o == vdev || o->gpu_p2p.id_in_effect != explicit_id(vdev)) {
+        if (o == vdev || id_in_effect(o) != id ||
+            (is_auto(o) && o->gpu_p2p.id < 0)) {
             continue;
         }
-        r = host_pair(src, host_name(vdev), host_name(o), &why);
-        trace_vfio_gpu_p2p_pair(host_name(vdev), host_name(o), r, why);
+        r = host_pair(host_source_get(p->host_snapshot), vdev, o, &why);
         if (r == 1) {
             continue;
         }
-        error_setg(&local, "x-gpu-p2p-clique=%d: %s and %s %s: %s",
-                   explicit_id(vdev), host_name(vdev), host_name(o),
-                   r == 0 ? "cannot do P2P on the host" :
-                   "cannot be checked against the host", why);
-        break;
-    }
-    if (!local) {
-        return true;
-    }
-    if (p->verify == VFIO_GPU_P2P_VERIFY_WARN) {
-        warn_report_err(local);
-        return true;
-    }
-    error_propagate(errp, local);
-    error_append_hint(errp, "Set x-gpu-p2p-verify=warn or trust to use the "
-                      "id anyway.\n");
-    return false;
-}
-
-static bool assign_cold(Error **errp)
-{
-    g_autoptr(GPtrArray) autos = g_ptr_array_new();
-    g_autofree int8_t *matrix = NULL;
-    g_autofree int *ids = NULL;
-    g_autoptr(GError) gerr = NULL;
-    HostSource *src;
-    PairCtx ctx;
-    guint i;
-
-    for (i = 0; i < gpu_p2p_devices->len; i++) {
-        VFIOPCIDevice *d = g_ptr_array_index(gpu_p2p_devices, i);
-
-        if (is_auto(d)) {
-            g_ptr_array_add(autos, d);
-        } else {
-            d->gpu_p2p.id_in_effect = explicit_id(d);
+        if (r < 0) {
+            warn_report("vfio %s: x-gpu-p2p-clique=%d: kept without a check "
+                        "against %s: %s", name_of(vdev), id, name_of(o), why);
+            continue;
         }
-    }
-    for (i = 0; i < gpu_p2p_devices->len; i++) {
-        VFIOPCIDevice *d = g_ptr_array_index(gpu_p2p_devices, i);
-
-        if (!is_auto(d) && !verify_explicit(d, errp)) {
-            return false;
+        if (p->verify == VFIO_GPU_P2P_VERIFY_WARN) {
+            warn_report("vfio %s: x-gpu-p2p-clique=%d: %s holds it too but "
+                        "they cannot do P2P on the host: %s", name_of(vdev),
+                        id, name_of(o), why);
+            continue;
         }
-    }
-    if (!autos->len) {
-        return true;
-    }
-    src = host_source_get(plan_path_of(autos), errp);
-    if (!src) {
+        error_setg(errp, "x-gpu-p2p-clique=%d: %s holds it too but they "
+                   "cannot do P2P on the host: %s", id, name_of(o), why);
+        error_append_hint(errp, "Set x-gpu-p2p-verify=warn or trust to use "
+                          "the id anyway.\n");
         return false;
-    }
-    matrix = g_new0(int8_t, autos->len * autos->len);
-    ctx = (PairCtx){ src, autos, matrix };
-    if (!fill_matrix(&ctx, errp)) {
-        return false;
-    }
-    ids = g_new(int, autos->len);
-    if (gp_plan_group(autos->len, pair_allowed, &ctx, ids, &gerr) < 0) {
-        error_setg(errp, "x-gpu-p2p-clique=auto: %s", gerr->message);
-        return false;
-    }
-    for (i = 0; i < autos->len; i++) {
-        VFIOPCIDevice *d = g_ptr_array_index(autos, i);
-
-        g_free(d->gpu_p2p.source);
-        d->gpu_p2p.source = g_strdup(src->name);
-        trace_vfio_gpu_p2p_source(host_name(d), src->name);
-        set_cap_clique(d, ids[i], ids[i] >= 0 ? "auto" :
-                       "no P2P peer among this VM's devices");
     }
     return true;
 }
 
-/* A hot-plugged device joins the clique its host position gives it. */
-static int assign_hotplug_auto(VFIOPCIDevice *vdev, Error **errp)
+/* Whether the device may carry the capability; auto stays quiet if not. */
+static bool qualifies(VFIOPCIDevice *vdev, Error **errp)
 {
-    HostSource *src = host_source_get(vdev->gpu_p2p.host_plan, errp);
-    int id, best = NO_CLIQUE;
-    guint i;
+    PCIDevice *pdev = &vdev->pdev;
+    uint8_t class = pci_get_byte(pdev->config + PCI_CLASS_DEVICE + 1);
+    const char *why = NULL;
 
-    if (!src) {
-        return PENDING_CLIQUE;
+    if (vdev->nv_gpudirect_clique != 0xFF) {
+        why = "x-nv-gpudirect-clique is set";
+    } else if (!vfio_pci_is(vdev, PCI_VENDOR_ID_NVIDIA, PCI_ANY_ID)) {
+        why = "not an NVIDIA device";
+    } else if (class != PCI_BASE_CLASS_DISPLAY) {
+        why = "not a display-class device";
     }
-    g_free(vdev->gpu_p2p.source);
-    vdev->gpu_p2p.source = g_strdup(src->name);
-    trace_vfio_gpu_p2p_source(host_name(vdev), src->name);
-    for (id = 0; id <= GP_P2PCAP_MAX_CLIQUE && best < 0; id++) {
-        bool members = false, all = true;
-
-        for (i = 0; i < gpu_p2p_devices->len && all; i++) {
-            VFIOPCIDevice *o = g_ptr_array_index(gpu_p2p_devices, i);
-            g_autofree char *why = NULL;
-            int r;
-
-            if (o == vdev || o->gpu_p2p.id_in_effect != id) {
-                continue;
-            }
-            members = true;
-            r = host_pair(src, host_name(vdev), host_name(o), &why);
-            trace_vfio_gpu_p2p_pair(host_name(vdev), host_name(o), r, why);
-            if (r < 0) {
-                error_setg(errp, "x-gpu-p2p-clique=auto: the host topology "
-                           "(%s) is incomplete for %s and %s: %s", src->name,
-                           host_name(vdev), host_name(o), why);
-                return PENDING_CLIQUE;
-            }
-            all = r == 1;
-        }
-        if (members && all) {
-            best = id;
-        }
+    if (!why) {
+        return true;
     }
-    return best;
+    if (is_auto(vdev)) {
+        trace_vfio_gpu_p2p_no_clique(name_of(vdev), why);
+    } else if (vdev->nv_gpudirect_clique != 0xFF) {
+        error_setg(errp, "x-gpu-p2p-clique and x-nv-gpudirect-clique "
+                   "cannot be used together");
+    } else {
+        error_setg(errp, "x-gpu-p2p-clique: %s (vendor %04x, class %04x "
+                   "as the guest sees it)", why, vdev->vendor_id,
+                   pci_get_word(pdev->config + PCI_CLASS_DEVICE));
+    }
+    return false;
 }
 
-static void machine_done(Notifier *notifier, void *data)
+/* C8h, else D4h, as upstream; elsewhere only when opted in. */
+static bool choose_offset(VFIOPCIDevice *vdev, uint16_t *off, Error **errp)
 {
-    Error *err = NULL;
+    PCIDevice *pdev = &vdev->pdev;
+    g_autoptr(GError) gerr = NULL;
+    GpPciConfig cfg;
+    uint8_t head;
 
-    if (!assign_cold(&err)) {
-        error_report_err(err);
-        exit(1);
+    /* The emulated list head is cleared by now; the device's is not. */
+    if (pread(vdev->vbasedev.fd, &head, 1,
+              vdev->config_offset + PCI_CAPABILITY_LIST) != 1) {
+        error_setg_errno(errp, errno, "x-gpu-p2p-clique: reading the "
+                         "capability list");
+        return false;
     }
+    gp_pcicfg_init(&cfg, pdev->config, PCI_CONFIG_SPACE_SIZE);
+    cfg.bytes[PCI_CAPABILITY_LIST] = head;
+    cfg.bytes[PCI_STATUS] |= PCI_STATUS_CAP_LIST;
+    if (!gp_p2pcap_choose_offset(&cfg, vdev->gpu_p2p.cap_anywhere, off,
+                                 &gerr)) {
+        error_setg(errp, "x-gpu-p2p-clique: %s", gerr->message);
+        if (!vdev->gpu_p2p.cap_anywhere) {
+            error_append_hint(errp, "x-gpu-p2p-cap-anywhere=on places it "
+                              "in the first free slot instead.\n");
+        }
+        return false;
+    }
+    if (*off != GP_P2PCAP_PREFERRED && *off != GP_P2PCAP_ALTERNATE) {
+        warn_report("vfio %s: x-gpu-p2p-cap-anywhere: P2P capability at "
+                    "%02xh; the guest no longer sees the device's own bytes "
+                    "there", name_of(vdev), *off);
+    }
+    return true;
 }
 
 /*
  * Called from vfio_add_virt_caps(), while the emulated capability list is
- * still empty: what is added now ends up last in the list. The slot is
- * chosen against the device's own list by each capability's real length.
+ * still empty: what is added now ends up last in the list.
  */
 bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
 {
     ERRP_GUARD();
     VFIOGpuP2P *p = &vdev->gpu_p2p;
     PCIDevice *pdev = &vdev->pdev;
-    g_autoptr(GError) gerr = NULL;
-    GpPciConfig cfg;
+    bool hotplug = phase_check(PHASE_MACHINE_READY);
+    g_autofree char *why = NULL;
+    HostSource *src = NULL;
+    Error *local = NULL;
     uint16_t off;
-    uint8_t head;
-    int id;
 
-    p->id_in_effect = NO_CLIQUE;
-    p->cap_offset = -1;
+    p->id = -1;
     if (p->clique == VFIO_GPU_P2P_CLIQUE_OFF) {
         return true;
     }
-    if (vdev->nv_gpudirect_clique != 0xFF) {
-        error_setg(errp, "x-gpu-p2p-clique and x-nv-gpudirect-clique "
-                   "cannot be used together");
-        return false;
+    if (!qualifies(vdev, errp)) {
+        return !*errp;
     }
-    if (!vfio_pci_is(vdev, PCI_VENDOR_ID_NVIDIA, PCI_ANY_ID)) {
-        error_setg(errp, "x-gpu-p2p-clique: %s is not an NVIDIA device "
-                   "(vendor %04x as the guest sees it)", host_name(vdev),
-                   vdev->vendor_id);
-        return false;
+    p->host_bdf = host_bdf_of(vdev);
+    if (!choose_offset(vdev, &off, is_auto(vdev) ? &local : errp)) {
+        if (local) {
+            warn_reportf_err(local, "vfio %s: no capability: ",
+                             name_of(vdev));
+        }
+        return !*errp;
     }
-    if (pci_get_byte(pdev->config + PCI_CLASS_DEVICE + 1) !=
-        PCI_BASE_CLASS_DISPLAY) {
-        error_setg(errp, "x-gpu-p2p-clique: %s is not a display-class "
-                   "device (class %04x)", host_name(vdev),
-                   pci_get_word(pdev->config + PCI_CLASS_DEVICE));
-        return false;
+    if (is_auto(vdev) || p->verify != VFIO_GPU_P2P_VERIFY_TRUST) {
+        if (hotplug && !host_source) {
+            host_source_reset();    /* read afresh for a hot plug */
+        }
+        src = host_source_get(p->host_snapshot);
+        if (src) {
+            g_free(p->source);
+            p->source = g_strdup(src->name);
+            trace_vfio_gpu_p2p_source(name_of(vdev), src->name);
+        }
     }
-
-    /* The emulated list head is cleared by now; the device's is not. */
-    if (pread(vdev->vbasedev.fd, &head, 1,
-              vdev->config_offset + PCI_CAPABILITY_LIST) != 1) {
-        error_setg_errno(errp, errno, "x-gpu-p2p-clique: %s: reading the "
-                         "capability list", host_name(vdev));
-        return false;
-    }
-    gp_pcicfg_init(&cfg, pdev->config, PCI_CONFIG_SPACE_SIZE);
-    cfg.bytes[PCI_CAPABILITY_LIST] = head;
-    cfg.bytes[PCI_STATUS] |= PCI_STATUS_CAP_LIST;
-    if (!gp_p2pcap_choose_offset(&cfg, &off, &gerr)) {
-        error_setg(errp, "x-gpu-p2p-clique: %s: %s", host_name(vdev),
-                   gerr->message);
-        return false;
+    if (is_auto(vdev)) {
+        why = host_unknown_why(vdev, src);
+        if (why) {
+            /* Unknown topology never stops a VM: no capability. */
+            warn_report("vfio %s: x-gpu-p2p-clique=auto: no capability: %s",
+                        name_of(vdev), why);
+            trace_vfio_gpu_p2p_no_clique(name_of(vdev), why);
+            return true;
+        }
+        error_setg(&p->migration_blocker, "vfio %s: x-gpu-p2p-clique=auto "
+                   "computes the clique from this host's topology, and the "
+                   "destination's may differ; migrate with an explicit "
+                   "x-gpu-p2p-clique=N", name_of(vdev));
+        if (migrate_add_blocker(&p->migration_blocker, errp) < 0) {
+            return false;
+        }
     }
 
     if (!gpu_p2p_devices) {
         gpu_p2p_devices = g_ptr_array_new();
     }
-    if (!phase_check(PHASE_MACHINE_READY)) {
-        /* Cold plug: the ids are planned once every device is known. */
-        if (!gpu_p2p_machine_done.notify) {
-            gpu_p2p_machine_done.notify = machine_done;
-            qemu_add_machine_init_done_notifier(&gpu_p2p_machine_done);
-        }
-        id = is_auto(vdev) ? PENDING_CLIQUE : explicit_id(vdev);
-    } else if (is_auto(vdev)) {
-        id = assign_hotplug_auto(vdev, errp);
-        if (id == PENDING_CLIQUE) {
-            return false;
-        }
-        if (id < 0) {
-            trace_vfio_gpu_p2p_no_clique(host_name(vdev),
-                                         "no clique of this VM takes it");
-            g_ptr_array_add(gpu_p2p_devices, vdev);
-            p->registered = true;
-            return true;
-        }
-    } else {
-        id = explicit_id(vdev);
-        p->id_in_effect = id;
+    if (!is_auto(vdev)) {
+        p->id = explicit_id(vdev);
         if (!verify_explicit(vdev, errp)) {
-            p->id_in_effect = NO_CLIQUE;
             return false;
         }
     }
-
     if (pci_add_capability(pdev, PCI_CAP_ID_VNDR, off, GP_P2PCAP_LENGTH,
                            errp) < 0) {
-        error_prepend(errp, "x-gpu-p2p-clique: %s: ", host_name(vdev));
+        error_prepend(errp, "x-gpu-p2p-clique: ");
+        migrate_del_blocker(&p->migration_blocker);
         return false;
     }
-    gp_p2pcap_encode(pdev->config + off, id < 0 ? 0 : id, 0);
+    /* pci_add_capability() linked it; keep that next pointer. */
+    gp_p2pcap_encode(pdev->config + off, 0,
+                     pdev->config[off + PCI_CAP_LIST_NEXT]);
     /* Emulated: the guest reads these bytes, and wmask 0 drops writes. */
     memset(vdev->emulated_config_bits + off, 0xff, GP_P2PCAP_LENGTH);
     p->cap_offset = off;
+    p->has_cap = true;
     g_ptr_array_add(gpu_p2p_devices, vdev);
     p->registered = true;
-    if (id >= 0) {
-        set_cap_clique(vdev, id, is_auto(vdev) ? "auto, hot-plugged" :
-                       "explicit");
+
+    if (!is_auto(vdev)) {
+        set_cap_clique(vdev, p->id, "explicit");
+    } else if (hotplug) {
+        /* Join the earlier devices' cliques now; ids already given stay. */
+        g_autoptr(GPtrArray) devs = g_ptr_array_copy(gpu_p2p_devices, NULL,
+                                                     NULL);
+
+        assign(devs, NULL);
+    } else if (!gpu_p2p_machine_done.notify) {
+        /* Cold plug: planned once every device is known. */
+        gpu_p2p_machine_done.notify = machine_done;
+        qemu_add_machine_init_done_notifier(&gpu_p2p_machine_done);
     }
     return true;
 }
 
 void vfio_gpu_p2p_exit(VFIOPCIDevice *vdev)
 {
-    vfio_gpu_p2p_mapper_exit(vdev);
-    if (vdev->gpu_p2p.registered) {
+    VFIOGpuP2P *p = &vdev->gpu_p2p;
+
+    migrate_del_blocker(&p->migration_blocker);
+    if (p->registered) {
         g_ptr_array_remove(gpu_p2p_devices, vdev);
-        vdev->gpu_p2p.registered = false;
+        p->registered = false;
     }
-    g_clear_pointer(&vdev->gpu_p2p.source, g_free);
+    p->has_cap = false;
+    g_clear_pointer(&p->source, g_free);
+    g_clear_pointer(&p->host_bdf, g_free);
     if (gpu_p2p_devices && !gpu_p2p_devices->len &&
         phase_check(PHASE_MACHINE_READY)) {
-        /* A later hot-plug reads the host afresh. */
-        g_clear_pointer(&host_source, host_source_free);
+        /* A later hot plug reads the host afresh. */
+        host_source_reset();
     }
 }

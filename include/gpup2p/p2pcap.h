@@ -29,6 +29,9 @@ typedef struct GpP2pCap {
 void gp_p2pcap_encode(uint8_t out[GP_P2PCAP_LENGTH], unsigned clique,
                       uint8_t next);
 
+/* Change the clique id of encoded bytes; the other bytes stay as they are. */
+void gp_p2pcap_set_clique(uint8_t bytes[GP_P2PCAP_LENGTH], unsigned clique);
+
 /*
  * Decode 8 bytes. Returns false for bytes that are not a P2P capability at
  * all (other id or signature); a capability with the right signature but
@@ -46,16 +49,19 @@ bool gp_p2pcap_decode(const uint8_t bytes[GP_P2PCAP_LENGTH], GpP2pCap *cap);
 bool gp_p2pcap_find(const GpPciConfig *cfg, GpP2pCap *cap, GError **errp);
 
 /*
- * Choose where the capability goes: C8h, then D4h, then the first free
- * dword-aligned 8 bytes; free means no byte of the header or of any
- * existing capability (by its real length) lies there.
+ * Choose where the capability goes: C8h, then D4h, as NVIDIA's
+ * specification and QEMU's x-nv-gpudirect-clique place it; with
+ * @allow_elsewhere, then the first free dword-aligned 8 bytes. Free means
+ * no byte of the header or of any existing capability (by its real
+ * length) lies there. Other offsets are off by default because they may
+ * hold vendor-private registers.
  */
-bool gp_p2pcap_choose_offset(const GpPciConfig *cfg, uint16_t *offset,
-                             GError **errp);
+bool gp_p2pcap_choose_offset(const GpPciConfig *cfg, bool allow_elsewhere,
+                             uint16_t *offset, GError **errp);
 
 /*
- * Place the capability in @cfg at the chosen offset, linked last in the
- * list with next = 0. @cfg is unchanged on failure.
+ * Place the capability in @cfg at C8h or D4h, linked last in the list with
+ * next = 0. @cfg is unchanged on failure.
  */
 bool gp_p2pcap_insert(GpPciConfig *cfg, unsigned clique, uint16_t *offset,
                       GError **errp);

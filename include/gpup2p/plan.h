@@ -54,6 +54,27 @@ typedef bool (*GpPairAllowedFn)(unsigned i, unsigned j, void *ctx);
 int gp_plan_group(unsigned n, GpPairAllowedFn allowed, void *ctx, int *ids,
                   GError **errp);
 
+/*
+ * Clique ids for the devices of one VM, some of them fixed by the operator
+ * (the planner behind QEMU's x-gpu-p2p-clique). @fixed[i] is item i's
+ * explicit id (0..15), or -1 for one to choose. Fixed items keep their id.
+ * Every other item, in order, joins the lowest id in use all of whose
+ * members it may share a clique with; else takes the lowest id no item
+ * uses (alone too, so that a later item can join it); else, with all 16
+ * ids in use, gets -1. Fills @ids (n entries); returns how many items to
+ * choose for got -1. Whether fixed ids contradict the pairs is
+ * gp_plan_check()'s to say.
+ */
+unsigned gp_plan_assign(unsigned n, GpPairAllowedFn allowed, void *ctx,
+                        const int *fixed, int *ids);
+
+/*
+ * Whether every two items sharing an id (>= 0) in @ids may share a clique.
+ * On the first pair that may not, sets @bad_i < @bad_j and returns false.
+ */
+bool gp_plan_check(unsigned n, GpPairAllowedFn allowed, void *ctx,
+                   const int *ids, unsigned *bad_i, unsigned *bad_j);
+
 /* The clique id of @dev in @plan, or -1 when it has none. */
 int gp_plan_clique_of(const GpPlan *plan, const GpDevice *dev);
 

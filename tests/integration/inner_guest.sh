@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs in the nested guest: read the P2P capability of each GPU, wait for
 # the host to hot-plug two more, read again, and try to overwrite the
-# capability (the writes must be ignored).
+# capability with non-zero bytes (the writes must be ignored).
 V=build/guest-tools/gpup2p-verify
 $V --pci-only --json > "$VHOST_OUT/cold.json.tmp"
 mv "$VHOST_OUT/cold.json.tmp" "$VHOST_OUT/cold.json"
@@ -23,8 +23,10 @@ for g in json.load(open(sys.argv[1]))["gpus"]:
     path = "/sys/bus/pci/devices/%s/config" % g["bdf"]
     fd = os.open(path, os.O_RDWR)
     before = os.pread(fd, 8, cap["offset"])
-    os.pwrite(fd, b"\xff\xff", cap["offset"] + 6)
-    os.pwrite(fd, b"\x00", cap["offset"] + 1)
+    # Non-zero values over every byte, the next pointer included.
+    os.pwrite(fd, b"\x5a\xa5\x11\x22", cap["offset"])
+    os.pwrite(fd, b"\xff\xff\xff\xff", cap["offset"] + 4)
+    os.pwrite(fd, b"\x40", cap["offset"] + 1)
     after = os.pread(fd, 8, cap["offset"])
     os.close(fd)
     out[g["bdf"]] = {"before": before.hex(), "after": after.hex()}

@@ -61,6 +61,21 @@ static void test_encode_matches_reference(void)
     g_assert_false(cap.last);
 }
 
+static void test_set_clique_keeps_other_bytes(void)
+{
+    uint8_t b[8];
+    unsigned id;
+
+    for (id = 0; id <= GP_P2PCAP_MAX_CLIQUE; id++) {
+        gp_p2pcap_encode(b, 0, 0xd4);
+        b[7] = 0x5a;
+        gp_p2pcap_set_clique(b, id);
+        g_assert_cmphex(b[1], ==, 0xd4);
+        g_assert_cmphex(b[7], ==, 0x5a);
+        g_assert_cmphex(b[6], ==, id << 3);
+    }
+}
+
 static void test_decode_invalid(void)
 {
     uint8_t b[8];
@@ -109,7 +124,7 @@ static void test_h200_places_at_c8(void)
     g_assert_error(err, GP_ERROR, GP_ERROR_NOT_FOUND);
     g_clear_error(&err);
 
-    g_assert_true(gp_p2pcap_choose_offset(&cfg, &off, &err));
+    g_assert_true(gp_p2pcap_choose_offset(&cfg, false, &off, &err));
     g_assert_cmphex(off, ==, 0xc8);
     g_assert_true(gp_p2pcap_insert(&cfg, 7, &off, &err));
     g_assert_cmphex(off, ==, 0xc8);
@@ -129,21 +144,28 @@ static void test_msix_at_c8_places_at_d4(void)
     uint16_t off;
 
     turing_like(&cfg, 0xc8, GP_PCI_CAP_ID_MSIX);
-    g_assert_true(gp_p2pcap_choose_offset(&cfg, &off, NULL));
+    g_assert_true(gp_p2pcap_choose_offset(&cfg, false, &off, NULL));
     g_assert_cmphex(off, ==, 0xd4);
 }
 
-static void test_both_taken_takes_next_free(void)
+static void test_both_taken(void)
 {
     GpPciConfig cfg;
-    uint16_t off;
+    uint16_t off = 0;
+    g_autoptr(GError) err = NULL;
 
     turing_like(&cfg, 0xc8, GP_PCI_CAP_ID_MSIX);    /* C8h..D3h */
     cfg.bytes[0xc9] = 0xd4;
     add_cap(&cfg, 0xd4, GP_PCI_CAP_ID_VNDR, 0);     /* D4h..E3h */
     cfg.bytes[0xd6] = 16;
-    g_assert_true(gp_p2pcap_choose_offset(&cfg, &off, NULL));
-    /* 40h..47h PM, 48h..55h MSI, 60h..9Bh PCIe: the first gap is 58h. */
+    /* By default only C8h and D4h: refused, naming what covers them. */
+    g_assert_false(gp_p2pcap_choose_offset(&cfg, false, &off, &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_NO_ROOM);
+    g_assert_nonnull(strstr(err->message, "capability 11h at c8h..d3h"));
+    g_assert_nonnull(strstr(err->message, "capability 09h at d4h..e3h"));
+    g_clear_error(&err);
+    /* Opted in: 40h..47h PM, 48h..55h MSI, 60h..9Bh PCIe: 58h is free. */
+    g_assert_true(gp_p2pcap_choose_offset(&cfg, true, &off, NULL));
     g_assert_cmphex(off, ==, 0x58);
 }
 
@@ -156,12 +178,13 @@ static void test_overlap_without_start(void)
      * starting there: C8h is not free although nothing starts at C8h. */
     turing_like(&cfg, 0xc0, GP_PCI_CAP_ID_VNDR);
     cfg.bytes[0xc2] = 16;
-    g_assert_true(gp_p2pcap_choose_offset(&cfg, &off, NULL));
+    g_assert_true(gp_p2pcap_choose_offset(&cfg, false, &off, NULL));
     g_assert_cmphex(off, ==, 0xd4);
 
-    /* Grown to 24 bytes it also covers D4h. */
+    /* Grown to 24 bytes it also covers D4h: refused unless opted in. */
     cfg.bytes[0xc2] = 24;
-    g_assert_true(gp_p2pcap_choose_offset(&cfg, &off, NULL));
+    g_assert_false(gp_p2pcap_choose_offset(&cfg, false, &off, NULL));
+    g_assert_true(gp_p2pcap_choose_offset(&cfg, true, &off, NULL));
     g_assert_cmphex(off, ==, 0x58);
 }
 
@@ -177,7 +200,7 @@ static void test_no_room(void)
     cfg.bytes[0x34] = 0x40;
     add_cap(&cfg, 0x40, GP_PCI_CAP_ID_VNDR, 0);
     cfg.bytes[0x42] = 0xc0;
-    g_assert_false(gp_p2pcap_choose_offset(&cfg, &off, &err));
+    g_assert_false(gp_p2pcap_choose_offset(&cfg, true, &off, &err));
     g_assert_error(err, GP_ERROR, GP_ERROR_NO_ROOM);
     g_clear_error(&err);
     g_assert_false(gp_p2pcap_insert(&cfg, 1, &off, &err));
@@ -238,10 +261,11 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/p2pcap/encode-reference", test_encode_matches_reference);
+    g_test_add_func("/p2pcap/set-clique", test_set_clique_keeps_other_bytes);
     g_test_add_func("/p2pcap/decode-invalid", test_decode_invalid);
     g_test_add_func("/p2pcap/place/h200-c8", test_h200_places_at_c8);
     g_test_add_func("/p2pcap/place/msix-at-c8", test_msix_at_c8_places_at_d4);
-    g_test_add_func("/p2pcap/place/both-taken", test_both_taken_takes_next_free);
+    g_test_add_func("/p2pcap/place/both-taken", test_both_taken);
     g_test_add_func("/p2pcap/place/overlap", test_overlap_without_start);
     g_test_add_func("/p2pcap/place/no-room", test_no_room);
     g_test_add_func("/p2pcap/insert/bad-input", test_insert_rejects_bad_input);

@@ -188,6 +188,101 @@ static void test_policy_parse(void)
     g_assert_nonnull(strstr(err->message, "'numa'"));
 }
 
+/* Items are P2P peers when they carry the same domain letter. */
+static bool same_domain(unsigned i, unsigned j, void *ctx)
+{
+    const char *domains = ctx;
+
+    return domains[i] == domains[j];
+}
+
+static void assert_ids(const int *got, const int *want, unsigned n)
+{
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        g_assert_cmpint(got[i], ==, want[i]);
+    }
+}
+
+static void test_assign_explicit_is_a_constraint(void)
+{
+    /* One explicit 0 in domain A, two to choose in domain B: they must not
+     * get 0 (the guest would try P2P the host cannot do). */
+    const int fixed[] = { 0, -1, -1 };
+    const int want[] = { 0, 1, 1 };
+    int ids[3], n = 3;
+    unsigned bi, bj;
+
+    g_assert_cmpuint(gp_plan_assign(n, same_domain, (char *)"ABB", fixed,
+                                    ids), ==, 0);
+    assert_ids(ids, want, n);
+    g_assert_true(gp_plan_check(n, same_domain, (char *)"ABB", ids, &bi,
+                                &bj));
+}
+
+static void test_assign_joins_explicit_domain(void)
+{
+    /* Items to choose for in the domain of an explicit 5 take 5; the other
+     * domain takes the lowest id nobody uses. */
+    const int fixed[] = { -1, 5, -1, -1, 0 };
+    const int want[] = { 5, 5, 1, 5, 0 };
+    int ids[5];
+
+    g_assert_cmpuint(gp_plan_assign(5, same_domain, (char *)"AACAB", fixed,
+                                    ids), ==, 0);
+    assert_ids(ids, want, 5);
+}
+
+static void test_assign_hotplug_sequence(void)
+{
+    /* Devices plugged one at a time, each seeing the earlier ones as
+     * fixed: a lone device gets an id a later peer joins; one in another
+     * domain takes a fresh id. */
+    const char *domains = "AAB";
+    int fixed[3] = { -1, -1, -1 }, ids[3];
+
+    g_assert_cmpuint(gp_plan_assign(1, same_domain, (char *)domains, fixed,
+                                    ids), ==, 0);
+    g_assert_cmpint(ids[0], ==, 0);
+    fixed[0] = ids[0];
+    gp_plan_assign(2, same_domain, (char *)domains, fixed, ids);
+    g_assert_cmpint(ids[1], ==, 0);
+    fixed[1] = ids[1];
+    gp_plan_assign(3, same_domain, (char *)domains, fixed, ids);
+    g_assert_cmpint(ids[2], ==, 1);
+}
+
+static void test_assign_out_of_ids(void)
+{
+    /* Sixteen domains hold ids 0..15; a seventeenth gets none. */
+    const char *domains = "ABCDEFGHIJKLMNOPQ";
+    int fixed[17], ids[17], i;
+
+    for (i = 0; i < 16; i++) {
+        fixed[i] = 15 - i;
+    }
+    fixed[16] = -1;
+    g_assert_cmpuint(gp_plan_assign(17, same_domain, (char *)domains, fixed,
+                                    ids), ==, 1);
+    g_assert_cmpint(ids[16], ==, -1);
+    g_assert_cmpint(ids[0], ==, 15);
+}
+
+static void test_check_names_contradiction(void)
+{
+    const int ids[] = { 3, -1, 3, -1 };
+    unsigned bi = 0, bj = 0;
+
+    g_assert_false(gp_plan_check(4, same_domain, (char *)"AABB", ids, &bi,
+                                 &bj));
+    g_assert_cmpuint(bi, ==, 0);
+    g_assert_cmpuint(bj, ==, 2);
+    /* Items without an id never contradict. */
+    g_assert_true(gp_plan_check(4, same_domain, (char *)"ABCD",
+                                (const int[]){ -1, -1, 0, 1 }, &bi, &bj));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -198,5 +293,12 @@ int main(int argc, char **argv)
     g_test_add_func("/plan/bad-devices", test_bad_devices);
     g_test_add_func("/plan/too-many-cliques", test_too_many_cliques);
     g_test_add_func("/plan/policy-parse", test_policy_parse);
+    g_test_add_func("/plan/assign/explicit-constraint",
+                    test_assign_explicit_is_a_constraint);
+    g_test_add_func("/plan/assign/explicit-domain",
+                    test_assign_joins_explicit_domain);
+    g_test_add_func("/plan/assign/hotplug", test_assign_hotplug_sequence);
+    g_test_add_func("/plan/assign/out-of-ids", test_assign_out_of_ids);
+    g_test_add_func("/plan/check", test_check_names_contradiction);
     return g_test_run();
 }
