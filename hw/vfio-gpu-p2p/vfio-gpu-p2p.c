@@ -244,6 +244,11 @@ void vfio_gpu_p2p_class_init(ObjectClass *klass)
 /* ------------------------------------------------------------------ */
 /* Host topology                                                       */
 
+static const char *name_of(VFIOPCIDevice *vdev)
+{
+    return vdev->vbasedev.name;
+}
+
 static void host_source_free(HostSource *s)
 {
     if (s) {
@@ -313,6 +318,18 @@ static HostSource *host_source_get(const char *snapshot)
                                             snap_err->message);
     }
     return host_source;
+}
+
+/* The host source for @vdev, noted in its x-gpu-p2p-source. */
+static HostSource *source_for(VFIOPCIDevice *vdev)
+{
+    HostSource *src = host_source_get(vdev->gpu_p2p.host_snapshot);
+
+    if (src && !vdev->gpu_p2p.source) {
+        vdev->gpu_p2p.source = g_strdup(src->name);
+        trace_vfio_gpu_p2p_source(name_of(vdev), src->name);
+    }
+    return src;
 }
 
 static void host_source_reset(void)
@@ -408,11 +425,6 @@ static int host_pair(HostSource *src, VFIOPCIDevice *a, VFIOPCIDevice *b,
 
 /* ------------------------------------------------------------------ */
 /* The capability                                                      */
-
-static const char *name_of(VFIOPCIDevice *vdev)
-{
-    return vdev->vbasedev.name;
-}
 
 static bool is_auto(VFIOPCIDevice *vdev)
 {
@@ -601,7 +613,7 @@ static bool verify_explicit(VFIOPCIDevice *vdev, Error **errp)
             (is_auto(o) && o->gpu_p2p.id < 0)) {
             continue;
         }
-        r = host_pair(host_source_get(p->host_snapshot), vdev, o, &why);
+        r = host_pair(source_for(vdev), vdev, o, &why);
         if (r == 1) {
             continue;
         }
@@ -720,18 +732,11 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
         }
         return !*errp;
     }
-    if (is_auto(vdev) || p->verify != VFIO_GPU_P2P_VERIFY_TRUST) {
-        if (hotplug && !host_source) {
-            host_source_reset();    /* read afresh for a hot plug */
-        }
-        src = host_source_get(p->host_snapshot);
-        if (src) {
-            g_free(p->source);
-            p->source = g_strdup(src->name);
-            trace_vfio_gpu_p2p_source(name_of(vdev), src->name);
-        }
+    if (hotplug && !host_source) {
+        host_source_reset();        /* read afresh for a hot plug */
     }
     if (is_auto(vdev)) {
+        src = source_for(vdev);
         why = host_unknown_why(vdev, src);
         if (why) {
             /* Unknown topology never stops a VM: no capability. */

@@ -7,6 +7,7 @@ root ports' bus numbers, the q35 MMCONFIG window for every device byte
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -30,7 +31,8 @@ class Vm:
         self.qmp_path = os.path.join(self.tmp, "qmp.sock")
         cmd = [qemu, "-L", "/usr/share/seabios", "-L", "/usr/share/qemu",
                "-nodefaults", "-display", "none", "-M", "q35",
-               "-accel", "tcg", "-m", "64M", "-S", "-qtest", "stdio"]
+               "-accel", "tcg", "-m", "64M", "-S", "-qtest", "stdio",
+               "-qtest-log", "/dev/null"]
         for i in range(ROOT_PORTS if root_ports else 0):
             cmd += ["-device", "pcie-root-port,id=rp%d,chassis=%d,slot=%d,"
                     "addr=%x.0" % (i, i + 1, i + 1, 0x10 + i)]
@@ -119,20 +121,23 @@ class Vm:
         return r.get("return", r.get("error"))
 
     def quit(self):
-        """Stop QEMU; (exit code, stderr, seconds since start)."""
+        """Stop QEMU; (exit code, stderr, seconds since start). A QEMU
+        that started and was stopped here counts as exit code 0."""
+        started = self.proc.poll() is None
         if self.qmp:
             self.qmp.close()
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
+        if started:
+            self.proc.terminate()
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
         err = self.proc.stderr.read()
-        return self.proc.returncode, err.strip(), time.monotonic() - self.t0
+        rc = self.proc.returncode
+        if started and rc == -signal.SIGTERM:
+            rc = 0
+        return rc, err.strip(), time.monotonic() - self.t0
 
 
 def start_error(qemu, devices, extra=()):
