@@ -232,14 +232,17 @@ def startup_errors(b):
                           dev(g2, "rp1", ",x-gpu-p2p-clique=3")],
         "verify-warn": [dev(g0, "rp0", ",x-gpu-p2p-clique=3,"
                             "x-gpu-p2p-verify=warn"),
-                        dev(g2, "rp1", ",x-gpu-p2p-clique=3")],
-        "unknown-explicit": [dev(g0, "rp0", ",x-gpu-p2p-clique=3,"
-                                 "x-gpu-p2p-host-snapshot=/nonexistent"),
+                        dev(g2, "rp1", ",x-gpu-p2p-clique=3,"
+                            "x-gpu-p2p-verify=warn")],
+        "unknown-explicit": [dev(g0, "rp0", ",x-gpu-p2p-clique=3"),
                              dev(g2, "rp1", ",x-gpu-p2p-clique=3")],
         "verify-ok": [dev(g0, "rp0", ",x-gpu-p2p-clique=4"),
                       dev(b["gpu1"], "rp1", ",x-gpu-p2p-clique=4")],
     }
-    return {name: start_error(OURS, devs) for name, devs in cases.items()}
+    extra = {"unknown-explicit": ["-global", "vfio-pci.x-gpu-p2p-host-"
+                                  "snapshot=/nonexistent"]}
+    return {name: start_error(OURS, devs, extra.get(name, ()))
+            for name, devs in cases.items()}
 
 
 def main():
