@@ -38,8 +38,8 @@ def main():
     inner_out = os.path.join(OUT, "inner")
     qmp_path = "/run/inner-qmp.sock"
     proc = subprocess.Popen(
-        [sys.executable, VHOST, "inner", "--out", inner_out, "--qmp",
-         qmp_path, "--timeout", "300", "-v",
+        [sys.executable, VHOST, "inner", "--qemu", QEMU, "--out", inner_out,
+         "--qmp", qmp_path, "--timeout", "300", "-v",
          "--device", g["gpu0"] + ",bus=rp0,id=g0,x-gpu-p2p-clique=auto",
          "--device", g["gpu1"] + ",bus=rp1,id=g1,x-gpu-p2p-clique=auto",
          "--", "sh", "tests/integration/inner_guest.sh"],

@@ -25,6 +25,12 @@ def our_qemu():
         PROJECT, "build", "qemu", "qemu-system-x86_64"))
 
 
+def vhost_cache():
+    """The kernel the nested guest boots: the virtual host's own."""
+    return os.environ.get("VHOST_CACHE", os.path.join(PROJECT, "build",
+                                                      "vhost"))
+
+
 def checkpatch(t, qemu):
     tree = os.path.join(os.path.dirname(os.path.realpath(qemu)), "..")
     script = os.path.join(tree, "scripts", "checkpatch.pl")
@@ -270,8 +276,9 @@ def test(t):
     checkpatch(t, qemu)
     rc, out, err, outdir = vhost_run(
         "vfio-gpus.json",
-        "export GPUP2P_QEMU=%s; python3 tests/integration/inner_qtest.py; "
-        "python3 tests/integration/inner_qemu.py" % qemu,
+        "export GPUP2P_QEMU=%s VHOST_CACHE=%s; "
+        "python3 tests/integration/inner_qtest.py; "
+        "python3 tests/integration/inner_qemu.py" % (qemu, vhost_cache()),
         timeout=1500, extra=VIRTIO_GPU)
     if not t.ok(rc == 0, "the scenarios ran inside the virtual host",
                 out[-3000:] + err[-3000:]):

@@ -25,7 +25,9 @@ def test(t):
         PROJECT, "build", "qemu", "qemu-system-x86_64"))
     rc, out, err, outdir = vhost_run(
         "kernel-helper.json",
-        "GPUP2P_QEMU=%s sh tests/integration/qemu_p2p_dma.sh" % qemu,
+        "GPUP2P_QEMU=%s VHOST_CACHE=%s sh tests/integration/qemu_p2p_dma.sh"
+        % (qemu, os.environ.get("VHOST_CACHE", os.path.join(
+            PROJECT, "build", "vhost"))),
         timeout=900)
     if not t.ok(rc == 0, "the scenario ran in the virtual host", out + err):
         return
