@@ -61,6 +61,7 @@ typedef struct {
     uint64_t *results;          /* pinned: per GPU, n check words + chase */
     gsize bytes;
     unsigned loops;
+    gint64 t0;
 } Run;
 
 /* One transfer of a batch, and what came of it. */
@@ -167,6 +168,7 @@ static bool discover(Run *run, GError **errp)
     CU_TRY(p_cuDriverGetVersion(&r->cuda_driver_version),
            "cuDriverGetVersion");
     CU_TRY(p_cuDeviceGetCount(&run->n), "cuDeviceGetCount");
+    r->phase_s[0] = (g_get_monotonic_time() - run->t0) / 1e6;
     run->gpus = g_new0(Gpu, run->n);
     run->report_of = g_new(int, run->n);
     for (i = 0; i < run->n; i++) {
@@ -659,46 +661,20 @@ static void pair_problem(VerifyPair *p, const char *fmt, ...)
     }
 }
 
-/*
- * Rounds of disjoint unordered pairs (a round-robin schedule of perfect
- * matchings): on NVLink, each pair of a round has links of its own. With
- * @concurrent false every pair is a round of its own.
- */
-static GPtrArray *schedule(int n, bool concurrent)
+/* Pairs on NVLink, or on PCIe paths that share no link, run together. */
+static bool independent(int a, int b, int c, int d, gpointer data)
 {
-    GPtrArray *rounds = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)g_array_unref);
-    int m = n + (n & 1), r, k;
+    Run *run = data;
+    const VerifyGpu *g[4];
+    const int ord[4] = { a, b, c, d };
 
-    if (!concurrent) {
-        for (int a = 0; a < n; a++) {
-            for (int b = a + 1; b < n; b++) {
-                GArray *one = g_array_new(FALSE, FALSE, sizeof(int));
-
-                g_array_append_val(one, a);
-                g_array_append_val(one, b);
-                g_ptr_array_add(rounds, one);
-            }
-        }
-        return rounds;
+    if (pair_of(run, a, b)->nvlinks || pair_of(run, c, d)->nvlinks) {
+        return true;
     }
-    for (r = 0; r < m - 1; r++) {
-        GArray *round = g_array_new(FALSE, FALSE, sizeof(int));
-
-        for (k = 0; k < m / 2; k++) {
-            int a = k == 0 ? m - 1 : (r + k) % (m - 1);
-            int b = k == 0 ? r : (r - k + m - 1) % (m - 1);
-
-            if (a < n && b < n) {
-                int lo = MIN(a, b), hi = MAX(a, b);
-
-                g_array_append_val(round, lo);
-                g_array_append_val(round, hi);
-            }
-        }
-        g_ptr_array_add(rounds, round);
+    for (int i = 0; i < 4; i++) {
+        g[i] = &g_array_index(run->r->gpus, VerifyGpu, run->report_of[ord[i]]);
     }
-    return rounds;
+    return verify_pcie_paths_disjoint(g[0], g[1], g[2], g[3]);
 }
 
 static bool pair_usable(Run *run, int a, int b, const VerifyFigureInfo *f)
@@ -1031,17 +1007,6 @@ static void data_checks(Run *run, GPtrArray *rounds)
     }
 }
 
-/* NVLink (NVML) on every pair: links are the pair's own. */
-static bool all_nvlink(Run *run)
-{
-    for (guint i = 0; i < run->r->pairs->len; i++) {
-        if (!g_array_index(run->r->pairs, VerifyPair, i).nvlinks) {
-            return false;
-        }
-    }
-    return run->r->pairs->len > 0;
-}
-
 /* ---- teardown ---------------------------------------------------------- */
 
 static void teardown(Run *run)
@@ -1102,6 +1067,11 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
     g_autoptr(GPtrArray) rounds = NULL;
     Run run = { .o = o, .r = r, .bytes = o->bytes,
                 .loops = o->quick ? 2 : 8 };
+    gint64 t = g_get_monotonic_time();
+#define PHASE(i) do { gint64 now_ = g_get_monotonic_time();               \
+                      r->phase_s[i] = (now_ - t) / 1e6; t = now_; } while (0)
+
+    run.t0 = t;
 
 #ifdef VERIFY_HAVE_KERNELS
     r->kernels = true;
@@ -1118,16 +1088,23 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
         goto out;
     }
     verify_nvml(r);
+    PHASE(1);
+    r->phase_s[1] -= r->phase_s[0];
     if (!allocate(&run, &err)) {
         r->cuda_status = g_strdup(err->message);
         r->untested = true;
         goto out;
     }
+    PHASE(2);
     pair_access(&run);
+    PHASE(3);
     verify_nvml_pairs(r);
-    r->concurrent = all_nvlink(&run);
-    rounds = schedule(run.n, r->concurrent);
+    rounds = verify_schedule(run.n, independent, &run);
+    for (guint i = 0; i < rounds->len; i++) {
+        r->concurrent |= ((GArray *)g_ptr_array_index(rounds, i))->len > 2;
+    }
     data_checks(&run, rounds);
+    PHASE(4);
     if (!r->kernels) {
         goto out;
     }
@@ -1147,8 +1124,10 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
             measure_aggregates(&run, k);
         }
     }
+    PHASE(5);
 out:
     teardown(&run);
+    PHASE(6);
 }
 
 /* ---- GPU memory for the RDMA checks ------------------------------------ */

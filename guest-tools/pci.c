@@ -45,6 +45,10 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
         g.device = dev->device;
         g.class_code = dev->class_code;
         g.link_width = MAX(dev->link_width, 0);
+        for (const GpDevice *up = dev; up && g.n_uplinks < VERIFY_MAX_UPLINKS;
+             up = up->parent) {
+            g_strlcpy(g.uplinks[g.n_uplinks++], up->bdf, sizeof(g.uplinks[0]));
+        }
         g.pcie_gen = dev->pcie.link_speed;
         g.pcie_width = dev->pcie.link_width;
         g.numa_node = dev->numa_node;

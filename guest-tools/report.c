@@ -399,6 +399,19 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
     json_builder_add_int_value(b, verify_exit_code(r));
     json_builder_set_member_name(b, "seconds");
     json_builder_add_double_value(b, r->seconds);
+    json_builder_set_member_name(b, "phase_seconds");
+    if (r->loops && r->phase_s[0] > 0) {
+        static const char *const phases[] = VERIFY_PHASES;
+
+        json_builder_begin_object(b);
+        for (i = 0; i < G_N_ELEMENTS(phases); i++) {
+            json_builder_set_member_name(b, phases[i]);
+            json_builder_add_double_value(b, r->phase_s[i]);
+        }
+        json_builder_end_object(b);
+    } else {
+        json_builder_add_null_value(b);
+    }
     json_builder_end_object(b);
 
     root = json_builder_get_root(b);

@@ -14,6 +14,8 @@
 #include "gpup2p/error.h"
 
 #define VERIFY_JSON_SCHEMA 2
+#define VERIFY_PHASES { "cuda_init", "discover", "allocate", "peer_access", \
+                        "pair_checks", "figures", "teardown" }
 
 /* Exit codes, in order of precedence (docs/guest-tool.md). */
 enum {
@@ -66,6 +68,8 @@ typedef struct {
     unsigned samples;           /* 0: not measured */
 } Figure;
 
+#define VERIFY_MAX_UPLINKS 8
+
 typedef struct VerifyGpu {
     char bdf[16];
     unsigned vendor, device, class_code;
@@ -85,6 +89,10 @@ typedef struct VerifyGpu {
     char link_speed[32];                /* sysfs current_link_speed */
     int link_width;                     /* sysfs current_link_width, 0 */
     char nvlink_peer[18][16];           /* remote BDF of each active link */
+    /* The GPU and its upstream bridges, nearest first: the PCIe links
+     * above each (core library topology). */
+    char uplinks[VERIFY_MAX_UPLINKS][16];
+    unsigned n_uplinks;
     Figure agg[AGG_COUNT];
 } VerifyGpu;
 
@@ -136,6 +144,8 @@ typedef struct VerifyReport {
     unsigned loops;
     bool p2p_broken, rdma_broken, untested;
     double seconds;
+    /* Wall time of the CUDA phases (VERIFY_PHASES). */
+    double phase_s[7];
 } VerifyReport;
 
 typedef struct VerifyOptions {
@@ -165,6 +175,16 @@ int verify_gpu_mem_dmabuf(VerifyGpuMem *m, GError **errp);
 bool verify_gpu_mem_read(VerifyGpuMem *m, void *out, GError **errp);
 bool verify_gpu_mem_write(VerifyGpuMem *m, const void *in, GError **errp);
 void verify_gpu_mem_free(VerifyGpuMem *m);
+
+/* May pairs {a, b} and {c, d} (disjoint) move data at the same time? */
+typedef bool (*VerifyIndependentFn)(int a, int b, int c, int d,
+                                    gpointer data);
+/* Batches (GArray of int, two per pair) covering every unordered pair of
+ * 0..n-1 once; pairs of one batch are disjoint and independent. */
+GPtrArray *verify_schedule(guint n, VerifyIndependentFn independent,
+                           gpointer data);
+bool verify_pcie_paths_disjoint(const VerifyGpu *a, const VerifyGpu *b,
+                                const VerifyGpu *c, const VerifyGpu *d);
 
 void verify_rdma(const VerifyOptions *o, VerifyReport *r);
 char *verify_nccl_topo_xml(const VerifyReport *r);
