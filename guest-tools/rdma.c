@@ -89,12 +89,14 @@ static void loop_close(Loop *l)
     }
 }
 
-#define FAIL(...) do { g_snprintf(why, whylen, __VA_ARGS__); return false; } \
-                  while (0)
+#define FAIL(...) do {                                                     \
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, __VA_ARGS__);            \
+        return false;                                                     \
+    } while (0)
 
 /* An RC queue pair connected to itself on @port. */
 static bool loop_open(Loop *l, struct ibv_device *dev, uint8_t port,
-                      char *why, size_t whylen)
+                      GError **errp)
 {
     struct ibv_qp_init_attr init = {
         .qp_type = IBV_QPT_RC,
@@ -176,7 +178,7 @@ static bool loop_open(Loop *l, struct ibv_device *dev, uint8_t port,
 
 /* RDMA WRITE @src_mr -> (@dst_addr, @rkey) and wait for its completion. */
 static bool loop_write(Loop *l, struct ibv_mr *src_mr, uint64_t dst_addr,
-                       uint32_t rkey, char *why, size_t whylen)
+                       uint32_t rkey, GError **errp)
 {
     struct ibv_sge sge = {
         .addr = (uintptr_t)src_mr->addr, .length = RDMA_BYTES,
@@ -263,7 +265,6 @@ static void check_gpu(VerifyReport *r, VerifyRdma *out, Loop *l,
     int ordinal = -1, fd;
     guint i;
     long bad;
-    char w[160] = "";
 
     out->dmabuf = out->peermem = out->gpu_write = out->gpu_read =
         CHECK_UNTESTABLE;
@@ -336,9 +337,10 @@ static void check_gpu(VerifyReport *r, VerifyRdma *out, Loop *l,
         g_snprintf(out->why, sizeof(out->why), "%s", err->message);
     } else {
         fill(host_src->addr, 7);
-        if (!loop_write(l, host_src, gptr, mr->rkey, w, sizeof(w))) {
+        if (!loop_write(l, host_src, gptr, mr->rkey, &err)) {
             out->gpu_write = CHECK_FAILED;
-            g_snprintf(out->why, sizeof(out->why), "into GPU memory: %s", w);
+            g_snprintf(out->why, sizeof(out->why), "into GPU memory: %s",
+                       err->message);
         } else if (!verify_gpu_mem_read(mem, back, &err)) {
             out->gpu_write = CHECK_FAILED;
             g_snprintf(out->why, sizeof(out->why), "%s", err->message);
@@ -358,9 +360,10 @@ static void check_gpu(VerifyReport *r, VerifyRdma *out, Loop *l,
         out->gpu_read = CHECK_FAILED;
         g_snprintf(out->why, sizeof(out->why), "%s", err->message);
     } else if (!loop_write(l, mr, (uintptr_t)host_dst->addr, host_dst->rkey,
-                           w, sizeof(w))) {
+                           &err)) {
         out->gpu_read = CHECK_FAILED;
-        g_snprintf(out->why, sizeof(out->why), "out of GPU memory: %s", w);
+        g_snprintf(out->why, sizeof(out->why), "out of GPU memory: %s",
+                   err->message);
     } else if ((bad = first_bad(host_dst->addr, 11)) >= 0) {
         out->gpu_read = CHECK_FAILED;
         g_snprintf(out->why, sizeof(out->why), "RDMA from GPU memory: first "
@@ -382,6 +385,7 @@ static void check_device(VerifyReport *r, struct ibv_device *dev,
     struct ibv_device_attr da;
     g_autofree uint8_t *src = NULL, *dst = NULL;
     struct ibv_mr *smr = NULL, *dmr = NULL;
+    g_autoptr(GError) err = NULL;
     Loop l = { 0 };
     uint8_t port, active = 0;
     long bad;
@@ -416,8 +420,9 @@ static void check_device(VerifyReport *r, struct ibv_device *dev,
     }
     src = g_malloc(RDMA_BYTES);
     dst = g_malloc0(RDMA_BYTES);
-    if (!loop_open(&l, dev, active, out->why, sizeof(out->why))) {
+    if (!loop_open(&l, dev, active, &err)) {
         out->host_mr = CHECK_FAILED;
+        g_strlcpy(out->why, err->message, sizeof(out->why));
         r->rdma_broken = true;
         goto out;
     }
@@ -433,9 +438,9 @@ static void check_device(VerifyReport *r, struct ibv_device *dev,
     }
     out->host_mr = CHECK_OK;
     fill(src, 3);
-    if (!loop_write(&l, smr, (uintptr_t)dst, dmr->rkey, out->why,
-                    sizeof(out->why))) {
+    if (!loop_write(&l, smr, (uintptr_t)dst, dmr->rkey, &err)) {
         out->host_write = CHECK_FAILED;
+        g_strlcpy(out->why, err->message, sizeof(out->why));
         r->rdma_broken = true;
         goto out;
     }

@@ -145,13 +145,15 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
         printf("\nPairs (a -> b)\n");
         for (i = 0; i < r->pairs->len; i++) {
             const VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
+            g_autofree char *rank = p->perf_rank >= 0 ?
+                g_strdup_printf("%d", p->perf_rank) : g_strdup("unknown");
             g_autofree char *limit = p->link_limit_gbps > 0 ?
                 g_strdup_printf("%.0f GB/s", p->link_limit_gbps) :
                 g_strdup("unknown");
 
-            printf("  %u -> %u peer access %s, rank %d, atomics %s, link %s"
+            printf("  %u -> %u peer access %s, rank %s, atomics %s, link %s"
                    " (limit %s); data CE %s, SM write %s, SM read %s%s%s\n",
-                   p->a, p->b, access_name(p->peer_access), p->perf_rank,
+                   p->a, p->b, access_name(p->peer_access), rank,
                    access_name(p->native_atomics), p->link, limit,
                    state_name(p->verified_ce), state_name(p->verified_sm),
                    state_name(p->verified_sm_read),

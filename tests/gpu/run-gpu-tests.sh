@@ -56,12 +56,13 @@ for n in $sets; do
     timed verify-1 "$verify" --skip-rdma --json --nccl-topo "$dir/nccl-topo.xml"
     # shellcheck disable=SC2086
     timed nvbandwidth "$ref/nvbandwidth" -j -t $nvb_tests
-    timed verify-2 "$verify" --skip-rdma
+    timed verify-2 "$verify" --skip-rdma --json
     if [ "$n" = "$total" ]; then
         timed p2pBandwidthLatencyTest "$ref/p2pBandwidthLatencyTest"
         timed verify-3 "$verify" --skip-rdma --json
         timed torch-copy python3 "$here/ref_torch_copy.py" 512
     fi
+    timed verify-text "$verify" --skip-rdma
     # Exit codes: untested RDMA is 3 unless skipped; a threshold no link
     # meets is 1.
     timed verify-rdma-untested "$verify" --quick --json
@@ -82,10 +83,12 @@ for n in $sets; do
             sed 's/^[^ ]* [^ ]* //' | sort | uniq -c | head -30
     } > "$dir/nccl-check.txt"
     unset CUDA_VISIBLE_DEVICES
+    python3 "$here/compare-references.py" "$dir" > "$dir/ratios.md"
 done
 for d in "$out"/gpus*; do
     echo "== $d"
-    cat "$d/runs.tsv" "$d/nccl-check.txt"
+    cat "$d/runs.tsv" "$d/ratios.md"
+    head -3 "$d/nccl-check.txt"
     tail -1 "$d/nccl-allreduce.out"
 done
 # The device tool brings back few files: pack them.
