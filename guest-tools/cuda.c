@@ -717,6 +717,13 @@ static void pair_problem(VerifyPair *p, const char *fmt, ...)
     }
 }
 
+/* Host-staged copies all go through host memory: one pair at a time. */
+static bool through_host(int a, int b, int c, int d, gpointer data)
+{
+    (void)a; (void)b; (void)c; (void)d; (void)data;
+    return false;
+}
+
 /* Pairs on NVLink, or on PCIe paths that share no link, run together. */
 static bool independent(int a, int b, int c, int d, gpointer data)
 {
@@ -1116,6 +1123,7 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(GPtrArray) rounds = NULL;
+    g_autoptr(GPtrArray) one_by_one = NULL;
     Run run = { .o = o, .r = r, .bytes = o->bytes,
                 .loops = o->quick ? 2 : 8 };
     gint64 t = g_get_monotonic_time();
@@ -1151,6 +1159,7 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
     PHASE(3);
     verify_nvml_pairs(r);
     rounds = verify_schedule(run.n, independent, &run);
+    one_by_one = verify_schedule(run.n, through_host, NULL);
     for (guint i = 0; i < rounds->len; i++) {
         r->concurrent |= ((GArray *)g_ptr_array_index(rounds, i))->len > 2;
     }
@@ -1168,7 +1177,8 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
         if (o->quick && !verify_pair_figures[fig].quick) {
             continue;
         }
-        measure_pairs(&run, rounds, fig);
+        measure_pairs(&run, verify_pair_figures[fig].kind == XFER_STAGED ?
+                      one_by_one : rounds, fig);
     }
     if (!o->quick) {
         for (int k = 0; k < run.n; k++) {
