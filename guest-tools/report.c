@@ -123,7 +123,8 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
             g_snprintf(clique, sizeof(clique), "%d", g->clique);
         }
         if (g->has_cap) {
-            cap = g_strdup_printf("P2P capability at 0x%02x %s%s", g->cap_offset,
+            cap = g_strdup_printf("P2P capability at 0x%02x %s%s",
+                                  g->cap_offset,
                                   g->cap_valid ? "valid" : "INVALID: ",
                                   g->cap_valid ? "" : g->cap_problem);
         } else {
@@ -376,17 +377,21 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
         json_builder_set_member_name(b, "active_ports");
         json_builder_add_int_value(b, d->ports_active);
         gp_json_add_string_or_null(b, "host_mr", state_name(d->host_mr));
-        gp_json_add_string_or_null(b, "host_rdma_write", state_name(d->host_write));
+        gp_json_add_string_or_null(b, "host_rdma_write",
+                                   state_name(d->host_write));
         gp_json_add_string_or_null(b, "gpu_dmabuf", state_name(d->dmabuf));
         gp_json_add_string_or_null(b, "gpu_peermem", state_name(d->peermem));
-        gp_json_add_string_or_null(b, "gpu_rdma_write", state_name(d->gpu_write));
-        gp_json_add_string_or_null(b, "gpu_rdma_read", state_name(d->gpu_read));
+        gp_json_add_string_or_null(b, "gpu_rdma_write",
+                                   state_name(d->gpu_write));
+        gp_json_add_string_or_null(b, "gpu_rdma_read",
+                                   state_name(d->gpu_read));
         gp_json_add_string_or_null(b, "reason", d->why[0] ? d->why : NULL);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
 
-    gp_json_add_string_or_null(b, "cuda", r->cuda_status ? r->cuda_status : "ok");
+    gp_json_add_string_or_null(b, "cuda",
+                               r->cuda_status ? r->cuda_status : "ok");
     gp_json_add_string_or_null(b, "nvml", r->nvml_status ? r->nvml_status :
             r->cuda_status ? "not used (CUDA unavailable)" : "ok");
     gp_json_add_string_or_null(b, "rdma_status", r->rdma_status);

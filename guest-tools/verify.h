@@ -140,7 +140,7 @@ typedef struct VerifyReport {
     int cuda_driver_version;    /* cuDriverGetVersion, 0 unknown */
     char driver_version[32];    /* NVML's driver version, "" unknown */
     bool kernels;               /* built with the GPU kernels */
-    bool concurrent;            /* pairs on independent links measured together */
+    bool concurrent;            /* pairs measured together */
     unsigned loops;
     bool p2p_broken, rdma_broken, untested;
     double seconds;

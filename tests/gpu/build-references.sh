@@ -23,8 +23,9 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$nvcc" -O2 -arch="$arch" -I "$samples/Common" -o "$out/p2pBandwidthLatencyTest" \
-    "$samples/Samples/5_Domain_Specific/p2pBandwidthLatencyTest/p2pBandwidthLatencyTest.cu"
+p2p=$samples/Samples/5_Domain_Specific/p2pBandwidthLatencyTest
+"$nvcc" -O2 -arch="$arch" -I "$samples/Common" \
+    -o "$out/p2pBandwidthLatencyTest" "$p2p/p2pBandwidthLatencyTest.cu"
 
 objs=
 for src in testcase.cpp testcases_ce.cpp testcases_sm.cpp kernels.cu \

@@ -111,9 +111,11 @@ table = [
         ("p2pBandwidthLatencyTest P2P=Enabled latency (P2P writes)",
          ref_p2p.get("lat"))]),
     ("all_to_one_ce_gbps", True, 1, [
-        ("nvbandwidth all_to_one_write_ce", ref_nvb.get("all_to_one_write_ce"))]),
+        ("nvbandwidth all_to_one_write_ce",
+         ref_nvb.get("all_to_one_write_ce"))]),
     ("one_to_all_ce_gbps", True, 1, [
-        ("nvbandwidth one_to_all_write_ce", ref_nvb.get("one_to_all_write_ce"))]),
+        ("nvbandwidth one_to_all_write_ce",
+         ref_nvb.get("one_to_all_write_ce"))]),
 ]
 runs = tool_runs()
 print("| figure | reference | reference value | " +

@@ -18,7 +18,8 @@ out=$3
 sets=${4:-"8 4 2"}
 here=$(cd "$(dirname "$0")" && pwd)
 # Multicast stays off on shared machines.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+    NVSHMEM_DISABLE_NVLS=1
 mkdir -p "$out"
 total=$(nvidia-smi -L | grep -c '^GPU')
 nvidia-smi topo -m > "$out/nvidia-smi-topo.txt" 2>&1
