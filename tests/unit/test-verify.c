@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* gpup2p-verify's PCI checks, exit codes, JSON and NCCL topology file. */
+#include <dlfcn.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -211,6 +212,54 @@ static void test_json_header(void)
     run_free(&r);
 }
 
+/*
+ * On a machine without the CUDA driver (CI) the whole tool, not only its
+ * PCI part, says "could not test" and never "all good"; RDMA left
+ * untested counts too unless --skip-rdma asks for that.
+ */
+static void test_without_cuda(void)
+{
+    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    const char *const args[] = { "--json", "--json --skip-rdma" };
+
+    if (cuda) {
+        dlclose(cuda);
+        g_test_skip("libcuda.so.1 loads here: this checks a machine "
+                    "without the CUDA driver");
+        return;
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(args); i++) {
+        g_autofree char *cmd = g_strdup_printf("%s %s",
+                                               g_getenv("GPUP2P_VERIFY"),
+                                               args[i]);
+        g_autofree char *out = NULL;
+        g_autoptr(JsonParser) p = json_parser_new();
+        JsonObject *o;
+        int ws;
+
+        g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+        g_assert_cmpint(WEXITSTATUS(ws), ==, 3);
+        g_assert_true(json_parser_load_from_data(p, out, -1, NULL));
+        o = json_node_get_object(json_parser_get_root(p));
+        g_assert_cmpstr(json_object_get_string_member(o, "verdict"), ==,
+                        "could not test");
+        g_assert_nonnull(strstr(json_object_get_string_member(o, "cuda"),
+                                "libcuda.so.1"));
+        g_assert_cmpuint(json_array_get_length(
+            json_object_get_array_member(o, "pairs")), ==, 0);
+        /* RDMA: tried and said why, or skipped as asked. */
+        if (i == 0) {
+            g_assert_false(json_object_get_null_member(o, "rdma_status") &&
+                           json_array_get_length(json_object_get_array_member(
+                               o, "rdma")) == 0);
+        } else {
+            g_assert_true(json_object_get_null_member(o, "rdma_status"));
+            g_assert_cmpuint(json_array_get_length(
+                json_object_get_array_member(o, "rdma")), ==, 0);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -220,5 +269,6 @@ int main(int argc, char **argv)
     g_test_add_func("/verify/nccl-topology", test_nccl_topology);
     g_test_add_func("/verify/usage", test_usage);
     g_test_add_func("/verify/json-header", test_json_header);
+    g_test_add_func("/verify/without-cuda", test_without_cuda);
     return g_test_run();
 }
