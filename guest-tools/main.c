@@ -149,7 +149,17 @@ int main(int argc, char **argv)
         verify_cuda(&o, &r);
         if (!o.skip_rdma) {
             verify_rdma(&o, &r);
+        } else {
+            r.rdma_status = g_strdup("not run (--skip-rdma)");
         }
+    } else {
+        /* Only the PCI checks were asked for: say what was not run. */
+        const char *why = o.sysfs_root ? "not run (--sysfs-root)" :
+                          "not run (--pci-only)";
+
+        r.cuda_status = g_strdup(why);
+        r.nvml_status = g_strdup(why);
+        r.rdma_status = g_strdup(why);
     }
     judge(&o, &r);
     if (o.nccl_topo && !verify_nccl_topo(&o, &r, &err)) {

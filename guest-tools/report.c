@@ -133,7 +133,8 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
         }
         printf("  %u %s %-20s clique %-4s %s\n", i, g->bdf,
                g->name[0] ? g->name : g->hidden ?
-               "(left out by CUDA_VISIBLE_DEVICES)" : "(not seen by CUDA)",
+               "(left out by CUDA_VISIBLE_DEVICES)" : r->cuda_status ?
+               "(no CUDA view)" : "(not seen by CUDA)",
                clique, cap);
     }
     if (r->cuda_status) {
@@ -186,7 +187,9 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
                o->bytes >> 20, r->loops, o->samples, r->concurrent ?
                "; pairs on independent links measured together" : "");
     }
-    printf("verdict: %s (%.1f s)\n", verdict(r), r->seconds);
+    printf("verdict: %s%s (%.1f s)\n", verdict(r),
+           o->pci_only || o->sysfs_root ? ", PCI checks only" : "",
+           r->seconds);
 }
 
 static void add_figure(JsonBuilder *b, const char *name, const Figure *f)

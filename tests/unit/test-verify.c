@@ -197,7 +197,11 @@ static void test_json_header(void)
     g_assert_cmpint(json_object_get_int_member(o, "size_bytes"), ==,
                     64 << 20);
     g_assert_cmpint(json_object_get_int_member(o, "samples"), ==, 5);
-    /* No CUDA ran: nothing it would tell is invented. */
+    /* No CUDA ran: nothing it would tell is invented, and it says so. */
+    g_assert_cmpstr(json_object_get_string_member(o, "cuda"), ==,
+                    "not run (--sysfs-root)");
+    g_assert_cmpstr(json_object_get_string_member(o, "rdma_status"), ==,
+                    "not run (--sysfs-root)");
     g_assert_true(json_object_get_null_member(o, "driver_version"));
     g_assert_true(json_object_get_null_member(o, "cuda_driver_api_version"));
     g_assert_true(json_object_get_null_member(o, "loops"));
@@ -253,7 +257,8 @@ static void test_without_cuda(void)
                            json_array_get_length(json_object_get_array_member(
                                o, "rdma")) == 0);
         } else {
-            g_assert_true(json_object_get_null_member(o, "rdma_status"));
+            g_assert_cmpstr(json_object_get_string_member(o, "rdma_status"),
+                            ==, "not run (--skip-rdma)");
             g_assert_cmpuint(json_array_get_length(
                 json_object_get_array_member(o, "rdma")), ==, 0);
         }
