@@ -84,8 +84,10 @@ enum gp_p2p_path_reason {
 	GP_P2P_PATH_ACS_UNKNOWN,	/* common upstream, ACS not readable */
 };
 
-/* Why the host bridge rule decided as it did (with a redirect or no
- * common upstream bridge; GP_P2P_HOST_NOT_NEEDED otherwise). */
+/*
+ * Why the host bridge rule decided as it did (with a redirect or no
+ * common upstream bridge; GP_P2P_HOST_NOT_NEEDED otherwise).
+ */
 enum gp_p2p_host_reason {
 	GP_P2P_HOST_NOT_NEEDED,
 	GP_P2P_HOST_AMD_ZEN,		/* AMD family 17h or later forwards */
