@@ -92,6 +92,25 @@ static void compare_u32(GString *out, const char *what, uint32_t kernel,
     }
 }
 
+/* Addresses by name; ~0 stands for none. */
+static void compare_addr(GString *out, const char *what, uint32_t kernel,
+                         uint32_t lib)
+{
+    char k[16] = "none", l[16] = "none";
+
+    if (kernel == lib) {
+        return;
+    }
+    if (kernel != ~0u) {
+        gp_pci_addr_format(kernel, k);
+    }
+    if (lib != ~0u) {
+        gp_pci_addr_format(lib, l);
+    }
+    g_string_append_printf(out, "%s%s: kernel %s, library %s",
+                           out->len ? "; " : "", what, k, l);
+}
+
 static void compare_pair(VerdictPair *p)
 {
     const struct gpup2p_verdict *k = &p->kernel;
@@ -109,10 +128,10 @@ static void compare_pair(VerdictPair *p)
                 l->rule.path_reason);
     compare_u32(p->differs, "host reason", k->host_reason,
                 l->rule.host_reason);
-    compare_u32(p->differs, "common bridge",
+    compare_addr(p->differs, "common bridge",
                 k->out_flags & GPUP2P_VERDICT_HAS_COMMON ? k->common : ~0u,
                 l->common ? dev_addr(l->common) : ~0u);
-    compare_u32(p->differs, "first ACS redirect",
+    compare_addr(p->differs, "first ACS redirect",
                 k->out_flags & GPUP2P_VERDICT_HAS_REDIRECT ? k->redirect :
                 ~0u, l->redirect ? dev_addr(l->redirect) : ~0u);
 }
