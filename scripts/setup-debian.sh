@@ -38,8 +38,6 @@ apt-get install -y -q --no-install-recommends \
     busybox-static cpio xz-utils zstd kmod pciutils python3
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     linux-headers-amd64
-# The kernel module's DKMS packaging check (tests/kernel/dkms-build.sh).
-apt-get install -y -q --no-install-recommends dkms
 
 # Building QEMU 10.0.2 with the extension (hw/vfio-gpu-p2p/build-qemu.sh).
 apt-get install -y -q --no-install-recommends \

@@ -190,8 +190,8 @@ int gp_cmd_check(int argc, char **argv)
     helper = path_in(topo, "module/gpup2p");
     item(&r, g_file_test(helper, G_FILE_TEST_IS_DIR) ? ITEM_OK : ITEM_WARN,
          "kernel helper", g_file_test(helper, G_FILE_TEST_IS_DIR) ?
-         "gpup2p module loaded" : "gpup2p module not loaded (optional: "
-         "'gpup2p verdict' checks these verdicts against the kernel's)",
+         "gpup2p module loaded" : "gpup2p module not loaded (needed when "
+         "the VMM's backend cannot map BARs, e.g. iommufd before 6.19)",
          "kernel/build.sh && insmod build/kernel/gpup2p.ko");
     {
         bool knows = qemu_knows_extension(qemu ? qemu : "qemu-system-x86_64",

@@ -18,7 +18,7 @@ static const struct {
     { "unmap", gp_cmd_unmap, "refused: the kernel module does not map" },
     { "mappings", gp_cmd_mappings, "refused: the kernel module keeps none" },
     { "audit", gp_cmd_audit, "refused: the kernel module does not audit" },
-    { "verdict", gp_cmd_verdict, "P2P verdict: the kernel's vs the library's" },
+    { "verdict", gp_cmd_verdict, "P2P verdict as the kernel sees it" },
     { "libvirt", gp_cmd_libvirt, "P2P settings for a libvirt domain" },
     { "check", gp_cmd_check, "is this host ready for GPU P2P in VMs?" },
 };
