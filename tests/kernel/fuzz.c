@@ -194,11 +194,11 @@ static void *remove_thread(void *arg)
     (void)arg;
     g_snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove",
                remove_bdf);
-    while (!atomic_load(&stop_remove)) {
+    do {
         write_sysfs(path, "1");
         write_sysfs("/sys/bus/pci/rescan", "1");
         atomic_fetch_add(&figures->removes, 1);
-    }
+    } while (!atomic_load(&stop_remove));
     return NULL;
 }
 

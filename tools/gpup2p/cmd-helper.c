@@ -14,7 +14,7 @@
 #include "gpup2p/helper.h"
 #include "gpup2p/p2p.h"
 
-/* Why @what is refused, from the module when it is loaded. */
+/* The refusal of @cmd, with the module's reason code when it is loaded. */
 static int refuse(const char *cmd, bool audit)
 {
     struct gpup2p_info info;
@@ -198,7 +198,7 @@ static JsonNode *pair_json(const VerdictPair *p)
 
 /* The pairs asked for: A B, or with --all every ordered pair. */
 static GPtrArray *select_pairs(const GpTopology *topo, gboolean all,
-                               int argc, char **argv, GError **errp)
+                               char **argv, GError **errp)
 {
     GPtrArray *pairs = g_ptr_array_new_with_free_func(g_free);
     guint i, j;
@@ -220,7 +220,6 @@ static GPtrArray *select_pairs(const GpTopology *topo, gboolean all,
         g_ptr_array_add(pairs, p);
         return pairs;
     }
-    (void)argc;
     for (i = 0; i < topo->devices->len; i++) {
         for (j = 0; j < topo->devices->len; j++) {
             VerdictPair *p = g_new0(VerdictPair, 1);
@@ -296,7 +295,7 @@ int gp_cmd_verdict(int argc, char **argv)
                            "or --all");
     }
     topo = gp_topo_read("/", &err);
-    if (!topo || !(pairs = select_pairs(topo, all, argc, argv, &err))) {
+    if (!topo || !(pairs = select_pairs(topo, all, argv, &err))) {
         return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
     }
     fd = gp_helper_open(&err);
