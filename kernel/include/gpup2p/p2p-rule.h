@@ -278,12 +278,13 @@ static inline void gp_p2p_rule(const struct gp_p2p_path *a,
 	}
 }
 
-/* The first redirecting hop: its path (0: a, 1: b) and index, or -1. */
+/* The first redirecting hop: its index, or -1; @which: 0 on a, 1 on b. */
 static inline int gp_p2p_first_redirect(const struct gp_p2p_outcome *out,
 					int *which)
 {
 	unsigned int i;
 
+	*which = -1;
 	for (i = 0; i < GP_P2P_MAX_HOPS; i++) {
 		if (out->redirect_a & (1u << i)) {
 			*which = 0;
