@@ -36,6 +36,8 @@ ninja -C build-asan
 
 suite build unit
 suite build-asan unit
+# Builds the Debian packages and installs them in a throwaway overlay.
+suite build package
 if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     # Integration tests boot the virtual GPU host and run our QEMU in it.
     python3 tests/vhost/vhost.py prepare
