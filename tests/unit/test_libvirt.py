@@ -68,12 +68,17 @@ def test(t):
              "--qemu-stock replaces the extension's setting")
         validate(t, s, "the --qemu-stock output")
 
-        # --host-plan writes the plan and points QEMU at it.
-        plan = os.path.join(d, "plan.json")
-        p4 = run("libvirt", "--sysfs-root", HOST, "--host-plan", plan, DOMAIN)
-        t.ok(os.path.exists(plan) and 'name="x-gpu-p2p-host-plan" '
-             'type="string" value="%s"' % plan in p4.stdout,
-             "--host-plan writes the plan and sets x-gpu-p2p-host-plan")
+        # --host-snapshot points QEMU at a snapshot other than the
+        # service's.
+        p4 = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,
+                 DOMAIN)
+        t.eq(p4.stdout.count('<qemu:property name="x-gpu-p2p-host-snapshot" '
+                             'type="string" value="%s"/>' % HOST), 3,
+             "--host-snapshot sets x-gpu-p2p-host-snapshot on each GPU")
+        p4b = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "-",
+                  input=p4.stdout)
+        t.ok("x-gpu-p2p-host-snapshot" not in p4b.stdout,
+             "--qemu-stock takes it out again")
 
         # The 64-bit hole for two H200s (256 GiB BAR1 each).
         h200 = os.path.join(d, "h200.xml")
@@ -257,11 +262,6 @@ def test_operator_path(t):
         t.ok("cannot decide 0000:03:00.0 and 0000:04:00.0" in p.stderr and
              "refuse to start" in p.stderr,
              "warns when the snapshot was taken unprivileged", p.stderr)
-        p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot",
-                os.path.join(d, "no-snapshot"), "--host-plan",
-                os.path.join(d, "plan.json"), DOMAIN)
-        t.ok(p.returncode == 0 and "refuse to start" not in p.stderr,
-             "no such warning with --host-plan", p.stderr)
     rootdom = dom.replace("</devices>", "</devices>\n  <seclabel type='static'"
                           " model='dac' relabel='yes'><label>+0:+0</label>"
                           "</seclabel>")
@@ -271,15 +271,19 @@ def test_operator_path(t):
          "no such warning for a domain whose QEMU runs as root", p.stderr)
 
     # Zero touch: QEMU defaults to auto, the domain keeps plain hostdevs.
-    p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,
-            "--qemu-default-auto", DOMAIN)
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto", DOMAIN)
     t.ok(p.returncode == 0 and "qemu:" not in p.stdout and
          "<alias" not in p.stdout.replace("<alias name=\"ua-gpu1\"/>", ""),
          "--qemu-default-auto adds no override and no alias", p.stdout)
     validate(t, p.stdout, "the --qemu-default-auto output")
-    p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto",
-            "--qemu-stock", DOMAIN)
-    t.eq(p.returncode, 2, "--qemu-default-auto with --qemu-stock is refused")
+    t.ok("/run/gpup2p/host" in p.stderr or
+         os.path.isdir("/run/gpup2p/host"),
+         "--qemu-default-auto checks the service's snapshot", p.stderr)
+    for other in ("--qemu-stock", "--host-snapshot=" + HOST):
+        p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto",
+                other, DOMAIN)
+        t.eq(p.returncode, 2, "--qemu-default-auto with %s is refused"
+             % other.split("=")[0])
 
     # The packaged QEMU as <emulator>.
     p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,

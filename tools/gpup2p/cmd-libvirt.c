@@ -25,9 +25,8 @@
 
 typedef struct {
     char *root;                 /* --sysfs-root */
-    char *snapshot;             /* what an unprivileged QEMU reads */
+    char *snapshot;             /* --host-snapshot, for QEMU */
     char *emulator;
-    char *host_plan;
     gboolean stock, qemu_auto, check, in_place, define, diff;
     GpPlanPolicy policy;
 } LibvirtOpts;
@@ -234,14 +233,14 @@ static void warn_unprivileged(const LibvirtOpts *o, const GpDomain *d)
     g_autoptr(GError) err = NULL;
     guint i, j;
 
-    if (o->stock || o->host_plan || !gp_domain_qemu_unprivileged(d)) {
+    if (o->stock || !gp_domain_qemu_unprivileged(d)) {
         return;
     }
     if (!g_file_test(path, G_FILE_TEST_IS_DIR)) {
         warn("%s does not exist: QEMU, unprivileged under libvirt, cannot "
              "read the host's topology, so x-gpu-p2p-clique=auto will "
-             "refuse to start; enable gpup2p-host-topology.service (or "
-             "give --host-plan)", path);
+             "refuse to start; enable gpup2p-host-topology.service",
+             path);
         return;
     }
     snap = gp_topo_read(path, &err);
@@ -291,33 +290,22 @@ static void warn_left_out(const GpPlan *plan)
     }
 }
 
-static bool write_host_plan(const char *path, const GpTopology *topo,
-                            const GpPlan *plan, GError **errp)
-{
-    g_autoptr(JsonNode) node = gp_json_plan(topo, plan);
-    g_autofree char *text = gp_json_to_string(node);
-
-    /* QEMU reads it as libvirt-qemu. */
-    return g_file_set_contents_full(path, text, -1,
-                                    G_FILE_SET_CONTENTS_CONSISTENT, 0644,
-                                    errp);
-}
-
 /* The clique settings: fixed ids, auto through overrides, or nothing. */
 static bool set_cliques(const LibvirtOpts *o, GpDomain *d,
                         const GpTopology *topo, GError **errp)
 {
     g_autoptr(GpPlan) plan = NULL;
-    g_autofree const char **bdfs = g_new0(const char *, d->gpus->len + 1);
+    g_autofree const char **bdfs = NULL;
     guint i;
 
     if (o->qemu_auto) {
         return true;            /* QEMU's default is auto */
     }
-    if (!o->stock && !o->host_plan) {
-        gp_domain_set_auto(d, NULL);
+    if (!o->stock) {
+        gp_domain_set_auto(d, o->snapshot);
         return true;
     }
+    bdfs = g_new0(const char *, d->gpus->len + 1);
     for (i = 0; i < d->gpus->len; i++) {
         bdfs[i] = ((GpDomainHostdev *)g_ptr_array_index(d->gpus, i))->bdf;
     }
@@ -325,15 +313,8 @@ static bool set_cliques(const LibvirtOpts *o, GpDomain *d,
     if (!plan) {
         return false;
     }
-    if (o->stock) {
-        gp_domain_set_stock(d, plan);
-        warn_left_out(plan);
-        return true;
-    }
-    if (!write_host_plan(o->host_plan, topo, plan, errp)) {
-        return false;
-    }
-    gp_domain_set_auto(d, o->host_plan);
+    gp_domain_set_stock(d, plan);
+    warn_left_out(plan);
     return true;
 }
 
@@ -421,9 +402,9 @@ static bool options_valid(const LibvirtOpts *o, int argc, char **argv,
     return file != !!domain && !(o->in_place && (domain || stdin_)) &&
            !(o->define && !domain) &&
            !(o->stock && o->qemu_auto) &&
-           !(o->host_plan && (o->stock || o->qemu_auto)) &&
+           !(o->snapshot && (o->stock || o->qemu_auto)) &&
            !(o->check && (o->in_place || o->define || o->diff ||
-                          o->host_plan || o->emulator));
+                          o->snapshot || o->emulator));
 }
 
 static char *read_input(const char *path, GError **errp)
@@ -484,17 +465,14 @@ int gp_cmd_libvirt(int argc, char **argv)
         { "qemu-stock", 0, 0, G_OPTION_ARG_NONE, &o.stock,
           "For a QEMU without the extension: planned ids through "
           "x-nv-gpudirect-clique", NULL },
-        { "host-plan", 0, 0, G_OPTION_ARG_FILENAME, &o.host_plan,
-          "Write the host plan here and point x-gpu-p2p-host-plan at it "
-          "(for an unprivileged QEMU)", "FILE" },
         { "host-snapshot", 0, 0, G_OPTION_ARG_FILENAME, &o.snapshot,
-          "Where an unprivileged QEMU reads the host (default "
-          GP_HOST_SNAPSHOT ")", "DIR" },
+          "QEMU reads the host from this snapshot (x-gpu-p2p-host-snapshot) "
+          "instead of " GP_HOST_SNAPSHOT, "DIR" },
         { "emulator", 0, 0, G_OPTION_ARG_FILENAME, &o.emulator,
           "Set <emulator> (default: " GP_QEMU_EMULATOR " when present)",
           "PATH" },
         { "policy", 0, 0, G_OPTION_ARG_STRING, &policy,
-          "Clique width for planned ids: system, host-bridge, switch",
+          "Clique width for --qemu-stock: system, host-bridge, switch",
           "POLICY" },
         { "in-place", 'i', 0, G_OPTION_ARG_NONE, &o.in_place,
           "Rewrite FILE atomically", NULL },
@@ -528,8 +506,8 @@ int gp_cmd_libvirt(int argc, char **argv)
         ret = gp_cli_fail("libvirt", GP_EXIT_USAGE, "give FILE, - or "
                           "--connect URI --domain NAME; --in-place goes "
                           "with FILE, --define with --domain; --qemu-stock, "
-                          "--qemu-default-auto and --host-plan exclude each "
-                          "other; --check only reads");
+                          "--qemu-default-auto and --host-snapshot exclude "
+                          "each other; --check only reads");
         goto out;
     }
     if (domain) {
@@ -581,6 +559,5 @@ out:
     g_free(o.root);
     g_free(o.snapshot);
     g_free(o.emulator);
-    g_free(o.host_plan);
     return ret;
 }

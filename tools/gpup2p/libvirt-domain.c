@@ -374,13 +374,13 @@ bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
             }
             /* x-gpu-p2p-verify=warn|trust on both: as QEMU, only warn. */
             if (a->verify_relaxed && b->verify_relaxed) {
-                fprintf(stderr, "gpup2p libvirt: warning: %s: %s and %s "
-                        "share clique %d against the host: %s\n", d->name,
-                        a->bdf, b->bdf, a->explicit_id, why);
+                fprintf(stderr, "gpup2p libvirt: warning: domain '%s': "
+                        "%s and %s share clique %d against the host: %s\n",
+                        d->domain_name, a->bdf, b->bdf, a->explicit_id, why);
                 continue;
             }
-            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: %s and %s "
-                        "share clique %d (%s), but %s: %s", d->name, a->bdf,
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s and %s "
+                        "share clique %d (%s), but %s: %s", a->bdf,
                         b->bdf, a->explicit_id, a->id_property,
                         unknown ? "the host cannot confirm they are P2P "
                         "peers" : "the host says they cannot do P2P", why);
@@ -454,7 +454,7 @@ static xmlNsPtr ensure_qemu_ns(GpDomain *d)
     return ns ? ns : xmlNewNs(d->root, BAD_CAST QEMU_NS, BAD_CAST "qemu");
 }
 
-void gp_domain_set_auto(GpDomain *d, const char *host_plan)
+void gp_domain_set_auto(GpDomain *d, const char *snapshot)
 {
     xmlNsPtr ns = ensure_qemu_ns(d);
     guint i;
@@ -467,7 +467,8 @@ void gp_domain_set_auto(GpDomain *d, const char *host_plan)
         fe = frontend_for(d, ns, h->alias);
         set_property(fe, ns, "x-nv-gpudirect-clique", NULL, NULL);
         set_property(fe, ns, "x-gpu-p2p-clique", "string", "auto");
-        set_property(fe, ns, "x-gpu-p2p-host-plan", "string", host_plan);
+        set_property(fe, ns, "x-gpu-p2p-host-plan", NULL, NULL);
+        set_property(fe, ns, "x-gpu-p2p-host-snapshot", "string", snapshot);
     }
 }
 
@@ -486,6 +487,7 @@ void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
         fe = frontend_for(d, ns, h->alias);
         set_property(fe, ns, "x-gpu-p2p-clique", NULL, NULL);
         set_property(fe, ns, "x-gpu-p2p-host-plan", NULL, NULL);
+        set_property(fe, ns, "x-gpu-p2p-host-snapshot", NULL, NULL);
         set_property(fe, ns, "x-nv-gpudirect-clique", "unsigned", v);
     }
 }

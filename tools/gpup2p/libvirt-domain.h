@@ -53,8 +53,11 @@ bool gp_domain_find_gpus(GpDomain *d, const GpTopology *topo,
 bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
                          GError **errp);
 
-/* Per GPU, x-gpu-p2p-clique=auto (and the host plan when given). */
-void gp_domain_set_auto(GpDomain *d, const char *host_plan);
+/*
+ * Per GPU, x-gpu-p2p-clique=auto, and x-gpu-p2p-host-snapshot=@snapshot
+ * when not NULL (QEMU's own default is GP_HOST_SNAPSHOT).
+ */
+void gp_domain_set_auto(GpDomain *d, const char *snapshot);
 /* Per GPU, the planned id through upstream's x-nv-gpudirect-clique. */
 void gp_domain_set_stock(GpDomain *d, const GpPlan *plan);
 /* Grow <pcihole64> to hold the GPUs' 64-bit BARs. */
