@@ -467,6 +467,7 @@ void gp_domain_set_auto(GpDomain *d, const char *snapshot)
         fe = frontend_for(d, ns, h->alias);
         set_property(fe, ns, "x-nv-gpudirect-clique", NULL, NULL);
         set_property(fe, ns, "x-gpu-p2p-clique", "string", "auto");
+        /* QEMU no longer reads plans; earlier runs may have set one. */
         set_property(fe, ns, "x-gpu-p2p-host-plan", NULL, NULL);
         set_property(fe, ns, "x-gpu-p2p-host-snapshot", "string", snapshot);
     }
