@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The host topology service and the libvirt hook, as installed: the
 snapshot script keeps /run/gpup2p/host atomically and readable by an
-unprivileged user, systemd-analyze accepts the unit, and the hook
-refuses a domain whose explicit clique ids the host contradicts."""
+unprivileged user, systemd-analyze accepts the unit, apparmor_parser the
+AppArmor snippet within libvirt's QEMU template, and the hook refuses a
+domain whose explicit clique ids the host contradicts."""
 
 import json
 import os
@@ -146,6 +147,39 @@ def test_unit(t, d):
          "the udev rule restarts the unit on PCI add, remove, bind, unbind")
 
 
+def test_apparmor(t, d):
+    # apparmor_parser judges the snippet inside libvirt's own per-VM
+    # template, with the abstractions libvirt ships.
+    base = os.path.join(d, "apparmor.d")
+    template = os.path.join(base, "libvirt", "TEMPLATE.qemu")
+    if not t.ok(os.path.exists("/etc/apparmor.d/abstractions/libvirt-qemu")
+                and shutil.which("apparmor_parser"),
+                "apparmor_parser and libvirt's AppArmor abstractions are "
+                "installed"):
+        return
+    shutil.copytree("/etc/apparmor.d", base, symlinks=True)
+    snippet_dir = os.path.join(base, "abstractions", "libvirt-qemu.d")
+    os.makedirs(snippet_dir, exist_ok=True)
+    snippet = os.path.join(snippet_dir, "gpup2p")
+    shutil.copy(os.path.join(SRC, "data", "apparmor-libvirt-qemu-gpup2p"),
+                snippet)
+    parse = ["apparmor_parser", "--skip-kernel-load", "--skip-cache",
+             "--base", base]
+    p = subprocess.run(parse + [template], capture_output=True, text=True)
+    t.eq(p.returncode, 0, "apparmor_parser compiles libvirt's QEMU template "
+         "with the snippet")
+    p = subprocess.run(parse + ["--preprocess", template],
+                       capture_output=True, text=True)
+    t.ok("/{,var/}run/gpup2p/** r," in p.stdout,
+         "libvirt's libvirt-qemu abstraction includes the snippet",
+         p.stderr)
+    with open(snippet, "a") as f:
+        f.write("  /run/gpup2p/** rx broken\n")
+    p = subprocess.run(parse + [template], capture_output=True, text=True)
+    t.ok(p.returncode != 0 and "gpup2p" in p.stderr,
+         "... and would reject a broken snippet", p.stderr)
+
+
 DOMAIN = """<domain type='kvm' xmlns:qemu='%s'>
   <name>ids-vm</name>
   <devices>
@@ -249,7 +283,9 @@ def test(t):
         test_unit(t, d)
     with tempfile.TemporaryDirectory() as d:
         test_hook(t, d)
-    for prog in ("setpriv", "systemd-analyze"):
+    with tempfile.TemporaryDirectory() as d:
+        test_apparmor(t, d)
+    for prog in ("setpriv", "systemd-analyze", "apparmor_parser"):
         t.ok(shutil.which(prog), "%s is installed (the test needs it)" % prog)
 
 
