@@ -89,6 +89,44 @@ static const char *virt_error(const VirtLib *v, const char *fallback)
     return e && e->message ? e->message : fallback;
 }
 
+/* A domain read from a libvirt connection, kept open to define it back. */
+typedef struct {
+    VirtLib lib;
+    virConnectPtr conn;
+    virDomainPtr dom;
+} VirtSession;
+
+static char *virt_read_domain(VirtSession *s, const char *uri,
+                              const char *domain, GError **errp)
+{
+    char *xml = NULL;
+
+    if (!virt_load(&s->lib, errp)) {
+        return NULL;
+    }
+    s->conn = s->lib.connect_open(uri);
+    if (!s->conn || !(s->dom = s->lib.lookup_by_name(s->conn, domain)) ||
+        !(xml = s->lib.get_xml_desc(s->dom, VIR_DOMAIN_XML_INACTIVE))) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s", domain,
+                    virt_error(&s->lib, "cannot read the domain"));
+        return NULL;
+    }
+    return xml;
+}
+
+static void virt_session_close(VirtSession *s)
+{
+    if (s->dom) {
+        s->lib.domain_free(s->dom);
+    }
+    if (s->conn) {
+        s->lib.connect_close(s->conn);
+    }
+    if (s->lib.handle) {
+        dlclose(s->lib.handle);
+    }
+}
+
 static char *read_stream(FILE *f, const char *name, GError **errp)
 {
     g_autoptr(GString) s = g_string_new(NULL);
@@ -428,10 +466,11 @@ static bool flush_stdout(GError **errp)
 }
 
 /* Redefine on the connection and print what libvirt kept. */
-static bool define(const VirtLib *v, virConnectPtr conn, const char *domain,
-                   const char *xml, GError **errp)
+static bool define(const VirtSession *s, const char *domain, const char *xml,
+                   GError **errp)
 {
-    virDomainPtr nd = v->define_xml(conn, xml);
+    const VirtLib *v = &s->lib;
+    virDomainPtr nd = v->define_xml(s->conn, xml);
     g_autofree char *kept = NULL;
 
     if (!nd) {
@@ -443,6 +482,27 @@ static bool define(const VirtLib *v, virConnectPtr conn, const char *domain,
     fputs(kept ? kept : "", stdout);
     v->domain_free(nd);
     return true;
+}
+
+/* The result where the options send it: stdout, a diff, FILE, libvirt. */
+static bool emit(const LibvirtOpts *o, const char *xml, const char *out,
+                 const char *name, const char *file,
+                 const VirtSession *session, GError **errp)
+{
+    if (o->diff) {
+        if (!print_diff(xml, out, name, errp)) {
+            return false;
+        }
+    } else if (!o->in_place && !o->define) {
+        fputs(out, stdout);
+    }
+    if (o->in_place && strcmp(xml, out) && !write_atomic(file, out, errp)) {
+        return false;
+    }
+    if (o->define && !define(session, name, out, errp)) {
+        return false;
+    }
+    return flush_stdout(errp);
 }
 
 int gp_cmd_libvirt(int argc, char **argv)
@@ -487,9 +547,7 @@ int gp_cmd_libvirt(int argc, char **argv)
     g_autoptr(GError) err = NULL;
     g_autofree char *xml = NULL, *out = NULL;
     const char *name;
-    VirtLib virt = { 0 };
-    virConnectPtr conn = NULL;
-    virDomainPtr dom = NULL;
+    VirtSession session = { 0 };
     int ret = GP_EXIT_OK;
 
     g_option_context_add_main_entries(ctx, entries, NULL);
@@ -511,51 +569,23 @@ int gp_cmd_libvirt(int argc, char **argv)
         goto out;
     }
     if (domain) {
-        if (!virt_load(&virt, &err)) {
-            ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
-            goto out;
-        }
-        conn = virt.connect_open(uri);
-        if (!conn || !(dom = virt.lookup_by_name(conn, domain)) ||
-            !(xml = virt.get_xml_desc(dom, VIR_DOMAIN_XML_INACTIVE))) {
-            ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s: %s", domain,
-                              virt_error(&virt, "cannot read the domain"));
-            goto out;
-        }
         name = domain;
+        xml = virt_read_domain(&session, uri, domain, &err);
     } else {
         name = strcmp(argv[1], "-") ? argv[1] : "standard input";
         xml = read_input(argv[1], &err);
-        if (!xml) {
-            ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
-            goto out;
-        }
     }
-    if (o.check) {
+    if (!xml) {
+        ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
+    } else if (o.check) {
         ret = check(&o, xml, name);
-        goto out;
-    }
-    out = transform(&o, xml, name, &err);
-    if (!out ||
-        (o.diff && !print_diff(xml, out, name, &err)) ||
-        (!o.diff && !o.in_place && !o.define && fputs(out, stdout) < 0) ||
-        (o.in_place && strcmp(xml, out) &&
-         !write_atomic(argv[1], out, &err)) ||
-        (o.define && !define(&virt, conn, domain, out, &err)) ||
-        !flush_stdout(&err)) {
-        ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s",
-                          err ? err->message : "writing standard output");
+    } else if (!(out = transform(&o, xml, name, &err)) ||
+               !emit(&o, xml, out, name, domain ? NULL : argv[1], &session,
+                     &err)) {
+        ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
     }
 out:
-    if (dom) {
-        virt.domain_free(dom);
-    }
-    if (conn) {
-        virt.connect_close(conn);
-    }
-    if (virt.handle) {
-        dlclose(virt.handle);
-    }
+    virt_session_close(&session);
     g_free(o.root);
     g_free(o.snapshot);
     g_free(o.emulator);
