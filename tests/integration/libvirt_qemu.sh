@@ -79,8 +79,14 @@ $G libvirt --qemu-default-auto $O/dom.xml > $O/zt.xml 2> $O/zt-nosnap.err
 echo $? > $O/zt.rc
 virsh define $O/zt.xml > $O/define.txt 2>&1; echo $? > $O/define.rc
 
-# 1. No snapshot yet: the tool warned, and QEMU (unprivileged) refuses.
+# 1. No snapshot yet: the tool warned; QEMU, unprivileged, cannot judge
+# the GPUs and starts the guest without a clique.
 virsh start gpu-vm > $O/start-nosnap.txt 2>&1; echo $? > $O/start-nosnap.rc
+for a in hostdev0 hostdev1; do
+    qom gpu-vm $a x-gpu-p2p-clique-in-effect
+    qom gpu-vm $a x-gpu-p2p-source
+done > $O/qom-nosnap.txt 2>&1
+cp /var/log/libvirt/qemu/gpu-vm.log $O/qemu-nosnap.log 2>/dev/null
 virsh destroy gpu-vm > /dev/null 2>&1
 
 # 2. The topology service's script, as systemd runs it.

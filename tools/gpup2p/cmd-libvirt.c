@@ -261,8 +261,8 @@ static void warn_split_groups(const GpDomain *d, const GpTopology *topo)
 
 /*
  * libvirt runs QEMU as libvirt-qemu, which reads 64 bytes of each
- * device's config space: auto then needs the host snapshot (or a plan).
- * Say so now rather than at `virsh start`.
+ * device's config space: auto then needs the host snapshot, and without
+ * it QEMU starts the guest with no clique. Say so now.
  */
 static void warn_unprivileged(const LibvirtOpts *o, const GpDomain *d)
 {
@@ -276,15 +276,14 @@ static void warn_unprivileged(const LibvirtOpts *o, const GpDomain *d)
     }
     if (!g_file_test(path, G_FILE_TEST_IS_DIR)) {
         warn("%s does not exist: QEMU, unprivileged under libvirt, cannot "
-             "read the host's topology, so x-gpu-p2p-clique=auto will "
-             "refuse to start; enable gpup2p-host-topology.service",
-             path);
+             "read the host's topology, so x-gpu-p2p-clique=auto gives the "
+             "GPUs no clique; enable gpup2p-host-topology.service", path);
         return;
     }
     snap = gp_topo_read(path, &err);
     if (!snap) {
         warn("the host snapshot is unreadable, so x-gpu-p2p-clique=auto "
-             "will refuse to start: %s", err->message);
+             "gives the GPUs no clique: %s", err->message);
         return;
     }
     for (i = 0; i < d->gpus->len; i++) {
@@ -293,7 +292,7 @@ static void warn_unprivileged(const LibvirtOpts *o, const GpDomain *d)
 
         if (!sa) {
             warn("%s is not in the host snapshot %s (taken before it was "
-                 "added?): x-gpu-p2p-clique=auto will refuse to start",
+                 "added?): x-gpu-p2p-clique=auto gives it no clique",
                  a->bdf, path);
             continue;
         }
@@ -308,8 +307,8 @@ static void warn_unprivileged(const LibvirtOpts *o, const GpDomain *d)
             gp_p2p_verdict(snap, sa, sb, &v);
             if (v.kind == GP_P2P_UNKNOWN) {
                 warn("the host snapshot %s cannot decide %s and %s (%s; "
-                     "was it taken as root?): x-gpu-p2p-clique=auto will "
-                     "refuse to start", path, a->bdf, b->bdf, v.reason);
+                     "was it taken as root?): x-gpu-p2p-clique=auto gives "
+                     "them no clique", path, a->bdf, b->bdf, v.reason);
             }
             gp_p2p_verdict_clear(&v);
         }
@@ -421,9 +420,10 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
     }
     topo = gp_topo_read(o->root ? o->root : "/", &err);
     if (!topo) {
-        return gp_cli_fail("libvirt", GP_EXIT_FAILED, "refusing domain "
-                           "'%s': it sets clique ids, but the host topology "
-                           "is unreadable: %s", d->domain_name, err->message);
+        /* What the host cannot judge keeps its id, as in QEMU. */
+        warn("domain '%s' sets clique ids, which the host topology cannot "
+             "judge: %s", d->domain_name, err->message);
+        return GP_EXIT_OK;
     }
     if (!gp_domain_check_ids(d, topo, &err)) {
         return gp_cli_fail("libvirt", GP_EXIT_FAILED, "refusing domain "

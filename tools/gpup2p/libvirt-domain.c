@@ -372,18 +372,21 @@ bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
             if (!why) {
                 continue;
             }
-            /* x-gpu-p2p-verify=warn|trust on both: as QEMU, only warn. */
-            if (a->verify_relaxed && b->verify_relaxed) {
+            /*
+             * As QEMU: a pair the host cannot judge keeps its id, and
+             * x-gpu-p2p-verify=warn|trust on both turns a no into a warning.
+             */
+            if (unknown || (a->verify_relaxed && b->verify_relaxed)) {
                 fprintf(stderr, "gpup2p libvirt: warning: domain '%s': "
-                        "%s and %s share clique %d against the host: %s\n",
-                        d->domain_name, a->bdf, b->bdf, a->explicit_id, why);
+                        "%s and %s share clique %d, which the host %s: %s\n",
+                        d->domain_name, a->bdf, b->bdf, a->explicit_id,
+                        unknown ? "cannot judge" : "contradicts", why);
                 continue;
             }
             g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s and %s "
-                        "share clique %d (%s), but %s: %s", a->bdf,
-                        b->bdf, a->explicit_id, a->id_property,
-                        unknown ? "the host cannot confirm they are P2P "
-                        "peers" : "the host says they cannot do P2P", why);
+                        "share clique %d (%s), but the host says they cannot "
+                        "do P2P: %s", a->bdf, b->bdf, a->explicit_id,
+                        a->id_property, why);
             return false;
         }
     }

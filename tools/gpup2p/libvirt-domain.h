@@ -47,8 +47,8 @@ bool gp_domain_find_gpus(GpDomain *d, const GpTopology *topo,
 /*
  * Check explicit ids against @topo: GPUs sharing an id must be P2P peers
  * on the host. Returns false, naming the pair and the reason, when the
- * host says no or cannot tell; as QEMU does, only warns when both set
- * x-gpu-p2p-verify=warn or trust.
+ * host says no. As QEMU does, only warns for a pair the host cannot judge
+ * and when both set x-gpu-p2p-verify=warn or trust.
  */
 bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
                          GError **errp);
