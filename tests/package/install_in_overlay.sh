@@ -35,6 +35,9 @@ step files ls -l /lib/systemd/system/gpup2p-host-topology.service \
     /etc/apparmor.d/abstractions/libvirt-qemu.d/gpup2p \
     /etc/libvirt/hooks/qemu.d/gpup2p \
     /usr/libexec/gpup2p/gpup2p-host-snapshot
+step module-files ls -l /lib/udev/rules.d/60-gpup2p.rules \
+    /usr/lib/modules-load.d/gpup2p.conf
+step module-group getent group gpup2p
 step enabled readlink \
     /etc/systemd/system/multi-user.target.wants/gpup2p-host-topology.service
 step verify-help gpup2p-verify --help

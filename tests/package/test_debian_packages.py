@@ -121,6 +121,11 @@ def check_installed(t, out):
     t.ok("-rwxr-xr-x" in [l.split()[0] for l in files.splitlines()
                           if "hooks/qemu.d/gpup2p" in l],
          "the libvirt hook is executable", files)
+    if os.path.exists(os.path.join(SRC, "kernel", "60-gpup2p.rules")):
+        t.eq(rc(out, "module-files"), "0", "gpup2p-dkms installs the "
+             "module's udev rule and modules-load file")
+    t.eq(rc(out, "module-group"), "0", "gpup2p-dkms creates the gpup2p "
+         "group (sysusers)")
     t.ok(read_text(out, "enabled.txt").endswith(
          "gpup2p-host-topology.service"),
          "the package enables the topology service")
