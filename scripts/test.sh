@@ -36,8 +36,6 @@ ninja -C build-asan
 
 suite build unit
 suite build-asan unit
-# Builds the Debian packages and installs them in a throwaway overlay.
-suite build package
 if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     # Integration tests boot the virtual GPU host and run our QEMU in it.
     python3 tests/vhost/vhost.py prepare
@@ -45,6 +43,9 @@ if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     kernel/build.sh
     suite build integration --num-processes 1
 fi
+
+# Builds the Debian packages and installs them in a throwaway overlay.
+suite build package
 
 echo "$passed passed, $failed failed"
 exit $status
