@@ -38,6 +38,7 @@ step files ls -l /lib/systemd/system/gpup2p-host-topology.service \
 step module-files ls -l /lib/udev/rules.d/60-gpup2p.rules \
     /usr/lib/modules-load.d/gpup2p.conf
 step module-group getent group gpup2p
+step man sh -c 'ls /usr/share/man/man1/gpup2p.1*'
 step enabled readlink \
     /etc/systemd/system/multi-user.target.wants/gpup2p-host-topology.service
 step verify-help gpup2p-verify --help

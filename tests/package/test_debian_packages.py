@@ -126,6 +126,8 @@ def check_installed(t, out):
              "module's udev rule and modules-load file")
     t.eq(rc(out, "module-group"), "0", "gpup2p-dkms creates the gpup2p "
          "group (sysusers)")
+    if os.path.exists(os.path.join(SRC, "docs", "man", "gpup2p.1.md")):
+        t.eq(rc(out, "man"), "0", "gpup2p installs its manual page")
     t.ok(read_text(out, "enabled.txt").endswith(
          "gpup2p-host-topology.service"),
          "the package enables the topology service")
