@@ -23,7 +23,7 @@ step() {    # step NAME COMMAND...: output to OUT/NAME.txt, status to NAME.rc
 
 export DEBIAN_FRONTEND=noninteractive
 step install dpkg -i "$debs"/gpup2p_*.deb "$debs"/gpup2p-dkms_*.deb \
-    $(ls "$debs"/gpup2p-verify_*.deb 2>/dev/null)
+    "$debs"/gpup2p-verify_*.deb
 step version gpup2p --version
 step help gpup2p --help
 step dkms-status dkms status gpup2p
@@ -54,8 +54,7 @@ if dpkg -s libvirt0 > /dev/null 2>&1; then
     step nolibvirt-connect gpup2p libvirt --connect test:///default \
         --domain test
 fi
-step purge dpkg --purge gpup2p gpup2p-dkms \
-    $(ls "$debs"/gpup2p-verify_*.deb > /dev/null 2>&1 && echo gpup2p-verify)
+step purge dpkg --purge gpup2p gpup2p-dkms gpup2p-verify
 step dkms-after dkms status gpup2p
 step files-after ls /usr/bin/gpup2p /etc/libvirt/hooks/qemu.d/gpup2p \
     /lib/systemd/system/gpup2p-host-topology.service
