@@ -94,9 +94,9 @@ typedef struct {
     VirtLib lib;
     virConnectPtr conn;
     virDomainPtr dom;
-} VirtSession;
+} VirtConnection;
 
-static char *virt_read_domain(VirtSession *s, const char *uri,
+static char *virt_read_domain(VirtConnection *s, const char *uri,
                               const char *domain, GError **errp)
 {
     char *xml = NULL;
@@ -114,7 +114,7 @@ static char *virt_read_domain(VirtSession *s, const char *uri,
     return xml;
 }
 
-static void virt_session_close(VirtSession *s)
+static void virt_connection_close(VirtConnection *s)
 {
     if (s->dom) {
         s->lib.domain_free(s->dom);
@@ -466,8 +466,8 @@ static bool flush_stdout(GError **errp)
 }
 
 /* Redefine on the connection and print what libvirt kept. */
-static bool define(const VirtSession *s, const char *domain, const char *xml,
-                   GError **errp)
+static bool define(const VirtConnection *s, const char *domain,
+                   const char *xml, GError **errp)
 {
     const VirtLib *v = &s->lib;
     virDomainPtr nd = v->define_xml(s->conn, xml);
@@ -487,7 +487,7 @@ static bool define(const VirtSession *s, const char *domain, const char *xml,
 /* The result where the options send it: stdout, a diff, FILE, libvirt. */
 static bool emit(const LibvirtOpts *o, const char *xml, const char *out,
                  const char *name, const char *file,
-                 const VirtSession *session, GError **errp)
+                 const VirtConnection *virt, GError **errp)
 {
     if (o->diff) {
         if (!print_diff(xml, out, name, errp)) {
@@ -499,7 +499,7 @@ static bool emit(const LibvirtOpts *o, const char *xml, const char *out,
     if (o->in_place && strcmp(xml, out) && !write_atomic(file, out, errp)) {
         return false;
     }
-    if (o->define && !define(session, name, out, errp)) {
+    if (o->define && !define(virt, name, out, errp)) {
         return false;
     }
     return flush_stdout(errp);
@@ -547,7 +547,7 @@ int gp_cmd_libvirt(int argc, char **argv)
     g_autoptr(GError) err = NULL;
     g_autofree char *xml = NULL, *out = NULL;
     const char *name;
-    VirtSession session = { 0 };
+    VirtConnection virt = { 0 };
     int ret = GP_EXIT_OK;
 
     g_option_context_add_main_entries(ctx, entries, NULL);
@@ -570,7 +570,7 @@ int gp_cmd_libvirt(int argc, char **argv)
     }
     if (domain) {
         name = domain;
-        xml = virt_read_domain(&session, uri, domain, &err);
+        xml = virt_read_domain(&virt, uri, domain, &err);
     } else {
         name = strcmp(argv[1], "-") ? argv[1] : "standard input";
         xml = read_input(argv[1], &err);
@@ -580,12 +580,12 @@ int gp_cmd_libvirt(int argc, char **argv)
     } else if (o.check) {
         ret = check(&o, xml, name);
     } else if (!(out = transform(&o, xml, name, &err)) ||
-               !emit(&o, xml, out, name, domain ? NULL : argv[1], &session,
+               !emit(&o, xml, out, name, domain ? NULL : argv[1], &virt,
                      &err)) {
         ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
     }
 out:
-    virt_session_close(&session);
+    virt_connection_close(&virt);
     g_free(o.root);
     g_free(o.snapshot);
     g_free(o.emulator);
