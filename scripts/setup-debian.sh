@@ -39,6 +39,12 @@ apt-get install -y -q --no-install-recommends \
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     linux-headers-amd64
 
+# Debian packages (debian/, tests/package/), the host topology unit's
+# checks (systemd-analyze) and the libvirt tests' judges.
+apt-get install -y -q --no-install-recommends \
+    debhelper dh-dkms dkms systemd udev libvirt-clients util-linux binutils \
+    libvirt-daemon-system apparmor
+
 # Building QEMU 10.0.2 with the extension (hw/vfio-gpu-p2p/build-qemu.sh).
 apt-get install -y -q --no-install-recommends \
     libpixman-1-dev libfdt-dev zlib1g-dev libcap-ng-dev libattr1-dev \

@@ -44,5 +44,8 @@ if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     suite build integration --num-processes 1
 fi
 
+# Builds the Debian packages and installs them in a throwaway overlay.
+suite build package
+
 echo "$passed passed, $failed failed"
 exit $status
