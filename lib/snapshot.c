@@ -178,6 +178,17 @@ static gboolean copy_cpuinfo(const char *root, const char *out, GError **errp)
            g_file_set_contents(dst, text, -1, errp);
 }
 
+/* Interrupt chips: "IR-" ones tell that interrupt remapping is on. */
+static gboolean copy_interrupts(const char *root, const char *out,
+                                GError **errp)
+{
+    g_autofree char *src = g_build_filename(root, "proc", "interrupts", NULL);
+    g_autofree char *dir = g_build_filename(out, "proc", NULL);
+    g_autofree char *dst = g_build_filename(dir, "interrupts", NULL);
+
+    return mkdirs(dir, errp) && copy_file(src, dst, errp);
+}
+
 static void remove_tree(const char *path)
 {
     g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
@@ -231,7 +242,8 @@ gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp)
     if (!copy_links_dir(sys, out_sys, "bus/pci/devices", TRUE, errp) ||
         !copy_links_dir(sys, out_sys, "class/pci_bus", FALSE, errp) ||
         !copy_numa(sys, out_sys, errp) ||
-        !copy_cpuinfo(root, tmp, errp)) {
+        !copy_cpuinfo(root, tmp, errp) ||
+        !copy_interrupts(root, tmp, errp)) {
         remove_tree(tmp);
         return FALSE;
     }

@@ -281,6 +281,9 @@ static void read_cpuinfo(GpTopology *topo)
                                GP_CPU_VENDOR_INTEL : GP_CPU_VENDOR_OTHER;
         } else if (!strcmp(lines[i], "cpu family")) {
             topo->cpu_family = (unsigned)atoi(value);
+        } else if (!strcmp(lines[i], "address sizes")) {
+            /* "46 bits physical, 57 bits virtual" */
+            topo->cpu_phys_bits = (unsigned)atoi(value);
         } else if (!strcmp(lines[i], "model name")) {
             g_free(topo->cpu_model_name);
             topo->cpu_model_name = g_strdup(value);

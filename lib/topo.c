@@ -228,3 +228,42 @@ const GpBar *gp_device_bar(const GpDevice *dev, unsigned index)
     }
     return NULL;
 }
+
+static gint size_desc_cmp(gconstpointer a, gconstpointer b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+uint64_t gp_devices_mmio64_size(const GPtrArray *devices)
+{
+    g_autoptr(GArray) sizes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    uint64_t end = 0;
+    guint i, j;
+
+    for (i = 0; i < devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(devices, i);
+
+        for (j = 0; j < dev->bars->len; j++) {
+            const GpBar *bar = &g_array_index(dev->bars, GpBar, j);
+
+            if (bar->is64 && !bar->io && bar->size) {
+                g_array_append_val(sizes, bar->size);
+            }
+        }
+    }
+    /* Largest first: each BAR then starts aligned without a gap. */
+    g_array_sort(sizes, size_desc_cmp);
+    for (i = 0; i < sizes->len; i++) {
+        uint64_t size = g_array_index(sizes, uint64_t, i);
+        uint64_t align = 1;
+
+        while (align < size) {
+            align <<= 1;
+        }
+        end = (end + align - 1) & ~(align - 1);
+        end += size;
+    }
+    return end;
+}

@@ -78,6 +78,7 @@ typedef struct GpTopology {
     GpCpuVendor cpu_vendor;
     unsigned cpu_family;
     char *cpu_model_name;
+    unsigned cpu_phys_bits;     /* "address sizes" of cpuinfo; 0: unknown */
     /* Devices whose config space was cut short (unprivileged read). */
     unsigned config_truncated;
 } GpTopology;
@@ -115,6 +116,13 @@ const GpDevice *gp_device_switch(const GpDevice *dev);
 /* The root port above a device, or NULL when it sits on a root bus. */
 const GpDevice *gp_device_root_port(const GpDevice *dev);
 const GpBar *gp_device_bar(const GpDevice *dev, unsigned index);
+
+/*
+ * The smallest window that holds every 64-bit memory BAR of @devices
+ * (GpDevice *), each at its natural alignment: the 64-bit PCI hole a VM
+ * given these devices needs.
+ */
+uint64_t gp_devices_mmio64_size(const GPtrArray *devices);
 
 /* Parse one line of a sysfs "resource" file into @bar. */
 bool gp_bar_parse_resource_line(const char *line, unsigned index, GpBar *bar);

@@ -38,6 +38,15 @@ static void write_text(const char *dir, const char *name, const char *text)
     g_assert_true(g_file_set_contents(path, text, -1, NULL));
 }
 
+void sb_write(SysfsBuilder *sb, const char *rel, const char *text)
+{
+    g_autofree char *path = g_build_filename(sb->root, rel, NULL);
+    g_autofree char *dir = g_path_get_dirname(path);
+
+    g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
 void sb_cpu(SysfsBuilder *sb, const char *vendor_id, unsigned family)
 {
     g_autofree char *dir = g_build_filename(sb->root, "proc", NULL);
