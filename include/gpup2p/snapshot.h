@@ -16,4 +16,7 @@
  */
 gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp);
 
+/* Remove @path and everything under it; links are removed, not followed. */
+void gp_remove_tree(const char *path);
+
 #endif /* GPUP2P_SNAPSHOT_H */
