@@ -27,8 +27,8 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Scanned for calls: everything CI runs (tests/gpu runs on GPU machines
 # only, not in CI, and is left out).
 SCAN_DIRS = ["scripts", "tests/unit", "tests/integration", "tests/vhost",
-             "tests/bench", "tests/kernel", "kernel", "hw/vfio-gpu-p2p",
-             ".ci"]
+             "tests/bench", "tests/kernel", "tests/fuzz", "kernel",
+             "hw/vfio-gpu-p2p", ".ci"]
 
 SHELL_WORDS = set("""
     if then else elif fi for while until do done case esac in function
@@ -230,6 +230,9 @@ def scan():
         elif name == "meson.build":
             found, d = meson_calls(text)
             deps |= d
+            # The project's own scripts, found beside the meson.build.
+            found = {p for p in found if not os.path.exists(
+                os.path.join(os.path.dirname(path), p))}
         for p in found:
             progs.setdefault(p, set()).add(rel)
     return progs, mods - local_mods, deps

@@ -541,8 +541,8 @@ static void check_helper(Check *c)
     }
     item(c->r, loaded ? ITEM_OK : ITEM_WARN, "kernel helper",
          loaded ? "gpup2p module loaded" : "gpup2p module not loaded "
-         "(needed when the VMM's backend cannot map BARs, e.g. iommufd "
-         "before 6.19)", "kernel/build.sh && insmod build/kernel/gpup2p.ko");
+         "(optional: 'gpup2p verdict' checks these verdicts against the "
+         "kernel's)", "kernel/build.sh && insmod build/kernel/gpup2p.ko");
 }
 
 static void check_qemu(Check *c)
