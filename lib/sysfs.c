@@ -150,6 +150,25 @@ static bool read_int_attr(const char *dir, const char *name, int dflt,
     return true;
 }
 
+/* A CPU list ("0-31,64-95"), NULL when absent. */
+static bool read_cpulist(const char *dir, const char *name, char **out,
+                         GError **errp)
+{
+    g_autofree char *text = read_attr(dir, name);
+
+    *out = NULL;
+    if (!text) {
+        return true;
+    }
+    if (!text[0] || strspn(text, "0123456789,-") != strlen(text)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s/%s: '%s' is not a CPU list", dir, name, text);
+        return false;
+    }
+    *out = g_steal_pointer(&text);
+    return true;
+}
+
 /* A hex attribute that some kernels lack: 0 when absent. */
 static bool read_optional_hex(const char *dir, const char *name,
                               unsigned max, unsigned *val, GError **errp)
@@ -296,6 +315,20 @@ static bool read_iommu_group(const char *dir, int *group, GError **errp)
     return true;
 }
 
+/* Without local_cpulist, a device's CPUs are its NUMA node's. */
+static bool read_node_affinity(GpTopology *topo, GpDevice *dev,
+                               GError **errp)
+{
+    g_autofree char *node = NULL;
+
+    if (dev->cpu_affinity || dev->numa_node < 0) {
+        return true;
+    }
+    node = g_strdup_printf("%s/devices/system/node/node%d", topo->sys,
+                           dev->numa_node);
+    return read_cpulist(node, "cpulist", &dev->cpu_affinity, errp);
+}
+
 static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
 {
     g_autofree char *dir = g_build_filename(topo->sys, dev->sysfs_path, NULL);
@@ -327,6 +360,9 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
     }
     dev->subsystem_device = v;
     dev->driver = link_basename(dir, "driver");
+    if (!read_cpulist(dir, "local_cpulist", &dev->cpu_affinity, errp)) {
+        return false;
+    }
     dev->link_speed = read_attr(dir, "current_link_speed");
     dev->max_link_speed = read_attr(dir, "max_link_speed");
     return read_int_attr(dir, "numa_node", -1, -1, 65535, &dev->numa_node,
@@ -337,7 +373,8 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
            read_int_attr(dir, "max_link_width", 0, 0, 32,
                          &dev->max_link_width, errp) &&
            read_config(dev, dir, topo, errp) &&
-           read_bars(dev, dir, errp);
+           read_bars(dev, dir, errp) &&
+           read_node_affinity(topo, dev, errp);
 }
 
 static bool cpuinfo_number(const char *path, const char *key,

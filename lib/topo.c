@@ -10,6 +10,7 @@ static void device_free(gpointer p)
     GpDevice *dev = p;
 
     g_free(dev->driver);
+    g_free(dev->cpu_affinity);
     g_free(dev->sysfs_path);
     g_free(dev->config);
     g_free(dev->link_speed);
@@ -189,6 +190,43 @@ bool gp_device_is_gpu(const GpDevice *dev)
 bool gp_device_is_nvidia_gpu(const GpDevice *dev)
 {
     return dev->vendor == 0x10de && gp_device_is_gpu(dev);
+}
+
+bool gp_device_is_nic(const GpDevice *dev)
+{
+    unsigned cls = dev->class_code >> 8;
+
+    return (cls >> 8) == 0x02 && dev->vendor != 0x1af4 &&
+           (cls == 0x0200 || cls == 0x0207 || cls == 0x0280);
+}
+
+static gint device_ptr_cmp(gconstpointer a, gconstpointer b)
+{
+    const GpDevice *da = *(GpDevice *const *)a;
+    const GpDevice *db = *(GpDevice *const *)b;
+
+    return strcmp(da->bdf, db->bdf);
+}
+
+void gp_devices_sort(GPtrArray *devices)
+{
+    g_ptr_array_sort(devices, device_ptr_cmp);
+}
+
+char **gp_device_names(const GPtrArray *devices)
+{
+    char **names = g_new0(char *, devices->len + 1);
+    unsigned gpus = 0, nics = 0, others = 0;
+    guint i;
+
+    for (i = 0; i < devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(devices, i);
+
+        names[i] = gp_device_is_gpu(dev) ? g_strdup_printf("GPU%u", gpus++) :
+                   gp_device_is_nic(dev) ? g_strdup_printf("NIC%u", nics++) :
+                   g_strdup_printf("DEV%u", others++);
+    }
+    return names;
 }
 
 const GpDevice *gp_device_switch(const GpDevice *dev)

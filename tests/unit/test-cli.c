@@ -117,14 +117,77 @@ static void test_topo_json_fixture(void)
 static void test_topo_text(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
-    g_auto(Run) r = { 0 };
+    g_auto(Run) r = { 0 }, all = { 0 }, some = { 0 }, both = { 0 };
 
     sb_two_node_host(sb, 0x29c0);
-    run(&r, "topo", "--sysfs-root", sb_root(sb), "--devices",
-        SB_GPU_A "," SB_GPU_B "," SB_GPU_D, NULL);
+    sb_write(sb, "sys/devices/system/node/node0/cpulist", "0-15\n");
+    sb_write(sb, "sys/devices/system/node/node1/cpulist", "16-31\n");
+    /* Default: GPUs and NICs only, named, with CPU and NUMA affinity. */
+    run(&r, "topo", "--sysfs-root", sb_root(sb), NULL);
     g_assert_cmpint(r.status, ==, 0);
-    g_assert_nonnull(strstr(r.out, "0000:03:00.0  X       PIX     SYS"));
-    g_assert_nonnull(strstr(r.out, SB_GPU_A " " SB_GPU_B " direct"));
+    g_assert_nonnull(strstr(r.out, "GPU0    X      PIX    PHB    NODE   "
+                                   "SYS    SYS    0-15           0\n"));
+    g_assert_nonnull(strstr(r.out, "NIC0    SYS"));
+    g_assert_nonnull(strstr(r.out, "16-31          1\n"));
+    g_assert_nonnull(strstr(r.out, "GPU0    " SB_GPU_A "  10de:2335"));
+    g_assert_nonnull(strstr(r.out, "NIC0    " SB_NIC "  15b3:101d"));
+    g_assert_nonnull(strstr(r.out, "P2P     GPU0"));
+    g_assert_nonnull(strstr(r.out, "  OK GPU0-GPU1: common upstream bridge "
+                                   "0000:01:00.0"));
+    g_assert_null(strstr(r.out, "0000:01:00.0  "));     /* no bridges */
+    g_assert_null(strstr(r.out, "DEVICE"));
+    /* One reason line holds every pair it applies to. */
+    g_assert_nonnull(strstr(r.out, "GPU0-GPU2, GPU0-GPU3"));
+
+    /* --all: every device, and every endpoint in the matrix. */
+    run(&all, "topo", "--sysfs-root", sb_root(sb), "--all", NULL);
+    g_assert_cmpint(all.status, ==, 0);
+    g_assert_nonnull(strstr(all.out, "DEVICE"));
+    g_assert_nonnull(strstr(all.out, "0000:01:00.0  1000:c010"));
+
+    /* --devices: the matrix of those, in BDF order whatever the order given. */
+    run(&some, "topo", "--sysfs-root", sb_root(sb), "--devices",
+        SB_GPU_D "," SB_GPU_A, NULL);
+    g_assert_cmpint(some.status, ==, 0);
+    g_assert_nonnull(strstr(some.out, "GPU0    " SB_GPU_A));
+    g_assert_nonnull(strstr(some.out, "GPU1    " SB_GPU_D));
+    g_assert_null(strstr(some.out, "GPU2"));
+
+    run(&both, "topo", "--sysfs-root", sb_root(sb), "--all", "--devices",
+        SB_GPU_A, NULL);
+    g_assert_cmpint(both.status, ==, 2);
+}
+
+/* Pairs in BDF order whatever order --devices gives; names, not BDFs, key. */
+static void test_topo_json_order(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_auto(Run) fwd = { 0 }, rev = { 0 };
+    g_autoptr(JsonParser) p = json_parser_new();
+    JsonObject *top, *link;
+    JsonArray *links;
+
+    sb_two_node_host(sb, 0x29c0);
+    run(&fwd, "topo", "--sysfs-root", sb_root(sb), "--devices",
+        SB_GPU_A "," SB_GPU_D "," SB_NIC, "--json", NULL);
+    run(&rev, "topo", "--sysfs-root", sb_root(sb), "--devices",
+        SB_NIC "," SB_GPU_D "," SB_GPU_A, "--json", NULL);
+    g_assert_cmpint(fwd.status, ==, 0);
+    g_assert_cmpstr(fwd.out, ==, rev.out);
+    top = parse_object(p, fwd.out);
+    g_assert_cmpint(json_object_get_int_member(top, "schema_version"), ==, 1);
+    links = json_object_get_array_member(top, "links");
+    g_assert_cmpuint(json_array_get_length(links), ==, 3);
+    link = json_array_get_object_element(links, 0);
+    g_assert_cmpstr(json_object_get_string_member(link, "a"), ==, SB_GPU_A);
+    g_assert_cmpstr(json_object_get_string_member(link, "b"), ==, SB_GPU_D);
+    g_assert_cmpstr(json_object_get_string_member(link, "a_name"), ==,
+                    "GPU0");
+    link = json_array_get_object_element(links, 2);
+    g_assert_cmpstr(json_object_get_string_member(link, "a_name"), ==,
+                    "GPU1");
+    g_assert_cmpstr(json_object_get_string_member(link, "b_name"), ==,
+                    "NIC0");
 }
 
 static void test_plan_json(void)
@@ -277,10 +340,14 @@ static JsonObject *check_item(JsonParser *p, const char *out,
                               const char *name)
 {
     g_autoptr(GError) err = NULL;
+    JsonObject *top;
     JsonArray *items;
 
     g_assert_true(json_parser_load_from_data(p, out, -1, &err));
-    items = json_node_get_array(json_parser_get_root(p));
+    top = json_node_get_object(json_parser_get_root(p));
+    g_assert_cmpint(json_object_get_int_member(top, "schema_version"), ==,
+                    1);
+    items = json_object_get_array_member(top, "items");
     return find_by(items, "item", name);
 }
 
@@ -499,6 +566,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cli/topo/json-fixture", test_topo_json_fixture);
     g_test_add_func("/cli/topo/text", test_topo_text);
+    g_test_add_func("/cli/topo/json-order", test_topo_json_order);
     g_test_add_func("/cli/plan/json", test_plan_json);
     g_test_add_func("/cli/exit-codes", test_exit_codes);
     g_test_add_func("/cli/plan/too-many-cliques", test_too_many_cliques_exit);

@@ -162,7 +162,7 @@ def test(t):
     p = run("check", "--sysfs-root", HOST, "--devices",
             "0000:03:00.0,0000:04:00.0", "--qemu", "/bin/false", "--json")
     import json
-    items = {i["item"]: i for i in json.loads(p.stdout)}
+    items = {i["item"]: i for i in json.loads(p.stdout)["items"]}
     t.eq(items["IOMMU"]["verdict"], "ok", "check: IOMMU on")
     t.eq(items["0000:03:00.0 driver"]["verdict"], "fail",
          "check: a GPU not on vfio-pci fails")

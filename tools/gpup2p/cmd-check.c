@@ -54,18 +54,38 @@ typedef struct {
 /* QEMU q35's pci-hole64-size when libvirt sets no <pcihole64>. */
 #define Q35_DEFAULT_HOLE64 (32ULL << 30)
 
-static void item(Report *r, ItemState st, const char *what,
-                 const char *detail, const char *fix)
+/*
+ * One item: @check names it ("driver", "P2P", ...), @a and @b are the
+ * devices it is about (or NULL). Text shows "BDF check" or "P2P a-b";
+ * JSON keeps the name and the devices apart.
+ */
+static void item_for(Report *r, ItemState st, const char *check,
+                     const GpDevice *a, const GpDevice *b,
+                     const char *detail, const char *fix)
 {
     static const char *const names[] = { "ok", "warn", "fail", "untested" };
+    g_autofree char *label =
+        b ? g_strdup_printf("%s %s-%s", check, a->bdf + 5, b->bdf + 5) :
+        a ? g_strdup_printf("%s %s", a->bdf, check) : g_strdup(check);
 
     r->fails += st == ITEM_FAIL;
     r->warns += st == ITEM_WARN;
     r->untested += st == ITEM_UNTESTED;
     if (r->as_json) {
         json_builder_begin_object(r->json);
+        json_builder_set_member_name(r->json, "check");
+        json_builder_add_string_value(r->json, check);
+        json_builder_set_member_name(r->json, "devices");
+        json_builder_begin_array(r->json);
+        if (a) {
+            json_builder_add_string_value(r->json, a->bdf);
+        }
+        if (b) {
+            json_builder_add_string_value(r->json, b->bdf);
+        }
+        json_builder_end_array(r->json);
         json_builder_set_member_name(r->json, "item");
-        json_builder_add_string_value(r->json, what);
+        json_builder_add_string_value(r->json, label);
         json_builder_set_member_name(r->json, "verdict");
         json_builder_add_string_value(r->json, names[st]);
         json_builder_set_member_name(r->json, "detail");
@@ -77,10 +97,16 @@ static void item(Report *r, ItemState st, const char *what,
         json_builder_end_object(r->json);
         return;
     }
-    printf("%-8s %-26s %s\n", names[st], what, detail);
+    printf("%-8s %-26s %s\n", names[st], label, detail);
     if (fix && st != ITEM_OK) {
         printf("         fix: %s\n", fix);
     }
+}
+
+static void item(Report *r, ItemState st, const char *what,
+                 const char *detail, const char *fix)
+{
+    item_for(r, st, what, NULL, NULL, detail, fix);
 }
 
 static char *size_text(guint64 bytes)
@@ -425,7 +451,6 @@ static void check_interrupt_remapping(Check *c)
 
 static void check_gpu_binding(Check *c, const GpDevice *g)
 {
-    g_autofree char *what = g_strdup_printf("%s driver", g->bdf);
     g_autofree char *detail = g_strdup_printf("bound to %s", g->driver ?
                                               g->driver : "nothing");
     g_autofree char *fix = g_strdup_printf(
@@ -434,12 +459,10 @@ static void check_gpu_binding(Check *c, const GpDevice *g)
     g_autoptr(GString) others = g_string_new(NULL);
     guint j;
 
-    item(c->r, !g_strcmp0(g->driver, "vfio-pci") ? ITEM_OK : ITEM_FAIL,
-         what, detail, fix);
-    g_free(what);
-    what = g_strdup_printf("%s IOMMU group", g->bdf);
+    item_for(c->r, !g_strcmp0(g->driver, "vfio-pci") ? ITEM_OK : ITEM_FAIL,
+             "driver", g, NULL, detail, fix);
     if (g->iommu_group < 0) {
-        item(c->r, ITEM_FAIL, what, "in no IOMMU group (the IOMMU is off "
+        item_for(c->r, ITEM_FAIL, "IOMMU group", g, NULL, "in no IOMMU group (the IOMMU is off "
              "for it), so VFIO cannot take it",
              "turn the IOMMU on (see the IOMMU item)");
         return;
@@ -459,7 +482,8 @@ static void check_gpu_binding(Check *c, const GpDevice *g)
                         others->str) :
         g_strdup_printf("group %d holds no device outside vfio-pci",
                         g->iommu_group);
-    item(c->r, others->len ? ITEM_FAIL : ITEM_OK, what, detail,
+    item_for(c->r, others->len ? ITEM_FAIL : ITEM_OK, "IOMMU group", g, NULL,
+             detail,
          "bind every device of the group to vfio-pci and give them all to "
          "the same VM, or separate them (ACS on the path)");
 }
@@ -511,17 +535,15 @@ static void check_pairs(Check *c)
         for (j = i + 1; j < c->gpus->len; j++) {
             const GpDevice *a = g_ptr_array_index(c->gpus, i);
             const GpDevice *b = g_ptr_array_index(c->gpus, j);
-            g_autofree char *what = g_strdup_printf("P2P %s-%s", a->bdf + 5,
-                                                    b->bdf + 5);
             g_autofree char *detail = NULL;
             GpP2pVerdict v;
 
             gp_p2p_verdict(c->topo, a, b, &v);
             detail = g_strdup_printf("%s (%s): %s", gp_p2p_kind_name(v.kind),
                 gp_path_type_name(gp_path_classify(a, b)), v.reason);
-            item(c->r, gp_p2p_possible(v.kind) ? ITEM_OK :
-                 v.kind == GP_P2P_UNKNOWN ? ITEM_UNTESTED : ITEM_WARN,
-                 what, detail, p2p_fix(c, a, b, &v));
+            item_for(c->r, gp_p2p_possible(v.kind) ? ITEM_OK :
+                     v.kind == GP_P2P_UNKNOWN ? ITEM_UNTESTED : ITEM_WARN,
+                     "P2P", a, b, detail, p2p_fix(c, a, b, &v));
             gp_p2p_verdict_clear(&v);
         }
     }
@@ -772,13 +794,27 @@ static GPtrArray *select_gpus(const GpTopology *topo, char **bdfs,
     return gp_cli_select(topo, bdfs, gp_device_is_nvidia_gpu, errp);
 }
 
-static int report_end(Report *r, JsonBuilder *jb, bool as_json,
-                      bool with_domain)
+static int report_end(Report *r, bool with_domain)
 {
-    json_builder_end_array(jb);
-    if (as_json) {
-        g_autoptr(JsonNode) node = json_builder_get_root(jb);
+    int status = r->fails ? GP_EXIT_NOT_READY :
+                 r->untested ? GP_EXIT_UNTESTED : GP_EXIT_OK;
 
+    json_builder_end_array(r->json);
+    if (r->as_json) {
+        g_autoptr(JsonNode) node = NULL;
+
+        json_builder_set_member_name(r->json, "failed");
+        json_builder_add_int_value(r->json, r->fails);
+        json_builder_set_member_name(r->json, "warnings");
+        json_builder_add_int_value(r->json, r->warns);
+        json_builder_set_member_name(r->json, "untested");
+        json_builder_add_int_value(r->json, r->untested);
+        json_builder_set_member_name(r->json, "ready");
+        json_builder_add_string_value(r->json, status == GP_EXIT_OK ? "yes" :
+                                      status == GP_EXIT_NOT_READY ? "no" :
+                                      "not fully checked");
+        json_builder_end_object(r->json);
+        node = json_builder_get_root(r->json);
         gp_cli_print_json(node);
     } else {
         if (!with_domain) {
@@ -788,8 +824,7 @@ static int report_end(Report *r, JsonBuilder *jb, bool as_json,
         printf("%u failed, %u warnings, %u untested\n", r->fails, r->warns,
                r->untested);
     }
-    return r->fails ? GP_EXIT_NOT_READY :
-           r->untested ? GP_EXIT_UNTESTED : GP_EXIT_OK;
+    return status;
 }
 
 int gp_cmd_check(int argc, char **argv)
@@ -849,6 +884,10 @@ int gp_cmd_check(int argc, char **argv)
     c.dom = dom;
     c.qemu = qemu ? qemu : dom && dom->emulator ? dom->emulator :
              root ? NULL : "qemu-system-x86_64";
+    json_builder_begin_object(jb);
+    json_builder_set_member_name(jb, "schema_version");
+    json_builder_add_int_value(jb, GP_JSON_SCHEMA_VERSION);
+    json_builder_set_member_name(jb, "items");
     json_builder_begin_array(jb);
     check_iommu(&c);
     check_interrupt_remapping(&c);
@@ -871,5 +910,5 @@ int gp_cmd_check(int argc, char **argv)
     if (dom) {
         check_domain(&c, need);
     }
-    return report_end(&r, jb, json, dom != NULL);
+    return report_end(&r, dom != NULL);
 }
