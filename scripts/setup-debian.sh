@@ -45,9 +45,10 @@ apt-get install -y -q --no-install-recommends \
 # The libvirt tests: virt-xml-validate, virsh and libvirtd.
 apt-get install -y -q --no-install-recommends \
     libvirt-clients libvirt-daemon-system
-# libFuzzer targets (tests/fuzz) and the kernel helper's DKMS package.
+# libFuzzer targets (tests/fuzz), the kernel helper's DKMS package, and
+# groff, which judges the man pages.
 apt-get install -y -q --no-install-recommends \
-    clang libclang-rt-dev dkms
+    clang libclang-rt-dev dkms groff-base
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     meson python3-pycotap
 
@@ -55,7 +56,7 @@ apt-get install -y -q --no-install-recommends -t bookworm-backports \
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     qemu-system-x86 qemu-system-data seabios ipxe-qemu
 apt-get install -y -q --no-install-recommends \
-    busybox-static cpio xz-utils zstd kmod pciutils python3
+    busybox-static cpio xz-utils zstd kmod pciutils procps python3
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     linux-headers-amd64
 

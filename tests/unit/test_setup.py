@@ -4,12 +4,12 @@
 module the build, the tests and the scripts call.
 
 The judge is dpkg: each program is looked up on this machine's system path
-and `dpkg -S` names the package that owns it; that package must be one
-setup installs, or one every Debian system has (Priority required or
-important). Programs are both declared (tests/unit/programs.txt) and found
-by scanning the shell scripts and Python subprocess calls, so a call that
-nobody declared fails here. A program that is not installed fails; nothing
-is skipped."""
+and `dpkg -S` names the package that owns it; the declared package must
+bring it, and be one setup installs or one even a minimal debootstrap has
+(Priority required). Programs are both declared (tests/unit/programs.txt)
+and found by scanning the shell scripts, Python subprocess calls and meson
+files, so a call that nobody declared fails here. A program that is not
+installed fails; nothing is skipped."""
 
 import ast
 import os
@@ -277,8 +277,7 @@ def provides(declared, got):
 def essential(pkg):
     p = subprocess.run(["dpkg-query", "-W", "-f", "${Priority} ${Essential}",
                         pkg], capture_output=True, text=True)
-    return p.returncode == 0 and (p.stdout.split()[0] in ("required",
-                                                          "important") or
+    return p.returncode == 0 and (p.stdout.split()[0] == "required" or
                                   p.stdout.endswith("yes"))
 
 
@@ -329,7 +328,7 @@ def main():
              "%s comes with %s" % (prog, pkg),
              "dpkg -S %s says %s" % (path, got))
         t.ok(pkg in in_setup or essential(pkg),
-             "%s is installed by setup or on every Debian system" % pkg,
+             "%s is installed by setup or Priority required" % pkg,
              "add %s to scripts/setup-debian.sh" % pkg)
 
     for dep in sorted(deps):

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpup2p-version.h"
 
 static const struct {
     const char *name;
@@ -28,7 +29,8 @@ static void usage(FILE *out)
 {
     size_t i;
 
-    fprintf(out, "Usage: gpup2p COMMAND [OPTIONS]\n\nCommands:\n");
+    fprintf(out, "Usage: gpup2p COMMAND [OPTIONS]\n"
+            "       gpup2p --version\n\nCommands:\n");
     for (i = 0; i < G_N_ELEMENTS(commands); i++) {
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     }
@@ -143,10 +145,18 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         !strcmp(argv[1], "help")) {
         usage(stdout);
-        return GP_EXIT_OK;
+        return finish_output(GP_EXIT_OK);
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        printf("gpup2p %s\n", GP_VERSION);
+        return finish_output(GP_EXIT_OK);
     }
     for (i = 0; i < G_N_ELEMENTS(commands); i++) {
         if (!strcmp(argv[1], commands[i].name)) {
+            g_autofree char *prgname = g_strdup_printf("gpup2p %s", argv[1]);
+
+            /* "Usage: gpup2p topo [OPTION...]" in each command's --help. */
+            g_set_prgname(prgname);
             return finish_output(commands[i].fn(argc - 1, argv + 1));
         }
     }
