@@ -39,12 +39,13 @@ apt-get update -q
 
 # Build and unit tests.
 apt-get install -y -q --no-install-recommends \
-    gcc libc6-dev make pkg-config ninja-build git ca-certificates \
+    gcc libc6-dev make binutils pkg-config ninja-build git ca-certificates \
     libglib2.0-dev libjson-glib-dev libxml2-dev libxml2-utils \
     libvirt-dev libibverbs-dev rdma-core ibverbs-providers
-# The libvirt tests: virt-xml-validate, virsh and libvirtd.
+# The libvirt tests: virt-xml-validate, virsh and libvirtd; the host
+# topology service's unit is checked by systemd-analyze.
 apt-get install -y -q --no-install-recommends \
-    libvirt-clients libvirt-daemon-system
+    libvirt-clients libvirt-daemon-system systemd
 # libFuzzer targets (tests/fuzz), the kernel helper's DKMS package, and
 # groff, which judges the man pages.
 apt-get install -y -q --no-install-recommends \

@@ -12,6 +12,7 @@ files, so a call that nobody declared fails here. A program that is not
 installed fails; nothing is skipped."""
 
 import ast
+import functools
 import os
 import re
 import shutil
@@ -89,7 +90,8 @@ def _subshells(line):
             while j < len(line) and depth:
                 depth += {"(": 1, ")": -1}.get(line[j], 0)
                 j += 1
-            found.append(line[i + 2:j - 1])
+            # Unclosed on this line: the rest of it is inside.
+            found.append(line[i + 2:j - 1] if depth == 0 else line[i + 2:])
             out.append(" X ")
             i = j
         elif line[i] == "`":
@@ -130,10 +132,10 @@ def shell_commands(text, functions=()):
         line = todo.pop()
         line = re.sub(r"(^|\s)#.*", "", line)
         line = re.sub(r"\$\(\(.*?\)\)", " X ", line)
-        line = re.sub(r"\$\{[^}]*\}", "X", line)
         line = re.sub(r"'[^']*'", " Q ", line)
         subs, line = _subshells(line)
         todo.extend(subs)
+        line = re.sub(r"\$\{[^}]*(\}|$)", "X", line)
         line = re.sub(r'"[^"]*"', " Q ", line)
         for seg in re.split(r"&&|\|\||[;|(){}&]|\bthen\b|\bdo\b|\belse\b",
                             line):
@@ -238,20 +240,31 @@ def scan():
     return progs, mods - local_mods, deps
 
 
-def owner(path):
-    """The package owning @path: its own name first (dpkg knows links such
-    as /usr/bin/python3), then the /bin name (usrmerge), then the file
-    the link leads to (alternatives)."""
+def owner_candidates(path):
+    """Names dpkg may know @path by: itself (links such as
+    /usr/bin/python3), its /bin name (usrmerge), the file the link leads
+    to (alternatives) and that file's /bin name."""
     real = os.path.realpath(path)
-    for cand in (path, path.replace("/usr/", "/", 1), real,
-                 real.replace("/usr/", "/", 1)):
-        p = subprocess.run(["dpkg", "-S", cand], capture_output=True,
-                           text=True)
-        if p.returncode == 0:
-            return p.stdout.split(":")[0].split(",")[0].strip()
-    return None
+    return [path, path.replace("/usr/", "/", 1), real,
+            real.replace("/usr/", "/", 1)]
 
 
+def owners(paths):
+    """{path: package} for every path dpkg knows, in one dpkg -S call."""
+    cands = sorted({c for p in paths for c in owner_candidates(p)})
+    out = subprocess.run(["dpkg", "-S"] + cands, capture_output=True,
+                         text=True).stdout
+    known = {}
+    for line in out.splitlines():
+        if line.startswith("diversion by ") or ": " not in line:
+            continue
+        pkgs, f = line.split(": ", 1)
+        known.setdefault(f.strip(), pkgs.split(",")[0].split(":")[0].strip())
+    return {p: next((known[c] for c in owner_candidates(p) if c in known),
+                    None) for p in paths}
+
+
+@functools.lru_cache(maxsize=None)
 def depends(pkg):
     """Names @pkg depends on (Depends and Pre-Depends, alternatives too)."""
     p = subprocess.run(["dpkg-query", "-W", "-f",
@@ -274,6 +287,7 @@ def provides(declared, got):
     return got in first or any(got in depends(d) for d in first)
 
 
+@functools.lru_cache(maxsize=None)
 def essential(pkg):
     p = subprocess.run(["dpkg-query", "-W", "-f", "${Priority} ${Essential}",
                         pkg], capture_output=True, text=True)
@@ -304,9 +318,10 @@ def main():
     # The scanner must find a call it was not told of.
     sample = ('#!/bin/sh\nf() { :; }\nX=1 frobnicate -a "$(quux -b)" | '
               'sort\nf\nfor i in a b; do zork $i; done\ncat <<EOF\nnope\n'
-              'EOF\n')
+              'EOF\nv=${V:-$(head -1 x ||\n    uname -r)}\n'
+              "sed -e 's/$(src)/x/' y\n")
     t.ok(shell_commands(sample) == {"frobnicate", "quux", "sort", "zork",
-                                    "cat"},
+                                    "cat", "head", "uname", "sed"},
          "the shell scanner finds calls in command position",
          sorted(shell_commands(sample)))
 
@@ -318,12 +333,15 @@ def main():
          "\n".join("%s (called in %s)" % (p, ", ".join(w))
                    for p, w in sorted(undeclared.items())))
 
+    found = {prog: shutil.which(prog, path=SYSTEM_PATH)
+             for prog in declared}
+    owner_of = owners([p for p in found.values() if p])
     for prog, pkg in sorted(declared.items()):
-        path = shutil.which(prog, path=SYSTEM_PATH)
+        path = found[prog]
         if not t.ok(path is not None, "%s is installed" % prog,
                     "not on %s; setup must install %s" % (SYSTEM_PATH, pkg)):
             continue
-        got = owner(path)
+        got = owner_of[path]
         t.ok(got is not None and provides(pkg, got),
              "%s comes with %s" % (prog, pkg),
              "dpkg -S %s says %s" % (path, got))
@@ -338,7 +356,7 @@ def main():
         if not t.ok(p.returncode == 0 and pc, "pkg-config finds %s" % dep,
                     p.stderr):
             continue
-        got = owner(pc)
+        got = owners([pc])[pc]
         t.ok(got in in_setup, "%s (%s) is installed by setup" % (dep, got),
              "dpkg -S %s says %s; add it to scripts/setup-debian.sh"
              % (pc, got))
