@@ -479,6 +479,23 @@ static const char domain_xml[] =
     "domain='0x0000' bus='0x04' slot='0x00' function='0x0'/></source>"
     "</hostdev>\n  </devices>\n</domain>\n";
 
+static void validate_domain(const char *path)
+{
+    const char *argv[] = { "virt-xml-validate", path, "domain", NULL };
+    g_autoptr(GError) err = NULL;
+    g_autofree char *out = NULL, *errout = NULL;
+    int status;
+
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL,
+                               G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
+                               &errout, &status, &err));
+    g_assert_no_error(err);
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+        g_printerr("%s%s", out, errout);
+    }
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* --domain: its <emulator>, hidden KVM, address bits and aperture. */
 static void test_check_domain(void)
 {
@@ -498,6 +515,9 @@ static void test_check_domain(void)
     g_autoptr(JsonParser) p = json_parser_new();
     JsonObject *o;
 
+    /* libvirt's own schema judges the domains these cases use. */
+    validate_domain(good);
+    validate_domain(bad);
     ready_host(sb, 0x2020);
     run(&r, "check", "--sysfs-root", sb_root(sb), "--domain", good, "--json",
         NULL);
