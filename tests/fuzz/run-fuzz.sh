@@ -19,8 +19,11 @@ mkdir -p "$out"
 # shellcheck disable=SC2046
 if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined -I"$top/include" -I"$top/lib" \
-        $(pkg-config --cflags glib-2.0) "$here/$target.c" "$@" \
-        $(pkg-config --libs glib-2.0) -o "$out/$target"; then
+        -DGP_SOURCE_ROOT="\"$top\"" \
+        $(pkg-config --cflags glib-2.0 json-glib-1.0 libxml-2.0) \
+        "$here/$target.c" "$@" \
+        $(pkg-config --libs glib-2.0 json-glib-1.0 libxml-2.0) \
+        -o "$out/$target"; then
     echo "run-fuzz: building $target failed" >&2
     exit 1
 fi
