@@ -26,7 +26,7 @@ static gboolean copy_file(const char *src, const char *dst, GError **errp)
     gsize len;
 
     if (!g_file_get_contents(src, &data, &len, NULL)) {
-        return TRUE;            /* absent or unreadable attributes are skipped */
+        return TRUE;    /* absent or unreadable attributes are skipped */
     }
     return g_file_set_contents_full(dst, data, (gssize)len,
                                     G_FILE_SET_CONTENTS_CONSISTENT, 0644,

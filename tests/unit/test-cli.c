@@ -591,7 +591,8 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/exit-codes", test_exit_codes);
     g_test_add_func("/cli/plan/too-many-cliques", test_too_many_cliques_exit);
     g_test_add_func("/cli/snapshot/round-trip", test_snapshot_round_trip);
-    g_test_add_func("/cli/snapshot/failure", test_snapshot_failure_leaves_nothing);
+    g_test_add_func("/cli/snapshot/failure",
+                    test_snapshot_failure_leaves_nothing);
     g_test_add_func("/cli/check/capture", test_check_capture);
     g_test_add_func("/cli/check/advice", test_check_advice);
     g_test_add_func("/cli/check/domain", test_check_domain);

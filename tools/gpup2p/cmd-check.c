@@ -301,7 +301,7 @@ static bool domain_read_numbers(Domain *d, xmlXPathContextPtr ctx,
         "string(/domain/devices/controller[@type='pci' and "
         "(@model='pcie-root' or @model='pci-root')]/pcihole64/@unit)");
     g_autofree char *bits = xpath_string(ctx,
-                                         "string(/domain/cpu/maxphysaddr/@bits)");
+        "string(/domain/cpu/maxphysaddr/@bits)");
     g_autofree char *limit = xpath_string(ctx,
         "string(/domain/cpu/maxphysaddr/@limit)");
     guint64 v;
@@ -462,9 +462,9 @@ static void check_gpu_binding(Check *c, const GpDevice *g)
     item_for(c->r, !g_strcmp0(g->driver, "vfio-pci") ? ITEM_OK : ITEM_FAIL,
              "driver", g, NULL, detail, fix);
     if (g->iommu_group < 0) {
-        item_for(c->r, ITEM_FAIL, "IOMMU group", g, NULL, "in no IOMMU group (the IOMMU is off "
-             "for it), so VFIO cannot take it",
-             "turn the IOMMU on (see the IOMMU item)");
+        item_for(c->r, ITEM_FAIL, "IOMMU group", g, NULL,
+                 "in no IOMMU group (the IOMMU is off for it), so VFIO "
+                 "cannot take it", "turn the IOMMU on (see the IOMMU item)");
         return;
     }
     for (j = 0; j < c->topo->devices->len; j++) {
