@@ -16,9 +16,14 @@ if ! command -v clang > /dev/null; then
     exit 1
 fi
 mkdir -p "$out"
+# The include directories of the top meson.build's 'inc', where present.
+incs=
+for d in include kernel/include lib; do
+    [ -d "$top/$d" ] && incs="$incs -I$top/$d"
+done
 # shellcheck disable=SC2046
 if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
-        -fno-sanitize-recover=undefined -I"$top/include" -I"$top/lib" \
+        -fno-sanitize-recover=undefined $incs \
         -DGP_SOURCE_ROOT="\"$top\"" \
         $(pkg-config --cflags glib-2.0 json-glib-1.0 libxml-2.0) \
         "$here/$target.c" "$@" \
