@@ -239,6 +239,14 @@ static bool read_bars(GpDevice *dev, const char *dir, GError **errp)
     return true;
 }
 
+static bool is_vf(const char *dir)
+{
+    g_autofree char *physfn = g_build_filename(dir, "physfn", NULL);
+    g_autofree char *target = gp_sysfs_read_link_text(physfn);
+
+    return target != NULL;
+}
+
 /*
  * Config space as read: short (an unprivileged read gives 64 bytes) is
  * fine and counted; bytes that contradict the vendor attribute or hold a
@@ -261,7 +269,10 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
     if (len < GP_PCICFG_STD_SIZE) {
         topo->config_truncated++;
     }
-    if (gp_pcicfg_read16(dev->config, 0, &vendor) && vendor != dev->vendor) {
+    /* A VF's config space reads vendor 0xffff (PCIe SR-IOV): only sysfs
+     * names it. */
+    if (gp_pcicfg_read16(dev->config, 0, &vendor) && vendor != dev->vendor &&
+        !(vendor == 0xffff && is_vf(dir))) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
                     "%s: vendor id 0x%04x in config space, but the vendor "
                     "attribute says 0x%04x", path, vendor, dev->vendor);
@@ -368,9 +379,9 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
     return read_int_attr(dir, "numa_node", -1, -1, 65535, &dev->numa_node,
                          errp) &&
            read_iommu_group(dir, &dev->iommu_group, errp) &&
-           read_int_attr(dir, "current_link_width", 0, 0, 32,
+           read_int_attr(dir, "current_link_width", 0, 0, 63,
                          &dev->link_width, errp) &&
-           read_int_attr(dir, "max_link_width", 0, 0, 32,
+           read_int_attr(dir, "max_link_width", 0, 0, 63,
                          &dev->max_link_width, errp) &&
            read_config(dev, dir, topo, errp) &&
            read_bars(dev, dir, errp) &&

@@ -417,6 +417,32 @@ static void test_misread_config(void)
     expect_misread(loop, "0000:04:00.0/config", "loops");
 }
 
+/* A VF's config space reads vendor 0xffff: that is no misread. */
+static void test_vf_config_vendor(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) not_vf = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *path = NULL, *link = NULL;
+    g_autofree gchar *cfg = NULL;
+    gsize len;
+
+    sb_two_node_host(sb, 0x29c0);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+    cfg[0] = cfg[1] = (char)0xff;
+    set_attr(sb, SB_GPU_B, "config", cfg, (gssize)len);
+    link = g_build_filename(dir, "physfn", NULL);
+    g_assert_cmpint(symlink("../0000:02:01.0", link), ==, 0);
+    t = read_ok(sb_root(sb));
+    g_assert_cmphex(gp_topo_find(t, SB_GPU_B)->vendor, ==, 0x10de);
+
+    sb_two_node_host(not_vf, 0x29c0);
+    set_attr(not_vf, SB_GPU_B, "config", cfg, (gssize)len);
+    expect_misread(not_vf, "0000:04:00.0/config", "0xffff");
+}
+
 static void test_misread_cpuinfo(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -447,5 +473,6 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/misread/iommu-group", test_misread_iommu_group);
     g_test_add_func("/topo/misread/config", test_misread_config);
     g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);
+    g_test_add_func("/topo/vf-config-vendor", test_vf_config_vendor);
     return g_test_run();
 }
