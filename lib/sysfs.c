@@ -157,10 +157,10 @@ static bool read_cpulist(const char *dir, const char *name, char **out,
     g_autofree char *text = read_attr(dir, name);
 
     *out = NULL;
-    if (!text) {
-        return true;
+    if (!text || !text[0]) {
+        return true;            /* absent, or no CPU listed */
     }
-    if (!text[0] || strspn(text, "0123456789,-") != strlen(text)) {
+    if (strspn(text, "0123456789,-") != strlen(text)) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
                     "%s/%s: '%s' is not a CPU list", dir, name, text);
         return false;
