@@ -558,7 +558,12 @@ static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
     return device_read_attrs(topo, dev, errp);
 }
 
-static void link_physfns(GpTopology *topo)
+/*
+ * A VF's physfn link names its PF, which sits beside it (same upstream
+ * bridge) and is no VF itself; anything else would make the upstream walk
+ * of the P2P rules loop, so it is refused naming the link.
+ */
+static bool link_physfns(GpTopology *topo, GError **errp)
 {
     guint i;
 
@@ -567,11 +572,32 @@ static void link_physfns(GpTopology *topo)
         g_autofree char *dir = g_build_filename(topo->sys, dev->sysfs_path,
                                                 NULL);
         g_autofree char *pf = link_basename(dir, "physfn");
+        GpDevice *pfdev;
 
-        if (pf) {
-            dev->physfn = gp_topo_find(topo, pf);
+        if (!pf) {
+            continue;
+        }
+        pfdev = gp_topo_find(topo, pf);
+        if (!pfdev || pfdev == dev || pfdev->parent != dev->parent ||
+            pfdev->host != dev->host) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s/physfn: '%s' is not a device beside %s",
+                        dir, pf, dev->bdf);
+            return false;
+        }
+        dev->physfn = pfdev;
+    }
+    for (i = 0; i < topo->devices->len; i++) {
+        GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+        if (dev->physfn && dev->physfn->physfn) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s/physfn: the PF %s is itself a VF",
+                        dev->sysfs_path, dev->physfn->bdf);
+            return false;
         }
     }
+    return true;
 }
 
 GpTopology *gp_topo_read(const char *root, GError **errp)
@@ -606,7 +632,9 @@ GpTopology *gp_topo_read(const char *root, GError **errp)
             return NULL;
         }
     }
-    link_physfns(topo);
+    if (!link_physfns(topo, errp)) {
+        return NULL;
+    }
     gp_topo_finish(topo);
     if (!read_cpuinfo(topo, errp)) {
         return NULL;

@@ -3,8 +3,9 @@
  * libFuzzer target: the sysfs and cpuinfo parsers, end to end through
  * gp_topo_read() on a small tree whose files take the input. Fields are
  * separated by 0x1e: numa_node, resource, current_link_width, class,
- * iommu_group link text, proc/cpuinfo, config. An absent field leaves the
- * file out. A read either gives a topology or an error with a message.
+ * iommu_group link text, proc/cpuinfo, config, local_cpulist, physfn link
+ * text. An absent field leaves the file out. A read either gives a
+ * topology or an error with a message.
  */
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -23,7 +24,7 @@ static char *root, *dev_dir, *cpuinfo;
 
 static const char *const fields[] = {
     "numa_node", "resource", "current_link_width", "class", "iommu_group",
-    "cpuinfo", "config",
+    "cpuinfo", "config", "local_cpulist", "physfn",
 };
 
 static void put(const char *dir, const char *name, const char *text)
@@ -93,7 +94,7 @@ static void set_field(const char *name, const uint8_t *bytes, size_t len)
     if (!bytes) {
         return;
     }
-    if (!strcmp(name, "iommu_group")) {
+    if (!strcmp(name, "iommu_group") || !strcmp(name, "physfn")) {
         if (symlink(text, path) && errno != ENOENT) {
             abort();
         }

@@ -417,30 +417,47 @@ static void test_misread_config(void)
     expect_misread(loop, "0000:04:00.0/config", "loops");
 }
 
-/* A VF's config space reads vendor 0xffff: that is no misread. */
-static void test_vf_config_vendor(void)
+/*
+ * A VF's config space reads vendor 0xffff: that is no misread. Its physfn
+ * must name a device beside it, or the upstream walk could loop.
+ */
+static void test_vf(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
     g_autoptr(SysfsBuilder) not_vf = sb_new();
+    g_autoptr(SysfsBuilder) bad_pf = sb_new();
     g_autoptr(GpTopology) t = NULL;
     g_autofree char *dir = NULL, *path = NULL, *link = NULL;
+    g_autofree char *bad_dir = NULL, *bad_link = NULL;
     g_autofree gchar *cfg = NULL;
+    const char *vf = "0000:04:00.1";
     gsize len;
 
     sb_two_node_host(sb, 0x29c0);
-    dir = sb_device_dir(sb, SB_GPU_B);
+    sb_add(sb, "0000:02:01.0", vf, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0,
+           12, "vfio-pci");
+    dir = sb_device_dir(sb, vf);
     path = g_build_filename(dir, "config", NULL);
     g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
     cfg[0] = cfg[1] = (char)0xff;
-    set_attr(sb, SB_GPU_B, "config", cfg, (gssize)len);
+    set_attr(sb, vf, "config", cfg, (gssize)len);
     link = g_build_filename(dir, "physfn", NULL);
-    g_assert_cmpint(symlink("../0000:02:01.0", link), ==, 0);
+    g_assert_cmpint(symlink("../0000:04:00.0", link), ==, 0);
     t = read_ok(sb_root(sb));
-    g_assert_cmphex(gp_topo_find(t, SB_GPU_B)->vendor, ==, 0x10de);
+    g_assert_cmphex(gp_topo_find(t, vf)->vendor, ==, 0x10de);
+    g_assert_true(gp_topo_find(t, vf)->physfn == gp_topo_find(t, SB_GPU_B));
 
+    /* Without physfn, 0xffff contradicts the vendor attribute. */
     sb_two_node_host(not_vf, 0x29c0);
     set_attr(not_vf, SB_GPU_B, "config", cfg, (gssize)len);
     expect_misread(not_vf, "0000:04:00.0/config", "0xffff");
+
+    /* A physfn naming the device's own port is refused. */
+    sb_two_node_host(bad_pf, 0x29c0);
+    bad_dir = sb_device_dir(bad_pf, SB_GPU_B);
+    bad_link = g_build_filename(bad_dir, "physfn", NULL);
+    g_assert_cmpint(symlink("../../0000:02:01.0", bad_link), ==, 0);
+    expect_misread(bad_pf, "0000:04:00.0/physfn", "0000:02:01.0");
 }
 
 static void test_misread_cpuinfo(void)
@@ -473,6 +490,6 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/misread/iommu-group", test_misread_iommu_group);
     g_test_add_func("/topo/misread/config", test_misread_config);
     g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);
-    g_test_add_func("/topo/vf-config-vendor", test_vf_config_vendor);
+    g_test_add_func("/topo/vf", test_vf);
     return g_test_run();
 }
