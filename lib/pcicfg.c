@@ -4,11 +4,6 @@
 
 #include "gpup2p/pcicfg.h"
 
-#define PCI_STATUS              0x06
-#define PCI_STATUS_CAP_LIST     0x10
-#define PCI_HEADER_TYPE         0x0e
-#define PCI_CAPABILITY_LIST     0x34
-
 void gp_pcicfg_init(GpPciConfig *cfg, const uint8_t *bytes, size_t len)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -54,7 +49,7 @@ uint8_t gp_pcicfg_header_type(const GpPciConfig *cfg)
 {
     uint8_t ht = 0;
 
-    gp_pcicfg_read8(cfg, PCI_HEADER_TYPE, &ht);
+    gp_pcicfg_read8(cfg, GP_PCI_HEADER_TYPE, &ht);
     return ht & 0x7f;
 }
 
@@ -119,14 +114,14 @@ bool gp_pcicfg_walk_caps(const GpPciConfig *cfg, GpPciCapList *list,
     size_t i;
 
     list->count = 0;
-    if (!gp_pcicfg_read16(cfg, PCI_STATUS, &status) ||
-        !gp_pcicfg_read8(cfg, PCI_CAPABILITY_LIST, &ptr)) {
+    if (!gp_pcicfg_read16(cfg, GP_PCI_STATUS, &status) ||
+        !gp_pcicfg_read8(cfg, GP_PCI_CAPABILITY_LIST, &ptr)) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INCOMPLETE,
                     "config space holds %zu bytes, too few for the header",
                     cfg->len);
         return false;
     }
-    if (!(status & PCI_STATUS_CAP_LIST)) {
+    if (!(status & GP_PCI_STATUS_CAP_LIST)) {
         return true;
     }
     ptr &= 0xfc;

@@ -10,6 +10,7 @@ static void device_free(gpointer p)
     GpDevice *dev = p;
 
     g_free(dev->driver);
+    g_free(dev->cpu_affinity);
     g_free(dev->sysfs_path);
     g_free(dev->config);
     g_free(dev->link_speed);
@@ -191,6 +192,43 @@ bool gp_device_is_nvidia_gpu(const GpDevice *dev)
     return dev->vendor == 0x10de && gp_device_is_gpu(dev);
 }
 
+bool gp_device_is_nic(const GpDevice *dev)
+{
+    unsigned cls = dev->class_code >> 8;
+
+    return (cls >> 8) == 0x02 && dev->vendor != 0x1af4 &&
+           (cls == 0x0200 || cls == 0x0207 || cls == 0x0280);
+}
+
+static gint device_ptr_cmp(gconstpointer a, gconstpointer b)
+{
+    const GpDevice *da = *(GpDevice *const *)a;
+    const GpDevice *db = *(GpDevice *const *)b;
+
+    return strcmp(da->bdf, db->bdf);
+}
+
+void gp_devices_sort(GPtrArray *devices)
+{
+    g_ptr_array_sort(devices, device_ptr_cmp);
+}
+
+char **gp_device_names(const GPtrArray *devices)
+{
+    char **names = g_new0(char *, devices->len + 1);
+    unsigned gpus = 0, nics = 0, others = 0;
+    guint i;
+
+    for (i = 0; i < devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(devices, i);
+
+        names[i] = gp_device_is_gpu(dev) ? g_strdup_printf("GPU%u", gpus++) :
+                   gp_device_is_nic(dev) ? g_strdup_printf("NIC%u", nics++) :
+                   g_strdup_printf("DEV%u", others++);
+    }
+    return names;
+}
+
 const GpDevice *gp_device_switch(const GpDevice *dev)
 {
     if (dev->pcie.type == GP_PCIE_TYPE_UPSTREAM_PORT) {
@@ -227,4 +265,43 @@ const GpBar *gp_device_bar(const GpDevice *dev, unsigned index)
         }
     }
     return NULL;
+}
+
+static gint size_desc_cmp(gconstpointer a, gconstpointer b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+uint64_t gp_devices_mmio64_size(const GPtrArray *devices)
+{
+    g_autoptr(GArray) sizes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    uint64_t end = 0;
+    guint i, j;
+
+    for (i = 0; i < devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(devices, i);
+
+        for (j = 0; j < dev->bars->len; j++) {
+            const GpBar *bar = &g_array_index(dev->bars, GpBar, j);
+
+            if (bar->is64 && !bar->io && bar->size) {
+                g_array_append_val(sizes, bar->size);
+            }
+        }
+    }
+    /* Largest first: each BAR then starts aligned without a gap. */
+    g_array_sort(sizes, size_desc_cmp);
+    for (i = 0; i < sizes->len; i++) {
+        uint64_t size = g_array_index(sizes, uint64_t, i);
+        uint64_t align = 1;
+
+        while (align < size) {
+            align <<= 1;
+        }
+        end = (end + align - 1) & ~(align - 1);
+        end += size;
+    }
+    return end;
 }

@@ -50,6 +50,7 @@ struct GpDevice {
     int numa_node;              /* -1: none reported */
     int iommu_group;            /* -1: none */
     char *driver;               /* NULL: not bound */
+    char *cpu_affinity;         /* local_cpulist, else the node's; NULL */
     char *sysfs_path;           /* e.g. "devices/pci0000:00/0000:00:01.0" */
 
     GpDevice *parent;           /* upstream bridge, NULL on a root bus */
@@ -78,6 +79,7 @@ typedef struct GpTopology {
     GpCpuVendor cpu_vendor;
     unsigned cpu_family;
     char *cpu_model_name;
+    unsigned cpu_phys_bits;     /* "address sizes" of cpuinfo; 0: unknown */
     /* Devices whose config space was cut short (unprivileged read). */
     unsigned config_truncated;
 } GpTopology;
@@ -110,11 +112,29 @@ bool gp_bdf_normalize(const char *text, char out[GP_BDF_LEN]);
 
 bool gp_device_is_nvidia_gpu(const GpDevice *dev);
 bool gp_device_is_gpu(const GpDevice *dev);
+/* A network or InfiniBand controller, not a paravirtual (virtio) one. */
+bool gp_device_is_nic(const GpDevice *dev);
+
+/* Sort GpDevice pointers by BDF: the order every view lists them in. */
+void gp_devices_sort(GPtrArray *devices);
+/*
+ * Short names for @devices (sorted) as `nvidia-smi topo -m` gives them:
+ * GPU0, GPU1, ... for display-class devices, NIC0, ... for NICs, DEV0, ...
+ * for others. A NULL-terminated vector in the order of @devices.
+ */
+char **gp_device_names(const GPtrArray *devices);
 /* The switch a port belongs to: its upstream port, else NULL. */
 const GpDevice *gp_device_switch(const GpDevice *dev);
 /* The root port above a device, or NULL when it sits on a root bus. */
 const GpDevice *gp_device_root_port(const GpDevice *dev);
 const GpBar *gp_device_bar(const GpDevice *dev, unsigned index);
+
+/*
+ * The smallest window that holds every 64-bit memory BAR of @devices
+ * (GpDevice *), each at its natural alignment: the 64-bit PCI hole a VM
+ * given these devices needs.
+ */
+uint64_t gp_devices_mmio64_size(const GPtrArray *devices);
 
 /* Parse one line of a sysfs "resource" file into @bar. */
 bool gp_bar_parse_resource_line(const char *line, unsigned index, GpBar *bar);

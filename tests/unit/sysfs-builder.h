@@ -37,6 +37,8 @@ void sb_set_acs(SysfsBuilder *sb, const char *bdf, uint16_t cap,
                 uint16_t ctrl);
 /* Cut @bdf's config file to @len bytes (as an unprivileged read shows). */
 void sb_truncate_config(SysfsBuilder *sb, const char *bdf, size_t len);
+/* Write @text to the file @rel (e.g. "proc/interrupts") under the root. */
+void sb_write(SysfsBuilder *sb, const char *rel, const char *text);
 /* Path of @bdf's device directory. */
 char *sb_device_dir(const SysfsBuilder *sb, const char *bdf);
 void sb_free(SysfsBuilder *sb);

@@ -326,6 +326,150 @@ static void test_unknown_bdf(void)
     g_assert_null(gp_topo_find(t, "not-a-bdf"));
 }
 
+/* Each garbage read fails naming the file and the value it holds. */
+static void expect_misread(SysfsBuilder *sb, const char *file,
+                           const char *value_text)
+{
+    g_autoptr(GError) err = NULL;
+
+    g_assert_null(gp_topo_read(sb_root(sb), &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_INVALID);
+    g_assert_nonnull(strstr(err->message, file));
+    if (value_text) {
+        g_assert_nonnull(strstr(err->message, value_text));
+    }
+}
+
+static void set_attr(SysfsBuilder *sb, const char *bdf, const char *name,
+                     const char *text, gssize len)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+
+    g_unlink(path);
+    g_assert_true(g_file_set_contents(path, text, len, NULL));
+}
+
+static void test_misread_numa_node(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+
+    sb_two_node_host(sb, 0x29c0);
+    set_attr(sb, SB_GPU_B, "numa_node", "zero\n", -1);
+    expect_misread(sb, "0000:04:00.0/numa_node", "'zero'");
+}
+
+static void test_misread_resource(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+
+    sb_two_node_host(sb, 0x29c0);
+    set_attr(sb, SB_GPU_B, "resource",
+             "0x00000000fd000000 0x00000000fdffffff 0x0000000000040200\n"
+             "0x0000380000000000 garbage 0x000000000014220c\n", -1);
+    expect_misread(sb, "0000:04:00.0/resource", "line 2");
+}
+
+static void test_misread_iommu_group(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *dir = NULL, *link = NULL;
+
+    sb_two_node_host(sb, 0x29c0);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    link = g_build_filename(dir, "iommu_group", NULL);
+    g_unlink(link);
+    g_assert_cmpint(symlink("../../../../kernel/iommu_groups/seven", link),
+                    ==, 0);
+    expect_misread(sb, "0000:04:00.0/iommu_group", "seven");
+}
+
+static void test_misread_config(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) loop = sb_new();
+    g_autoptr(GRand) rand = g_rand_new_with_seed(14);
+    g_autofree char *dir = NULL, *path = NULL;
+    g_autofree gchar *cfg = NULL;
+    uint8_t random_bytes[4096];
+    gsize len;
+    size_t i;
+
+    /* Random bytes are not "unreadable": they contradict the vendor. */
+    sb_two_node_host(sb, 0x29c0);
+    for (i = 0; i < sizeof(random_bytes); i++) {
+        random_bytes[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
+    }
+    set_attr(sb, SB_GPU_B, "config", (const char *)random_bytes,
+             sizeof(random_bytes));
+    expect_misread(sb, "0000:04:00.0/config", "vendor id");
+
+    /* A capability list that loops is named as such. */
+    sb_two_node_host(loop, 0x29c0);
+    dir = sb_device_dir(loop, SB_GPU_B);
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+    g_assert_cmpuint(len, >=, 0x100);
+    cfg[0x34] = 0x40;
+    cfg[0x40] = 0x01;
+    cfg[0x41] = 0x40;
+    set_attr(loop, SB_GPU_B, "config", cfg, (gssize)len);
+    expect_misread(loop, "0000:04:00.0/config", "loops");
+}
+
+/*
+ * A VF's config space reads vendor 0xffff: that is no misread. Its physfn
+ * must name a device beside it, or the upstream walk could loop.
+ */
+static void test_vf(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) not_vf = sb_new();
+    g_autoptr(SysfsBuilder) bad_pf = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *path = NULL, *link = NULL;
+    g_autofree char *bad_dir = NULL, *bad_link = NULL;
+    g_autofree gchar *cfg = NULL;
+    const char *vf = "0000:04:00.1";
+    gsize len;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_add(sb, "0000:02:01.0", vf, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0,
+           12, "vfio-pci");
+    dir = sb_device_dir(sb, vf);
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+    cfg[0] = cfg[1] = (char)0xff;
+    set_attr(sb, vf, "config", cfg, (gssize)len);
+    link = g_build_filename(dir, "physfn", NULL);
+    g_assert_cmpint(symlink("../0000:04:00.0", link), ==, 0);
+    t = read_ok(sb_root(sb));
+    g_assert_cmphex(gp_topo_find(t, vf)->vendor, ==, 0x10de);
+    g_assert_true(gp_topo_find(t, vf)->physfn == gp_topo_find(t, SB_GPU_B));
+
+    /* Without physfn, 0xffff contradicts the vendor attribute. */
+    sb_two_node_host(not_vf, 0x29c0);
+    set_attr(not_vf, SB_GPU_B, "config", cfg, (gssize)len);
+    expect_misread(not_vf, "0000:04:00.0/config", "0xffff");
+
+    /* A physfn naming the device's own port is refused. */
+    sb_two_node_host(bad_pf, 0x29c0);
+    bad_dir = sb_device_dir(bad_pf, SB_GPU_B);
+    bad_link = g_build_filename(bad_dir, "physfn", NULL);
+    g_assert_cmpint(symlink("../../0000:02:01.0", bad_link), ==, 0);
+    expect_misread(bad_pf, "0000:04:00.0/physfn", "0000:02:01.0");
+}
+
+static void test_misread_cpuinfo(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_write(sb, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\n"
+             "cpu family\t: twenty-five\n\n");
+    expect_misread(sb, "proc/cpuinfo", "'twenty-five'");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -341,5 +485,11 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/error/missing-root", test_missing_root);
     g_test_add_func("/topo/sys-dir-as-root", test_sys_dir_as_root);
     g_test_add_func("/topo/unknown-bdf", test_unknown_bdf);
+    g_test_add_func("/topo/misread/numa-node", test_misread_numa_node);
+    g_test_add_func("/topo/misread/resource", test_misread_resource);
+    g_test_add_func("/topo/misread/iommu-group", test_misread_iommu_group);
+    g_test_add_func("/topo/misread/config", test_misread_config);
+    g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);
+    g_test_add_func("/topo/vf", test_vf);
     return g_test_run();
 }

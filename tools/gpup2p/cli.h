@@ -12,6 +12,8 @@ enum {
     GP_EXIT_USAGE = 2,          /* bad command line */
     GP_EXIT_NO_PLAN = 3,        /* no valid clique plan exists */
     GP_EXIT_AUDIT = 4,          /* audit found a missing or wrong mapping */
+    GP_EXIT_NOT_READY = 5,      /* check: an item failed */
+    GP_EXIT_UNTESTED = 6,       /* check: none failed, some not checkable */
 };
 
 typedef int (*GpCommandFn)(int argc, char **argv);
