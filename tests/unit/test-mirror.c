@@ -177,6 +177,25 @@ static void test_vhost_fixture(void)
                           "x-speed=2_5,x-width=1"));
 }
 
+/* The virtual host booted from tests/vhost/topologies/hidden.json. */
+static void test_hidden_fixture(void)
+{
+    static const char *const bdfs[] = {
+        "0000:23:00.0", "0000:24:00.0", "0000:25:00.0", "0000:43:00.0",
+        "0000:44:00.0", "0000:45:00.0", "0000:61:00.0", NULL,
+    };
+    g_autofree char *root = fixture("vhost-hidden");
+    g_autoptr(GpTopology) t = read_ok(root);
+    g_autoptr(GpMirror) m = plan_ok(t, bdfs);
+
+    g_assert_cmpuint(m->expanders->len, ==, 3);
+    g_assert_cmpuint(gp_mirror_cells(m), ==, 2);
+    g_assert_cmpstr(guest_of(m, "0000:25:00.0"), ==, "0000:85:00.0");
+    g_assert_cmpstr(guest_of(m, "0000:45:00.0"), ==, "0000:8d:00.0");
+    g_assert_cmpstr(guest_of(m, "0000:61:00.0"), ==, "0000:91:00.0");
+    assert_classes_kept(t, m, bdfs);
+}
+
 /* Two switches under two host bridges on two NUMA nodes, a GPU pair and a
  * NIC behind each switch, Gen5 links; and a lone GPU behind a third
  * switch. */
@@ -495,6 +514,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/mirror/fixture/vhost-two-numa", test_vhost_fixture);
+    g_test_add_func("/mirror/fixture/vhost-hidden", test_hidden_fixture);
     g_test_add_func("/mirror/hidden-style", test_hidden_style);
     g_test_add_func("/mirror/stable", test_stable);
     g_test_add_func("/mirror/nccl-topo", test_nccl_topo);

@@ -19,13 +19,14 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "libvirt-mirror.h"
 
 #define QEMU_NS "http://libvirt.org/schemas/domain/qemu/1.0"
 
 typedef struct {
     char *root;
-    gboolean stock, in_place, define, diff;
-    char *host_plan;
+    gboolean stock, in_place, define, diff, mirror;
+    char *host_plan, *nccl_topo;
     GpPlanPolicy policy;
 } LibvirtOpts;
 
@@ -451,6 +452,11 @@ static char *transform(const LibvirtOpts *o, const char *xml,
     }
     size_pci_hole(doc, gpus);
     warn_breakers(doc, topo, gpus, bdfs->str);
+    if (o->mirror &&
+        !gp_libvirt_mirror(doc, topo, o->nccl_topo, name, errp)) {
+        xmlFreeDoc(doc);
+        return NULL;
+    }
 
     xmlDocDumpFormatMemoryEnc(doc, &buf, &len, "UTF-8", 1);
     out = g_strndup((const char *)buf, len);
@@ -485,6 +491,11 @@ int gp_cmd_libvirt(int argc, char **argv)
           "Redefine the domain on the connection", NULL },
         { "diff", 0, 0, G_OPTION_ARG_NONE, &o.diff,
           "Show the change as a unified diff", NULL },
+        { "mirror", 0, 0, G_OPTION_ARG_NONE, &o.mirror,
+          "Mirror the host's PCIe hierarchy and NUMA nodes", NULL },
+        { "nccl-topo", 0, 0, G_OPTION_ARG_FILENAME, &o.nccl_topo,
+          "With --mirror: write the guest's NCCL topology here, pass it "
+          "by fw_cfg", "FILE" },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx =
@@ -505,10 +516,11 @@ int gp_cmd_libvirt(int argc, char **argv)
                            err->message);
     }
     if ((argc == 2) == !!domain || (o.in_place && domain) ||
-        (o.define && !domain)) {
+        (o.define && !domain) || (o.nccl_topo && !o.mirror)) {
         return gp_cli_fail("libvirt", GP_EXIT_USAGE, "give FILE, or "
                            "--connect URI --domain NAME; --in-place goes "
-                           "with FILE, --define with --domain");
+                           "with FILE, --define with --domain, --nccl-topo "
+                           "with --mirror");
     }
     if (domain) {
         conn = virConnectOpen(uri);
@@ -569,5 +581,6 @@ out:
     }
     g_free(o.root);
     g_free(o.host_plan);
+    g_free(o.nccl_topo);
     return ret;
 }
