@@ -456,6 +456,11 @@ GpMirror *gp_mirror_plan(const GpTopology *topo, const char *const *bdfs,
         }
         e->slot = slot--;
         e->bus = nb.next_bus + 1;
+        if (e->bus > 0xff) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_NO_ROOM, "the mirrored "
+                        "hierarchy needs more than 256 PCI buses");
+            return NULL;
+        }
         nb.next_bus = e->bus;
         nb.chassis = 0x80 + i;
         nb.port_slot = 0;
@@ -464,7 +469,8 @@ GpMirror *gp_mirror_plan(const GpTopology *topo, const char *const *bdfs,
         if (!number(e, &nb, errp)) {
             return NULL;
         }
-        /* Room for the expander to grow without moving the next one. */
+        /* The next expander starts on a multiple of 8: a bus added here
+         * later moves the next one less often. */
         nb.next_bus = ((nb.next_bus + 8) & ~7u) - 1;
     }
     g_ptr_array_set_free_func(m->nodes, NULL);
