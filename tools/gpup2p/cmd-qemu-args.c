@@ -49,6 +49,32 @@ static void print_shell_word(const char *w, bool last)
     printf("%s%s", q ? q : w, last ? "\n" : " ");
 }
 
+/* One argument per line, or one shell line; the fw_cfg item last. */
+static void print_args(char **args, const char *nccl, bool shell)
+{
+    guint i;
+
+    for (i = 0; args[i]; i++) {
+        if (shell) {
+            print_shell_word(args[i], !args[i + 1] && !nccl);
+        } else {
+            printf("%s\n", args[i]);
+        }
+    }
+    if (nccl) {
+        g_autofree char *abs = g_canonicalize_filename(nccl, NULL);
+        g_autofree char *v = g_strdup_printf("name=%s,file=%s",
+                                             GP_FWCFG_NCCL_TOPO, abs);
+
+        if (shell) {
+            print_shell_word("-fw_cfg", false);
+            print_shell_word(v, true);
+        } else {
+            printf("-fw_cfg\n%s\n", v);
+        }
+    }
+}
+
 int gp_cmd_qemu_args(int argc, char **argv)
 {
     g_autofree char *root = NULL, *nccl = NULL, *props = NULL;
@@ -82,7 +108,6 @@ int gp_cmd_qemu_args(int argc, char **argv)
     g_autoptr(GpTopology) topo = NULL;
     g_autoptr(GpMirror) m = NULL;
     g_auto(GStrv) args = NULL;
-    guint i;
 
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!gp_cli_parse(ctx, &argc, &argv)) {
@@ -130,24 +155,6 @@ int gp_cmd_qemu_args(int argc, char **argv)
                                err->message);
         }
     }
-    for (i = 0; args[i]; i++) {
-        if (shell) {
-            print_shell_word(args[i], !args[i + 1] && !nccl);
-        } else {
-            printf("%s\n", args[i]);
-        }
-    }
-    if (nccl) {
-        g_autofree char *abs = g_canonicalize_filename(nccl, NULL);
-        g_autofree char *v = g_strdup_printf("name=%s,file=%s",
-                                             GP_FWCFG_NCCL_TOPO, abs);
-
-        if (shell) {
-            print_shell_word("-fw_cfg", false);
-            print_shell_word(v, true);
-        } else {
-            printf("-fw_cfg\n%s\n", v);
-        }
-    }
+    print_args(args, nccl, shell);
     return GP_EXIT_OK;
 }
