@@ -108,3 +108,25 @@ char *gp_fwcfg_read(const char *root, const char *name, gsize *len,
     }
     return data;
 }
+
+bool gp_fwcfg_copy(const char *root, const char *name, const char *dest,
+                   bool *found, GError **errp)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *data = NULL;
+    gsize len = 0;
+
+    *found = false;
+    data = gp_fwcfg_read(root, name, &len, &err);
+    if (!data) {
+        if (g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
+            return true;
+        }
+        g_propagate_error(errp, g_steal_pointer(&err));
+        return false;
+    }
+    *found = true;
+    return g_file_set_contents_full(dest, data, len,
+                                    G_FILE_SET_CONTENTS_CONSISTENT, 0644,
+                                    errp);
+}

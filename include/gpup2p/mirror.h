@@ -121,4 +121,13 @@ char *gp_mirror_nccl_topo(const GpMirror *m);
 char *gp_fwcfg_read(const char *root, const char *name, gsize *len,
                     GError **errp);
 
+/*
+ * Copy fw_cfg item @name to @dest (atomically) when the guest has it:
+ * *found tells whether it did. False only when the item exists but
+ * cannot be read or @dest cannot be written. The guest tool's
+ * --nccl-topo takes the host's file this way and falls back to its own.
+ */
+bool gp_fwcfg_copy(const char *root, const char *name, const char *dest,
+                   bool *found, GError **errp);
+
 #endif /* GPUP2P_MIRROR_H */

@@ -507,6 +507,20 @@ static void test_fwcfg_read(void)
     g_assert_no_error(err);
     g_assert_cmpstr(data, ==, "<system version=\"1\"/>\n");
     g_assert_cmpuint(len, ==, strlen(data));
+    {
+        g_autofree char *dest = g_build_filename(root, "copy.xml", NULL);
+        g_autofree char *got = NULL;
+        bool found = false;
+
+        g_assert_true(gp_fwcfg_copy(root, GP_FWCFG_NCCL_TOPO, dest, &found,
+                                    &err));
+        g_assert_no_error(err);
+        g_assert_true(found);
+        g_assert_true(g_file_get_contents(dest, &got, NULL, NULL));
+        g_assert_cmpstr(got, ==, data);
+        g_assert_true(gp_fwcfg_copy(root, "opt/none", dest, &found, &err));
+        g_assert_false(found);
+    }
     sb_remove_tree(root);
 }
 
