@@ -517,10 +517,11 @@ int gp_cmd_libvirt(int argc, char **argv)
     }
     if ((argc == 2) == !!domain || (o.in_place && domain) ||
         (o.define && !domain) || (o.nccl_topo && !o.mirror)) {
-        return gp_cli_fail("libvirt", GP_EXIT_USAGE, "give FILE, or "
-                           "--connect URI --domain NAME; --in-place goes "
-                           "with FILE, --define with --domain, --nccl-topo "
-                           "with --mirror");
+        ret = gp_cli_fail("libvirt", GP_EXIT_USAGE, "give FILE, or "
+                          "--connect URI --domain NAME; --in-place goes "
+                          "with FILE, --define with --domain, --nccl-topo "
+                          "with --mirror");
+        goto out;
     }
     if (domain) {
         conn = virConnectOpen(uri);

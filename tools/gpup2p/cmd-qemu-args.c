@@ -151,8 +151,8 @@ int gp_cmd_qemu_args(int argc, char **argv)
         if (!g_file_set_contents_full(nccl, xml, -1,
                                       G_FILE_SET_CONTENTS_CONSISTENT, 0644,
                                       &err)) {
-            return gp_cli_fail("qemu-args", GP_EXIT_FAILED, "%s",
-                               err->message);
+            return gp_cli_fail("qemu-args", GP_EXIT_FAILED, "--nccl-topo "
+                               "%s: %s", nccl, err->message);
         }
     }
     print_args(args, nccl, shell);
