@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "gpup2p/mirror.h"
 #include "sysfs-builder.h"
 
 #define NCCL_MAX_STR 255
@@ -364,11 +365,40 @@ static void test_h200_fixture(void)
     g_assert_cmpuint(r.bridges, ==, 0);
 }
 
+/* The file the host writes for a mirrored guest (gpup2p --mirror
+ * --nccl-topo), on the hidden-style capture: two switches, seven devices. */
+static void test_mirror_file(void)
+{
+    static const char *const bdfs[] = {
+        "0000:23:00.0", "0000:24:00.0", "0000:25:00.0", "0000:43:00.0",
+        "0000:44:00.0", "0000:45:00.0", "0000:61:00.0", NULL,
+    };
+    g_autofree char *root = g_test_build_filename(G_TEST_DIST, "..",
+                                                  "fixtures", "vhost-hidden",
+                                                  NULL);
+    g_autoptr(GpTopology) topo = gp_topo_read(root, NULL);
+    g_autoptr(GpMirror) m = NULL;
+    g_autofree char *xml = NULL;
+    Reader r;
+
+    g_assert_nonnull(topo);
+    m = gp_mirror_plan(topo, bdfs, NULL, NULL, NULL);
+    g_assert_nonnull(m);
+    xml = gp_mirror_nccl_topo(m);
+    if (!nccl_read(xml, &r)) {
+        g_test_message("%s\n%s", r.error, xml);
+    }
+    g_assert_null(r.error);
+    g_assert_cmpuint(r.gpus, ==, 5);
+    g_assert_cmpuint(r.bridges, ==, 2);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/nccl-topo/reader-rejects", test_reader_rejects);
     g_test_add_func("/nccl-topo/two-node-host", test_two_node_host);
     g_test_add_func("/nccl-topo/h200-fixture", test_h200_fixture);
+    g_test_add_func("/nccl-topo/mirror-file", test_mirror_file);
     return g_test_run();
 }
