@@ -402,6 +402,34 @@ static GPtrArray *select_devices(const GpTopology *topo,
     return g_steal_pointer(&devs);
 }
 
+/* One guest NUMA cell per host node of the expanders, numbered from 0
+ * (QEMU wants no gaps) in host order; expanders without a node get none. */
+static void assign_cells(GpMirror *m)
+{
+    guint i, j;
+
+    for (i = 0; i < m->expanders->len; i++) {
+        const GpMirrorNode *e = g_ptr_array_index(m->expanders, i);
+
+        for (j = 0; j < m->cell_host_node->len &&
+             g_array_index(m->cell_host_node, int, j) != e->host_node; j++) {
+        }
+        if (e->host_node >= 0 && j == m->cell_host_node->len) {
+            g_array_append_val(m->cell_host_node, e->host_node);
+        }
+    }
+    g_array_sort(m->cell_host_node, int_cmp);
+    for (i = 0; i < m->expanders->len; i++) {
+        GpMirrorNode *e = g_ptr_array_index(m->expanders, i);
+
+        for (j = 0; j < m->cell_host_node->len; j++) {
+            if (g_array_index(m->cell_host_node, int, j) == e->host_node) {
+                e->guest_node = j;
+            }
+        }
+    }
+}
+
 GpMirror *gp_mirror_plan(const GpTopology *topo, const char *const *bdfs,
                          bool (*slot_taken)(unsigned slot, void *opaque),
                          void *opaque, GError **errp)
@@ -410,7 +438,7 @@ GpMirror *gp_mirror_plan(const GpTopology *topo, const char *const *bdfs,
     g_autoptr(GPtrArray) devs = NULL;
     Numbering nb = { .next_bus = GP_MIRROR_FIRST_BUS - 1 };
     unsigned slot = GP_MIRROR_TOP_SLOT;
-    guint i, j;
+    guint i;
 
     m->nodes = g_ptr_array_new_with_free_func(node_free);
     m->expanders = g_ptr_array_new();
@@ -423,29 +451,10 @@ GpMirror *gp_mirror_plan(const GpTopology *topo, const char *const *bdfs,
         place(m, g_ptr_array_index(devs, i), devs);
     }
     g_ptr_array_sort(m->expanders, node_key_cmp);
+    assign_cells(m);
     for (i = 0; i < m->expanders->len; i++) {
         GpMirrorNode *e = g_ptr_array_index(m->expanders, i);
 
-        if (e->host_node >= 0) {
-            for (j = 0; j < m->cell_host_node->len &&
-                 g_array_index(m->cell_host_node, int, j) != e->host_node;
-                 j++) {
-            }
-            if (j == m->cell_host_node->len) {
-                g_array_append_val(m->cell_host_node, e->host_node);
-            }
-        }
-    }
-    /* Guest node ids count from 0 (QEMU wants no gaps), in host order. */
-    g_array_sort(m->cell_host_node, int_cmp);
-    for (i = 0; i < m->expanders->len; i++) {
-        GpMirrorNode *e = g_ptr_array_index(m->expanders, i);
-
-        for (j = 0; j < m->cell_host_node->len; j++) {
-            if (g_array_index(m->cell_host_node, int, j) == e->host_node) {
-                e->guest_node = j;
-            }
-        }
         while (slot > 0 && slot_taken && slot_taken(slot, opaque)) {
             slot--;
         }
