@@ -56,7 +56,9 @@ $G libvirt --mirror --qemu-stock --nccl-topo /run/gpup2p/mirror-vm-nccl.xml \
 echo $? > $O/libvirt.rc
 # The stand-ins show NVIDIA's vendor id to the guest, as upstream's
 # x-nv-gpudirect-clique needs.
-sed -i 's|<qemu:property name="x-nv-gpudirect-clique"|<qemu:property name="x-pci-vendor-id" type="unsigned" value="4318"/><qemu:property name="x-nv-gpudirect-clique"|' $O/out.xml
+CLIQUE='<qemu:property name="x-nv-gpudirect-clique"'
+VENDOR='<qemu:property name="x-pci-vendor-id" type="unsigned" value="4318"/>'
+sed -i "s|$CLIQUE|$VENDOR$CLIQUE|" $O/out.xml
 $G qemu-args --mirror --map $BDFS > $O/map.txt 2>&1
 cp /run/gpup2p/mirror-vm-nccl.xml $O/nccl-topo.xml
 virsh define $O/out.xml > $O/define.txt 2>&1; echo $? > $O/define.rc
@@ -73,7 +75,9 @@ while [ $i -lt 120 ]; do
     sleep 1; i=$((i + 1))
 done
 for id in ua-gpup2p-hb0 ua-gpup2p-hb1 ua-gpup2p-hb2; do
-    virsh qemu-monitor-command mirror-vm "{\"execute\":\"qom-get\",\"arguments\":{\"path\":\"/machine/peripheral/$id\",\"property\":\"numa_node\"}}"
+    virsh qemu-monitor-command mirror-vm "{\"execute\":\"qom-get\",
+        \"arguments\":{\"path\":\"/machine/peripheral/$id\",
+        \"property\":\"numa_node\"}}"
 done > $O/qom.txt 2>&1
 cp /var/log/libvirt/qemu/mirror-vm.log $O/qemu.log 2>/dev/null
 virsh destroy mirror-vm > /dev/null 2>&1

@@ -109,10 +109,12 @@ def test_hidden(t):
         sw = ["pcie-switch-downstream-port", "pcie-switch-upstream-port",
               "pcie-root-port"]
         for n in ("gpu0", "gpu1", "nic0"):
-            t.eq(ch[HIDDEN_DEVS[n]][1], sw + ["pcie-expander-bus@0", "pcie-root"],
+            t.eq(ch[HIDDEN_DEVS[n]][1],
+                 sw + ["pcie-expander-bus@0", "pcie-root"],
                  "%s: behind a switch on the node-0 expander bus" % n)
         for n in ("gpu2", "gpu3", "nic1"):
-            t.eq(ch[HIDDEN_DEVS[n]][1], sw + ["pcie-expander-bus@1", "pcie-root"],
+            t.eq(ch[HIDDEN_DEVS[n]][1],
+                 sw + ["pcie-expander-bus@1", "pcie-root"],
                  "%s: behind a switch on the node-1 expander bus" % n)
         t.eq(ch[HIDDEN_DEVS["gpu4"]][1],
              ["pcie-root-port", "pcie-expander-bus@1", "pcie-root"],
