@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "gpup2p/mirror.h"
 #include "sysfs-builder.h"
 
 #define NCCL_MAX_STR 255
@@ -364,11 +365,72 @@ static void test_h200_fixture(void)
     g_assert_cmpuint(r.bridges, ==, 0);
 }
 
+/* The file the host writes for a mirrored guest (gpup2p --mirror
+ * --nccl-topo), on the hidden-style capture: two switches, seven devices. */
+static void test_mirror_file(void)
+{
+    static const char *const bdfs[] = {
+        "0000:23:00.0", "0000:24:00.0", "0000:25:00.0", "0000:43:00.0",
+        "0000:44:00.0", "0000:45:00.0", "0000:61:00.0", NULL,
+    };
+    g_autofree char *root = g_test_build_filename(G_TEST_DIST, "..",
+                                                  "fixtures", "vhost-hidden",
+                                                  NULL);
+    g_autoptr(GpTopology) topo = gp_topo_read(root, NULL);
+    g_autoptr(GpMirror) m = NULL;
+    g_autofree char *xml = NULL;
+    Reader r;
+
+    g_assert_nonnull(topo);
+    m = gp_mirror_plan(topo, bdfs, NULL, NULL, NULL);
+    g_assert_nonnull(m);
+    xml = gp_mirror_nccl_topo(m);
+    if (!nccl_read(xml, &r)) {
+        g_test_message("%s\n%s", r.error, xml);
+    }
+    g_assert_null(r.error);
+    g_assert_cmpuint(r.gpus, ==, 5);
+    g_assert_cmpuint(r.bridges, ==, 2);
+}
+
+/* With the host's file in fw_cfg, gpup2p-verify --nccl-topo writes that
+ * file and says so; without it, its own view, and says that. */
+static void test_verify_takes_host_file(void)
+{
+    static const char host[] = "<system version=\"1\">\n</system>\n";
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *item = NULL, *raw = NULL, *file = NULL, *cmd = NULL;
+    g_autofree char *out = NULL, *got = NULL;
+    int ws;
+
+    sb_two_node_host(sb, 0x29c0);
+    file = g_build_filename(sb_root(sb), "topo.xml", NULL);
+    cmd = g_strdup_printf("%s --sysfs-root %s --json --nccl-topo %s",
+                          g_getenv("GPUP2P_VERIFY"), sb_root(sb), file);
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+    g_assert_nonnull(strstr(out, "NCCL topology: the guest's own view"));
+    g_clear_pointer(&out, g_free);
+
+    item = g_build_filename(sb_root(sb), "sys/firmware/qemu_fw_cfg/by_name",
+                            GP_FWCFG_NCCL_TOPO, NULL);
+    raw = g_build_filename(item, "raw", NULL);
+    g_assert_cmpint(g_mkdir_with_parents(item, 0755), ==, 0);
+    g_assert_true(g_file_set_contents(raw, host, -1, NULL));
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+    g_assert_nonnull(strstr(out, "NCCL topology: the host's, from fw_cfg "
+                            GP_FWCFG_NCCL_TOPO));
+    g_assert_true(g_file_get_contents(file, &got, NULL, NULL));
+    g_assert_cmpstr(got, ==, host);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/nccl-topo/reader-rejects", test_reader_rejects);
     g_test_add_func("/nccl-topo/two-node-host", test_two_node_host);
     g_test_add_func("/nccl-topo/h200-fixture", test_h200_fixture);
+    g_test_add_func("/nccl-topo/mirror-file", test_mirror_file);
+    g_test_add_func("/nccl-topo/verify-takes-host-file",
+                    test_verify_takes_host_file);
     return g_test_run();
 }

@@ -28,6 +28,7 @@ int gp_cmd_audit(int argc, char **argv);
 int gp_cmd_verdict(int argc, char **argv);
 int gp_cmd_libvirt(int argc, char **argv);
 int gp_cmd_check(int argc, char **argv);
+int gp_cmd_qemu_args(int argc, char **argv);
 
 /* Parse options; prints the error and returns false on bad usage. */
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv);

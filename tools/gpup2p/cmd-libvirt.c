@@ -22,12 +22,14 @@
 
 #include "cli.h"
 #include "libvirt-domain.h"
+#include "libvirt-mirror.h"
 
 typedef struct {
     char *root;                 /* --sysfs-root */
     char *snapshot;             /* --host-snapshot, for QEMU */
     char *emulator;
-    gboolean stock, qemu_auto, check, in_place, define, diff;
+    char *nccl_topo;            /* --nccl-topo, with --mirror */
+    gboolean stock, qemu_auto, check, in_place, define, diff, mirror;
     GpPlanPolicy policy;
 } LibvirtOpts;
 
@@ -395,6 +397,10 @@ static char *transform(const LibvirtOpts *o, const char *xml,
     }
     set_emulator(o, d);
     gp_domain_size_pci_hole(d);
+    if (o->mirror &&
+        !gp_libvirt_mirror(d->doc, topo, o->nccl_topo, name, errp)) {
+        return NULL;
+    }
     if (gp_domain_hides_kvm(d)) {
         warn("<kvm><hidden state='on'/> hides the hypervisor, so the "
              "guest's NVIDIA driver ignores the P2P capability");
@@ -441,8 +447,9 @@ static bool options_valid(const LibvirtOpts *o, int argc, char **argv,
            !(o->define && !domain) &&
            !(o->stock && o->qemu_auto) &&
            !(o->snapshot && (o->stock || o->qemu_auto)) &&
+           !(o->nccl_topo && !o->mirror) &&
            !(o->check && (o->in_place || o->define || o->diff ||
-                          o->snapshot || o->emulator));
+                          o->snapshot || o->emulator || o->mirror));
 }
 
 static char *read_input(const char *path, GError **errp)
@@ -540,6 +547,11 @@ int gp_cmd_libvirt(int argc, char **argv)
           "Redefine the domain on the connection", NULL },
         { "diff", 0, 0, G_OPTION_ARG_NONE, &o.diff,
           "Show the change as a unified diff of canonical XML", NULL },
+        { "mirror", 0, 0, G_OPTION_ARG_NONE, &o.mirror,
+          "Mirror the host's PCIe hierarchy and NUMA nodes", NULL },
+        { "nccl-topo", 0, 0, G_OPTION_ARG_FILENAME, &o.nccl_topo,
+          "With --mirror: write the guest's NCCL topology here, pass it "
+          "by fw_cfg", "FILE" },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(
@@ -565,7 +577,8 @@ int gp_cmd_libvirt(int argc, char **argv)
                           "--connect URI --domain NAME; --in-place goes "
                           "with FILE, --define with --domain; --qemu-stock, "
                           "--qemu-default-auto and --host-snapshot exclude "
-                          "each other; --check only reads");
+                          "each other; --check only reads; --nccl-topo goes "
+                          "with --mirror");
         goto out;
     }
     if (domain) {
@@ -589,5 +602,6 @@ out:
     g_free(o.root);
     g_free(o.snapshot);
     g_free(o.emulator);
+    g_free(o.nccl_topo);
     return ret;
 }

@@ -23,6 +23,8 @@ static const struct {
     { "verdict", gp_cmd_verdict, "P2P verdict as the kernel sees it" },
     { "libvirt", gp_cmd_libvirt, "P2P settings for a libvirt domain" },
     { "check", gp_cmd_check, "is this host ready for GPU P2P in VMs?" },
+    { "qemu-args", gp_cmd_qemu_args, "QEMU arguments that mirror the host "
+      "topology" },
 };
 
 static void usage(FILE *out)
