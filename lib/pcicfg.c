@@ -93,7 +93,24 @@ uint16_t gp_pcicfg_std_cap_length(const GpPciConfig *cfg, uint16_t off)
         if (!gp_pcicfg_read16(cfg, off + 2, &flags)) {
             return 0;
         }
-        return (flags & 0xf) >= 2 ? 0x3c : 0x24;
+        if ((flags & 0xf) >= 2) {
+            return 0x3c;
+        }
+        /*
+         * Version 1 ends after the last register block its port type
+         * has: link (endpoints, 14h), slot (downstream ports, 1Ch), root
+         * (root ports and event collectors, 24h).
+         */
+        switch ((flags >> 4) & 0xf) {
+        case 0x4:               /* root port */
+        case 0xa:               /* root complex event collector */
+            return 0x24;
+        case 0x6:               /* switch downstream port */
+        case 0x8:               /* PCIe to PCI/PCI-X bridge */
+            return 0x1c;
+        default:
+            return 0x14;
+        }
     case GP_PCI_CAP_ID_MSIX:
         return 12;
     case 0x12:                  /* SATA */

@@ -153,7 +153,8 @@ def shell_commands(text, functions=()):
             if (w in SHELL_WORDS or w in functions or w == "X" or
                     w == "Q" or NOT_COMMANDS.match(w) or "/" in w or
                     w.endswith(")") or w.startswith("<") or
-                    w.startswith(">") or w.startswith("2>")):
+                    w.startswith(">") or w.startswith("2>") or
+                    not re.match(r"^[A-Za-z0-9_.+-]+$", w)):
                 continue
             cmds.add(w)
     return cmds
