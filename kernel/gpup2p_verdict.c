@@ -49,6 +49,33 @@ static struct pci_dev *gpup2p_pci_get(u32 addr)
 					   addr & 0xff);
 }
 
+/**
+ * gpup2p_host_dev() - the device p2pdma matches its host bridge list on
+ * @bus: the root bus, whose host bridge a referenced device keeps alive
+ *
+ * pci_host_bridge_dev() takes the head of @bus->devices when it sits at
+ * devfn 0 or is a root port. pci_bus_sem, which guards that list, is not
+ * exported; pci_get_slot() takes it for each lookup instead. A bus lists
+ * its devices in scan order, lowest devfn first, so the first devfn that
+ * answers is the head of the list.
+ *
+ * Return: a referenced device, or NULL when p2pdma would find none.
+ */
+static struct pci_dev *gpup2p_host_dev(struct pci_bus *bus)
+{
+	struct pci_dev *first = NULL;
+	unsigned int devfn;
+
+	for (devfn = 0; devfn < 256 && !first; devfn++)
+		first = pci_get_slot(bus, devfn);
+	if (first && first->devfn != PCI_DEVFN(0, 0) &&
+	    pci_pcie_type(first) != PCI_EXP_TYPE_ROOT_PORT) {
+		pci_dev_put(first);
+		first = NULL;
+	}
+	return first;
+}
+
 static void gpup2p_host_gather(struct pci_dev *pdev,
 			       struct gp_p2p_host *host)
 {
@@ -57,8 +84,7 @@ static void gpup2p_host_gather(struct pci_dev *pdev,
 
 	host->domain = pci_domain_nr(bridge->bus);
 	host->bus = bridge->bus->number;
-	/* p2pdma matches its list on the device at devfn 0 of the root bus. */
-	root = pci_get_slot(bridge->bus, PCI_DEVFN(0, 0));
+	root = gpup2p_host_dev(bridge->bus);
 	host->has_root_dev = !!root;
 	host->vendor = root ? root->vendor : 0;
 	host->device = root ? root->device : 0;

@@ -188,7 +188,8 @@ static const char *hb_desc(const GpHostBridge *hb, char *buf, size_t len)
         g_snprintf(buf, len, "%s (%04x:%04x at %s)", hb->name, hb->vendor,
                    hb->device, hb->root_bdf);
     } else {
-        g_snprintf(buf, len, "%s (no device at 00.0 of its bus)", hb->name);
+        g_snprintf(buf, len, "%s (its bus has neither a device at "
+                   "00.0 nor a root port first)", hb->name);
     }
     return buf;
 }

@@ -93,23 +93,50 @@ static gint device_cmp(gconstpointer a, gconstpointer b)
     return strcmp(da->bdf, db->bdf);
 }
 
+/*
+ * Whether @dev, the first device of its root bus, identifies its host
+ * bridge as p2pdma's pci_host_bridge_dev() (Linux 5.19 and later) takes
+ * it: at devfn 00.0, or a root port at any devfn. A config space too short
+ * to hold the PCIe capability (an unprivileged read) leaves the port type
+ * unknown; then a bridge-class device stands for a root port, as on a
+ * root bus nothing else bridges to PCIe.
+ */
+static bool host_bridge_dev_ok(const GpDevice *dev)
+{
+    if (dev->slot == 0 && dev->function == 0) {
+        return true;
+    }
+    if (dev->pcie.type != GP_PCIE_TYPE_NONE) {
+        return dev->pcie.type == GP_PCIE_TYPE_ROOT_PORT;
+    }
+    return dev->config->len < GP_PCICFG_STD_SIZE &&
+           (dev->class_code >> 8) == 0x0604;
+}
+
 void gp_topo_finish(GpTopology *topo)
 {
-    guint i;
+    guint i, j;
 
     g_ptr_array_sort(topo->devices, device_cmp);
     for (i = 0; i < topo->host_bridges->len; i++) {
         GpHostBridge *hb = g_ptr_array_index(topo->host_bridges, i);
-        char bdf[GP_BDF_LEN];
-        GpDevice *root;
 
-        /* Linux matches the device at devfn 0 of the host bridge's bus. */
-        g_snprintf(bdf, sizeof(bdf), "%04x:%02x:00.0", hb->domain, hb->bus);
-        root = gp_topo_find(topo, bdf);
-        if (root && root->host == hb && !root->parent) {
-            memcpy(hb->root_bdf, bdf, sizeof(bdf));
-            hb->vendor = root->vendor;
-            hb->device = root->device;
+        /* Linux lists a bus's devices in scan order, lowest devfn first;
+         * devices are sorted by BDF, so the first one on the root bus is
+         * the head of that list. */
+        for (j = 0; j < topo->devices->len; j++) {
+            GpDevice *root = g_ptr_array_index(topo->devices, j);
+
+            if (root->host != hb || root->parent || root->bus != hb->bus ||
+                root->domain != hb->domain) {
+                continue;
+            }
+            if (host_bridge_dev_ok(root)) {
+                memcpy(hb->root_bdf, root->bdf, sizeof(root->bdf));
+                hb->vendor = root->vendor;
+                hb->device = root->device;
+            }
+            break;
         }
     }
 }

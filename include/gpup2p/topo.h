@@ -19,8 +19,9 @@ struct GpHostBridge {
     char name[24];              /* sysfs directory, e.g. "pci0000:00" */
     unsigned domain;
     unsigned bus;
-    /* Identity of the device at bus:00.0 of the root bus, as Linux's
-     * p2pdma host bridge list is matched; 0 when there is none. */
+    /* Identity of the device Linux's p2pdma matches its host bridge list
+     * on: the first device of the root bus, when it is at 00.0 or is a
+     * root port; 0 (and root_bdf empty) when there is none. */
     uint16_t vendor;
     uint16_t device;
     char root_bdf[GP_BDF_LEN];

@@ -251,6 +251,67 @@ static void test_host_bridge_lists(void)
     g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_D, NULL), ==, GP_P2P_NONE);
 }
 
+/*
+ * Skylake-SP: no device at 00.0; the first device of the root bus is a
+ * listed root port (8086:2030) at 02.0. p2pdma (Linux 5.19+) matches its
+ * list on it, so GPUs below two of its root ports go through the host
+ * bridge. Also when the port's config space is cut short (unprivileged).
+ */
+static void skylake_root_ports(SysfsBuilder *sb)
+{
+    const uint32_t gpu = 0x030200, port = 0x060400;
+
+    sb_add(sb, NULL, "0000:00:02.0", SB_ROOT_PORT, 0x8086, 0x2030, port, 0,
+           1, "pcieport");
+    sb_add(sb, "0000:00:02.0", "0000:01:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 10, "vfio-pci");
+    sb_add(sb, NULL, "0000:00:03.0", SB_ROOT_PORT, 0x8086, 0x2031, port, 0,
+           2, "pcieport");
+    sb_add(sb, "0000:00:03.0", "0000:02:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 11, "vfio-pci");
+    sb_add(sb, NULL, "0000:40:05.0", SB_ENDPOINT, 0x8086, 0x2034, 0x088000,
+           0, -1, NULL);
+    sb_add(sb, NULL, "0000:40:06.0", SB_ROOT_PORT, 0x8086, 0x2032, port, 0,
+           3, "pcieport");
+    sb_add(sb, "0000:40:06.0", "0000:41:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 12, "vfio-pci");
+    sb_add(sb, NULL, "0000:40:07.0", SB_ROOT_PORT, 0x8086, 0x2033, port, 0,
+           4, "pcieport");
+    sb_add(sb, "0000:40:07.0", "0000:42:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 13, "vfio-pci");
+    sb_cpu(sb, "GenuineIntel", 6);
+}
+
+static void test_root_port_host_bridge(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) cut = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+    const GpHostBridge *hb;
+
+    skylake_root_ports(sb);
+    t = read_ok(sb_root(sb));
+    hb = gp_topo_find(t, "0000:01:00.0")->host;
+    g_assert_cmpstr(hb->root_bdf, ==, "0000:00:02.0");
+    g_assert_cmphex(hb->device, ==, 0x2030);
+    g_assert_cmpint(verdict(t, "0000:01:00.0", "0000:02:00.0", &why), ==,
+                    GP_P2P_HOST_BRIDGE);
+    g_assert_nonnull(strstr(why, "Skylake"));
+    /* pci0000:40 starts with an endpoint at 05.0: p2pdma finds nothing. */
+    hb = gp_topo_find(t, "0000:41:00.0")->host;
+    g_assert_cmpstr(hb->root_bdf, ==, "");
+    g_assert_cmpint(verdict(t, "0000:41:00.0", "0000:42:00.0", NULL), ==,
+                    GP_P2P_NONE);
+    g_clear_pointer(&t, gp_topo_free);
+
+    skylake_root_ports(cut);
+    sb_truncate_config(cut, "0000:00:02.0", 64);
+    t = read_ok(sb_root(cut));
+    g_assert_cmpstr(gp_topo_find(t, "0000:01:00.0")->host->root_bdf, ==,
+                    "0000:00:02.0");
+}
+
 static void test_unprivileged_read(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -480,6 +541,8 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/acs-redirect", test_acs_redirect);
     g_test_add_func("/topo/host-bridge-lists", test_host_bridge_lists);
     g_test_add_func("/topo/unprivileged", test_unprivileged_read);
+    g_test_add_func("/topo/host-bridge/root-port-first",
+                    test_root_port_host_bridge);
     g_test_add_func("/topo/error/missing-file", test_missing_file);
     g_test_add_func("/topo/error/bad-attribute", test_bad_attribute);
     g_test_add_func("/topo/error/missing-root", test_missing_root);

@@ -41,12 +41,14 @@ struct gp_p2p_hop {
 
 /*
  * The host bridge above a path: its root bus, and the identity of the
- * device at devfn 0 of that bus, which is how p2pdma matches its list.
+ * device p2pdma's pci_host_bridge_dev() matches its list on: the first
+ * device of that bus, when it is at devfn 0 or is a root port (Linux 5.19
+ * and later; the listed Skylake-E root ports sit at other devfns).
  */
 struct gp_p2p_host {
 	unsigned int domain;
 	unsigned int bus;
-	unsigned int has_root_dev;	/* 0: no device at devfn 0 */
+	unsigned int has_root_dev;	/* 0: no such device */
 	unsigned short vendor;
 	unsigned short device;
 };
