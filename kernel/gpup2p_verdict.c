@@ -97,7 +97,8 @@ static void gpup2p_host_gather(struct pci_dev *pdev,
  * @path: out
  * @held: out: a reference on every hop, for gpup2p_path_put()
  *
- * Return: 0, or -ELOOP for a path deeper than GP_P2P_MAX_HOPS.
+ * Return: 0, -ELOOP for a path deeper than GP_P2P_MAX_HOPS, or -ENODEV
+ * for a hop in a segment that GPUP2P_PCI_ADDR() cannot hold.
  */
 static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
 			      struct pci_dev **held)
@@ -111,6 +112,8 @@ static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
 
 		if (path->nhops == GP_P2P_MAX_HOPS)
 			return -ELOOP;
+		if (pci_domain_nr(hop->bus) > GPUP2P_PCI_DOMAIN_MAX)
+			return -ENODEV;
 		held[path->nhops] = pci_dev_get(hop);
 		h = &path->hops[path->nhops++];
 		h->addr = gpup2p_pci_addr(hop);

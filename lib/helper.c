@@ -21,6 +21,13 @@ bool gp_pci_addr_parse(const char *bdf, uint32_t *addr, GError **errp)
         return false;
     }
     sscanf(norm, "%x:%x:%x.%x", &d, &b, &s, &f);
+    if (d > GPUP2P_PCI_DOMAIN_MAX) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s: domain %x is above %x (an Intel VMD domain?): "
+                    "the kernel module's addresses cannot name it", norm, d,
+                    GPUP2P_PCI_DOMAIN_MAX);
+        return false;
+    }
     *addr = GPUP2P_PCI_ADDR(d, b, (s << 3) | f);
     return true;
 }

@@ -122,6 +122,16 @@ typedef struct {
     const GpDevice *dev[GP_P2P_MAX_HOPS];
 } RulePath;
 
+/*
+ * A hop's addr only has to tell devices apart for the rule: the model's
+ * index does, for any domain. GP_P2P_ADDR() keeps 16 bits of domain, and
+ * Intel VMD domains (10000 and up) would alias domain 0.
+ */
+static unsigned hop_id(const GpDevice *dev)
+{
+    return dev->model_index;
+}
+
 static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
 {
     const GpDevice *d;
@@ -135,7 +145,7 @@ static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
         }
         rp->dev[rp->path.nhops] = d;
         h = &rp->path.hops[rp->path.nhops++];
-        h->addr = GP_P2P_ADDR(d->domain, d->bus, (d->slot << 3) | d->function);
+        h->addr = hop_id(d);
         h->acs_state = !d->acs_known ? GP_P2P_ACS_UNKNOWN :
                        d->acs.present ? GP_P2P_ACS_PRESENT : GP_P2P_ACS_ABSENT;
         h->acs_ctrl = d->acs.present ? d->acs.ctrl : 0;

@@ -523,23 +523,47 @@ static GPtrArray *list_device_links(const char *devdir, GError **errp)
     return g_steal_pointer(&links);
 }
 
+/* A "pciDDDD:BB" host bridge directory name; the domain may have 8 digits. */
+static bool host_bridge_dir(const char *name, unsigned *domain, unsigned *bus)
+{
+    char tail;
+
+    return g_str_has_prefix(name, "pci") &&
+           strspn(name + 3, "0123456789abcdef") <= 8 &&
+           sscanf(name, "pci%x:%x%c", domain, bus, &tail) == 2 && *bus <= 0xff;
+}
+
+/*
+ * The last host bridge directory on the path is the device's root: Intel
+ * VMD puts a root bus of its own (pci10000:e0) below an endpoint of
+ * another domain, with no bridge joining the two.
+ */
 static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
                               GError **errp)
 {
-    guint n = g_strv_length(l->parts);
+    guint n = g_strv_length(l->parts), root = 1, i;
     GpDevice *parent = NULL, *dev;
     GpHostBridge *host;
     unsigned domain, bus;
-    char bdf[GP_BDF_LEN], tail;
+    char bdf[GP_BDF_LEN];
 
-    if (sscanf(l->parts[1], "pci%x:%x%c", &domain, &bus, &tail) != 2) {
+    if (!host_bridge_dir(l->parts[1], &domain, &bus)) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
                     "%s/bus/pci/devices/%s: '%s' is not a host bridge "
                     "directory", topo->sys, l->entry, l->parts[1]);
         return false;
     }
+    for (i = 2; i + 1 < n; i++) {
+        unsigned d, b;
+
+        if (host_bridge_dir(l->parts[i], &d, &b)) {
+            root = i;
+            domain = d;
+            bus = b;
+        }
+    }
     host = gp_topo_add_host_bridge(topo, domain, bus);
-    if (n > 3) {
+    if (n - 2 > root) {
         if (!gp_bdf_normalize(l->parts[n - 2], bdf) ||
             !(parent = gp_topo_find(topo, bdf))) {
             g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,

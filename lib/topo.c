@@ -73,6 +73,7 @@ GpDevice *gp_topo_add_device(GpTopology *topo, GpHostBridge *host,
     memcpy(dev->bdf, norm, sizeof(norm));
     sscanf(norm, "%x:%x:%x.%x", &dev->domain, &dev->bus, &dev->slot,
            &dev->function);
+    dev->model_index = topo->devices->len;
     dev->host = host;
     dev->parent = parent;
     dev->numa_node = -1;
@@ -85,12 +86,21 @@ GpDevice *gp_topo_add_device(GpTopology *topo, GpHostBridge *host,
     return dev;
 }
 
+/* By domain, bus, slot, function: text order breaks with 5-digit domains. */
 static gint device_cmp(gconstpointer a, gconstpointer b)
 {
     const GpDevice *da = *(GpDevice *const *)a;
     const GpDevice *db = *(GpDevice *const *)b;
+    unsigned ka[] = { da->domain, da->bus, da->slot, da->function };
+    unsigned kb[] = { db->domain, db->bus, db->slot, db->function };
+    size_t i;
 
-    return strcmp(da->bdf, db->bdf);
+    for (i = 0; i < G_N_ELEMENTS(ka); i++) {
+        if (ka[i] != kb[i]) {
+            return ka[i] < kb[i] ? -1 : 1;
+        }
+    }
+    return 0;
 }
 
 /*
@@ -118,6 +128,9 @@ void gp_topo_finish(GpTopology *topo)
     guint i, j;
 
     g_ptr_array_sort(topo->devices, device_cmp);
+    for (i = 0; i < topo->devices->len; i++) {
+        ((GpDevice *)g_ptr_array_index(topo->devices, i))->model_index = i;
+    }
     for (i = 0; i < topo->host_bridges->len; i++) {
         GpHostBridge *hb = g_ptr_array_index(topo->host_bridges, i);
 
@@ -194,7 +207,7 @@ bool gp_bdf_normalize(const char *text, char out[GP_BDF_LEN])
     }
     /* Three colons-or-dot separated fields, or four with the domain. */
     if (strchr(text, ':') != strrchr(text, ':') &&
-        !parse_hex_field(&p, 4, ':', &domain)) {
+        !parse_hex_field(&p, 8, ':', &domain)) {
         return false;
     }
     if (!parse_hex_field(&p, 2, ':', &bus) ||
@@ -227,17 +240,9 @@ bool gp_device_is_nic(const GpDevice *dev)
            (cls == 0x0200 || cls == 0x0207 || cls == 0x0280);
 }
 
-static gint device_ptr_cmp(gconstpointer a, gconstpointer b)
-{
-    const GpDevice *da = *(GpDevice *const *)a;
-    const GpDevice *db = *(GpDevice *const *)b;
-
-    return strcmp(da->bdf, db->bdf);
-}
-
 void gp_devices_sort(GPtrArray *devices)
 {
-    g_ptr_array_sort(devices, device_ptr_cmp);
+    g_ptr_array_sort(devices, device_cmp);
 }
 
 char **gp_device_names(const GPtrArray *devices)

@@ -10,7 +10,8 @@
 
 #include "gpup2p/pcicfg.h"
 
-#define GP_BDF_LEN 13           /* "dddd:bb:dd.f" + NUL */
+/* "dddddddd:bb:dd.f" + NUL: Intel VMD domains start at 10000. */
+#define GP_BDF_LEN 17
 
 typedef struct GpHostBridge GpHostBridge;
 typedef struct GpDevice GpDevice;
@@ -45,6 +46,7 @@ typedef enum {
 
 struct GpDevice {
     char bdf[GP_BDF_LEN];
+    unsigned model_index;       /* place in GpTopology.devices */
     unsigned domain, bus, slot, function;
     uint16_t vendor, device, subsystem_vendor, subsystem_device;
     uint32_t class_code;        /* 24-bit class, e.g. 0x030200 */
@@ -108,7 +110,10 @@ void gp_topo_finish(GpTopology *topo);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpTopology, gp_topo_free)
 
 GpDevice *gp_topo_find(const GpTopology *topo, const char *bdf);
-/* Accepts "bb:dd.f" (domain 0) or "dddd:bb:dd.f"; NULL for bad text. */
+/*
+ * Accepts "bb:dd.f" (domain 0) or "d:bb:dd.f" with up to 8 domain digits;
+ * writes the domain with at least 4 digits, as Linux names devices.
+ */
 bool gp_bdf_normalize(const char *text, char out[GP_BDF_LEN]);
 
 bool gp_device_is_nvidia_gpu(const GpDevice *dev);

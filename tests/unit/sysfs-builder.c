@@ -99,10 +99,13 @@ void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
                   kind == SB_SWITCH_DOWN;
 
     if (parent) {
-        const char *prel = g_hash_table_lookup(sb->paths, parent);
+        g_auto(GStrv) split = g_strsplit(parent, "/", 2);
+        const char *prel = g_hash_table_lookup(sb->paths, split[0]);
 
         g_assert_nonnull(prel);
-        rel = g_build_filename(prel, bdf, NULL);
+        /* "BDF/pciDDDDD:BB": a root bus below a device (Intel VMD). */
+        rel = g_build_filename(prel, split[1] ? split[1] : bdf,
+                               split[1] ? bdf : NULL, NULL);
     } else {
         unsigned domain, bus;
 

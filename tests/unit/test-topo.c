@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpup2p/helper.h"
 #include "gpup2p/p2p.h"
 #include "sysfs-builder.h"
 
@@ -312,6 +313,77 @@ static void test_root_port_host_bridge(void)
                     "0000:00:02.0");
 }
 
+/*
+ * Intel VMD: a root bus of domain 10000 below an endpoint of domain 0,
+ * beside a domain-0 root bus with the same bus and device numbers.
+ */
+static void test_vmd_domain(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GError) err = NULL;
+    const uint32_t nvme = 0x010802, port = 0x060400;
+    char norm[GP_BDF_LEN];
+    const GpDevice *rp, *ssd;
+    uint32_t addr;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_add(sb, NULL, "0000:00:0e.0", SB_ENDPOINT, 0x8086, 0x201d, 0x010400,
+           0, 20, "vmd");
+    sb_add(sb, "0000:00:0e.0/pci10000:e0", "10000:e0:06.0", SB_ROOT_PORT,
+           0x8086, 0x347a, port, 0, 20, "pcieport");
+    sb_add(sb, "10000:e0:06.0", "10000:e1:00.0", SB_ENDPOINT, 0x144d,
+           0xa80a, nvme, 0, 20, "nvme");
+    sb_add(sb, NULL, "0000:e0:06.0", SB_ROOT_PORT, 0x8086, 0x347a, port, 0,
+           21, "pcieport");
+    sb_add(sb, "0000:e0:06.0", "0000:e1:00.0", SB_ENDPOINT, 0x144d, 0xa80a,
+           nvme, 0, 22, "nvme");
+    t = read_ok(sb_root(sb));
+    rp = gp_topo_find(t, "10000:e0:06.0");
+    ssd = gp_topo_find(t, "10000:e1:00.0");
+    g_assert_nonnull(rp);
+    g_assert_nonnull(ssd);
+    g_assert_cmphex(ssd->domain, ==, 0x10000);
+    g_assert_null(rp->parent);
+    g_assert_true(ssd->parent == rp);
+    g_assert_cmpstr(rp->host->name, ==, "pci10000:e0");
+    g_assert_true(rp->host != gp_topo_find(t, "0000:00:0e.0")->host);
+    g_assert_cmpstr(ssd->host->root_bdf, ==, "10000:e0:06.0");
+    /* Numeric order: as text, 10000 would sort before ffff. */
+    {
+        g_autoptr(GpTopology) h = gp_topo_new(NULL);
+        GpHostBridge *vmd = gp_topo_add_host_bridge(h, 0x10000, 0);
+        GpHostBridge *top = gp_topo_add_host_bridge(h, 0xffff, 0);
+
+        g_assert_nonnull(gp_topo_add_device(h, vmd, NULL, "10000:00:00.0",
+                                            NULL));
+        g_assert_nonnull(gp_topo_add_device(h, top, NULL, "ffff:00:00.0",
+                                            NULL));
+        gp_topo_finish(h);
+        g_assert_cmpstr(((GpDevice *)h->devices->pdata[0])->bdf, ==,
+                        "ffff:00:00.0");
+        g_assert_cmpuint(((GpDevice *)h->devices->pdata[1])->model_index,
+                         ==, 1);
+    }
+    /* The root port 10000:e0:06.0 is not 0000:e0:06.0: no common bridge. */
+    g_assert_cmpint(path(t, "10000:e1:00.0", "0000:e1:00.0"), ==,
+                    GP_PATH_NODE);
+    g_assert_cmpint(verdict(t, "10000:e1:00.0", "0000:e1:00.0", NULL), ==,
+                    GP_P2P_NONE);
+
+    g_assert_true(gp_bdf_normalize("10000:e1:00.0", norm));
+    g_assert_cmpstr(norm, ==, "10000:e1:00.0");
+    g_assert_true(gp_bdf_normalize("00000000:07:00.0", norm));
+    g_assert_cmpstr(norm, ==, "0000:07:00.0");
+    g_assert_false(gp_bdf_normalize("100000000:07:00.0", norm));
+    /* The kernel module's addresses hold 16 bits of domain. */
+    g_assert_false(gp_pci_addr_parse("10000:e1:00.0", &addr, &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_INVALID);
+    g_assert_nonnull(strstr(err->message, "10000:e1:00.0"));
+    g_assert_true(gp_pci_addr_parse("ffff:e1:00.0", &addr, NULL));
+    g_assert_cmphex(addr, ==, 0xffffe100);
+}
+
 static void test_unprivileged_read(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -541,6 +613,7 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/acs-redirect", test_acs_redirect);
     g_test_add_func("/topo/host-bridge-lists", test_host_bridge_lists);
     g_test_add_func("/topo/unprivileged", test_unprivileged_read);
+    g_test_add_func("/topo/vmd-domain", test_vmd_domain);
     g_test_add_func("/topo/host-bridge/root-port-first",
                     test_root_port_host_bridge);
     g_test_add_func("/topo/error/missing-file", test_missing_file);

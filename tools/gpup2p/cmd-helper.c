@@ -140,6 +140,13 @@ static bool verdict_pair(int fd, const GpTopology *topo, VerdictPair *p,
                          GError **errp)
 {
     memset(&p->kernel, 0, sizeof(p->kernel));
+    if (p->a->domain > GPUP2P_PCI_DOMAIN_MAX ||
+        p->b->domain > GPUP2P_PCI_DOMAIN_MAX) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s %s: a domain "
+                    "above %x (Intel VMD) cannot be named to the kernel "
+                    "module", p->a->bdf, p->b->bdf, GPUP2P_PCI_DOMAIN_MAX);
+        return false;
+    }
     p->kernel.a = dev_addr(p->a);
     p->kernel.b = dev_addr(p->b);
     if (!gp_helper_verdict(fd, &p->kernel, errp)) {

@@ -26,7 +26,12 @@
 #define GPUP2P_DEVICE_NAME	"gpup2p"
 #define GPUP2P_API_VERSION	2
 
-/* A PCI address: segment << 16 | bus << 8 | devfn. */
+/*
+ * A PCI address: segment << 16 | bus << 8 | devfn. Segments above
+ * GPUP2P_PCI_DOMAIN_MAX (Intel VMD's domains, 10000 and up) cannot be
+ * named; a path that reaches a device in one is answered ENODEV.
+ */
+#define GPUP2P_PCI_DOMAIN_MAX	0xffff
 #define GPUP2P_PCI_ADDR(seg, bus, devfn) \
 	(((__u32)(seg) << 16) | ((__u32)(bus) << 8) | (__u32)(devfn))
 
@@ -86,7 +91,8 @@ struct gpup2p_info {
  *   EINVAL	argsz below the end of @b, flags or a reserved field not 0
  *   E2BIG	argsz above the known size with non-zero extra bytes, or
  *		above 4096
- *   ENODEV	no PCI device at @a or @b
+ *   ENODEV	no PCI device at @a or @b, or one of their paths is in a
+ *		segment above GPUP2P_PCI_DOMAIN_MAX
  *   ELOOP	a path deeper than 32 bridges
  */
 #define GPUP2P_VERDICT_DIRECT		0	/* below a common bridge */
