@@ -192,6 +192,19 @@ static void append_hops(GString *out, const RulePath *rp, unsigned mask,
     }
 }
 
+/* Why the first hop of @rp in @mask has no usable config space, or NULL. */
+static const char *first_unreadable(const RulePath *rp, unsigned mask)
+{
+    unsigned i;
+
+    for (i = 0; i < rp->path.nhops; i++) {
+        if ((mask & (1u << i)) && rp->dev[i]->config_unreadable) {
+            return rp->dev[i]->config_unreadable;
+        }
+    }
+    return NULL;
+}
+
 static const char *hb_desc(const GpHostBridge *hb, char *buf, size_t len)
 {
     if (hb->root_bdf[0]) {
@@ -265,13 +278,22 @@ static void reason_text(const GpTopology *topo, const GpDevice *a,
                                    "redirect on the path", v->common->bdf);
         }
         return;
-    case GP_P2P_PATH_ACS_UNKNOWN:
+    case GP_P2P_PATH_ACS_UNKNOWN: {
+        const char *dead = first_unreadable(pa, out->unknown_a);
+
+        dead = dead ? dead : first_unreadable(pb, out->unknown_b);
         append_hops(hops, pa, out->unknown_a, false);
         append_hops(hops, pb, out->unknown_b, false);
-        g_string_append_printf(why, "ACS state unknown: extended config "
-                               "space of %s not readable (needs root)",
-                               hops->str);
+        if (dead) {
+            g_string_append_printf(why, "ACS state unknown at %s: %s",
+                                   hops->str, dead);
+        } else {
+            g_string_append_printf(why, "ACS state unknown: extended config "
+                                   "space of %s not readable (needs root)",
+                                   hops->str);
+        }
         return;
+    }
     case GP_P2P_PATH_ACS_REDIRECT:
         append_hops(hops, pa, out->redirect_a, true);
         append_hops(hops, pb, out->redirect_b, true);

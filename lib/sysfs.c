@@ -247,10 +247,22 @@ static bool is_vf(const char *dir)
     return target != NULL;
 }
 
+/* Keep @why for @dev and read its config space as empty. */
+static void config_mark_unreadable(GpDevice *dev, GpTopology *topo,
+                                   char *why)
+{
+    dev->config_unreadable = why;
+    topo->config_unreadable++;
+    gp_pcicfg_init(dev->config, NULL, 0);
+}
+
 /*
  * Config space as read: short (an unprivileged read gives 64 bytes) is
- * fine and counted; bytes that contradict the vendor attribute or hold a
- * broken capability list are an error naming the file.
+ * fine and counted. A file that cannot be read, or all ones from a device
+ * that no longer answers (Xid 79: fallen off the bus), marks that device
+ * unreadable, naming the file, and the rest of the host still reads.
+ * Bytes that contradict the vendor attribute otherwise, or hold a broken
+ * capability list, are an error naming the file.
  */
 static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
                         GError **errp)
@@ -262,21 +274,34 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
     gsize len = 0;
     uint16_t vendor;
 
-    if (!g_file_get_contents(path, &bytes, &len, NULL)) {
+    if (!g_file_get_contents(path, &bytes, &len, &err)) {
+        config_mark_unreadable(dev, topo, g_strdup_printf(
+            "%s: not readable: %s", path, err->message));
+        g_clear_error(&err);
         len = 0;
-    }
-    gp_pcicfg_init(dev->config, (const uint8_t *)bytes, len);
-    if (len < GP_PCICFG_STD_SIZE) {
-        topo->config_truncated++;
+    } else {
+        gp_pcicfg_init(dev->config, (const uint8_t *)bytes, len);
+        if (len < GP_PCICFG_STD_SIZE) {
+            topo->config_truncated++;
+        }
     }
     /* A VF's config space reads vendor 0xffff (PCIe SR-IOV): only sysfs
      * names it. */
     if (gp_pcicfg_read16(dev->config, 0, &vendor) && vendor != dev->vendor &&
         !(vendor == 0xffff && is_vf(dir))) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
-                    "%s: vendor id 0x%04x in config space, but the vendor "
-                    "attribute says 0x%04x", path, vendor, dev->vendor);
-        return false;
+        if (vendor == 0xffff) {
+            config_mark_unreadable(dev, topo, g_strdup_printf(
+                "%s: reads all ones (vendor id 0xffff) but the vendor "
+                "attribute says 0x%04x: the device does not answer (fallen "
+                "off the bus?)", path, dev->vendor));
+            len = 0;
+        } else {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s: vendor id 0x%04x in config space, but the "
+                        "vendor attribute says 0x%04x", path, vendor,
+                        dev->vendor);
+            return false;
+        }
     }
     dev->is_bridge = len > 0x0e && gp_pcicfg_header_type(dev->config) == 1;
     dev->pcie.type = GP_PCIE_TYPE_NONE;

@@ -61,6 +61,13 @@ struct GpDevice {
     const GpHostBridge *host;
 
     GpPciConfig *config;
+    /*
+     * Why the config space could not be used, naming the file: not
+     * readable, or all ones where the vendor attribute says otherwise (the
+     * device no longer answers, e.g. fell off the bus). NULL when read;
+     * else config is empty, so ACS and capabilities read as unknown.
+     */
+    char *config_unreadable;
     bool is_bridge;             /* header type 1 */
     GpPcieInfo pcie;
     GpAcsInfo acs;
@@ -85,6 +92,8 @@ typedef struct GpTopology {
     unsigned cpu_phys_bits;     /* "address sizes" of cpuinfo; 0: unknown */
     /* Devices whose config space was cut short (unprivileged read). */
     unsigned config_truncated;
+    /* Devices with config_unreadable set. */
+    unsigned config_unreadable;
 } GpTopology;
 
 /*

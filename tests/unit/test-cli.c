@@ -114,6 +114,40 @@ static void test_topo_json_fixture(void)
                             "CPU vendor is unknown"));
 }
 
+/* A device whose config space reads all ones: named in text and JSON. */
+static void test_topo_unreadable(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_auto(Run) text = { 0 }, json = { 0 };
+    g_autofree char *dir = NULL, *path = NULL;
+    g_autofree gchar *cfg = NULL;
+    JsonObject *root, *dev;
+    gsize len;
+
+    sb_two_node_host(sb, 0x29c0);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+    memset(cfg, 0xff, len);
+    g_assert_true(g_file_set_contents(path, cfg, (gssize)len, NULL));
+    run(&text, "topo", "--sysfs-root", sb_root(sb), NULL);
+    g_assert_cmpint(text.status, ==, 0);
+    g_assert_nonnull(strstr(text.out, "warning: " SB_GPU_B ": config space "
+                            "unusable: "));
+    g_assert_nonnull(strstr(text.out, "all ones"));
+    run(&json, "topo", "--sysfs-root", sb_root(sb), "--json", NULL);
+    g_assert_cmpint(json.status, ==, 0);
+    root = parse_object(p, json.out);
+    g_assert_cmpint(json_object_get_int_member(root, "config_unreadable"), ==,
+                    1);
+    dev = find_by(json_object_get_array_member(root, "devices"), "bdf",
+                  SB_GPU_B);
+    g_assert_nonnull(dev);
+    g_assert_nonnull(strstr(json_object_get_string_member(
+        dev, "config_unreadable"), "0000:04:00.0/config"));
+}
+
 static void test_topo_text(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -466,6 +500,36 @@ static void test_check_advice(void)
     g_assert_cmpint(u.status, ==, 6);
 }
 
+/* A switch port that no longer answers: named, and not "run as root". */
+static void test_check_unreadable(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_auto(Run) r = { 0 };
+    g_autofree char *dir = NULL, *path = NULL;
+    g_autofree gchar *cfg = NULL;
+    const char *fix, *detail;
+    JsonObject *o;
+    gsize len;
+
+    ready_host(sb, 0x2020);
+    dir = sb_device_dir(sb, "0000:02:00.0");
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+    memset(cfg, 0xff, len);
+    g_assert_true(g_file_set_contents(path, cfg, (gssize)len, NULL));
+    run(&r, "check", "--sysfs-root", sb_root(sb), "--qemu", "/bin/true",
+        "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
+    o = check_item(p, r.out, "P2P 03:00.0-04:00.0");
+    g_assert_cmpstr(verdict_of(o), ==, "untested");
+    fix = json_object_get_string_member(o, "fix");
+    g_assert_nonnull(strstr(fix, "does not answer config reads"));
+    g_assert_null(strstr(fix, "root"));
+    detail = json_object_get_string_member(o, "detail");
+    g_assert_nonnull(strstr(detail, "0000:02:00.0/config"));
+    g_assert_cmpint(r.status, ==, 6);
+}
+
 static const char domain_xml[] =
     "<domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/"
     "qemu/1.0'>\n  <name>g</name>\n  <memory unit='GiB'>%u</memory>\n"
@@ -586,6 +650,8 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cli/topo/json-fixture", test_topo_json_fixture);
     g_test_add_func("/cli/topo/text", test_topo_text);
+    g_test_add_func("/cli/topo/unreadable", test_topo_unreadable);
+    g_test_add_func("/cli/check/unreadable", test_check_unreadable);
     g_test_add_func("/cli/topo/json-order", test_topo_json_order);
     g_test_add_func("/cli/plan/json", test_plan_json);
     g_test_add_func("/cli/exit-codes", test_exit_codes);

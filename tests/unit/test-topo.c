@@ -560,6 +560,9 @@ static void test_vf(void)
     g_autoptr(SysfsBuilder) not_vf = sb_new();
     g_autoptr(SysfsBuilder) bad_pf = sb_new();
     g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GpTopology) t2 = NULL;
+    g_autofree char *why = NULL;
+    const GpDevice *dead;
     g_autofree char *dir = NULL, *path = NULL, *link = NULL;
     g_autofree char *bad_dir = NULL, *bad_link = NULL;
     g_autofree gchar *cfg = NULL;
@@ -580,10 +583,24 @@ static void test_vf(void)
     g_assert_cmphex(gp_topo_find(t, vf)->vendor, ==, 0x10de);
     g_assert_true(gp_topo_find(t, vf)->physfn == gp_topo_find(t, SB_GPU_B));
 
-    /* Without physfn, 0xffff contradicts the vendor attribute. */
+    /* Without physfn, all ones is a device that no longer answers: it
+     * alone is unreadable, named with its file; the host still reads. */
     sb_two_node_host(not_vf, 0x29c0);
+    memset(cfg, 0xff, len);
     set_attr(not_vf, SB_GPU_B, "config", cfg, (gssize)len);
-    expect_misread(not_vf, "0000:04:00.0/config", "0xffff");
+    t2 = read_ok(sb_root(not_vf));
+    dead = gp_topo_find(t2, SB_GPU_B);
+    g_assert_cmpuint(t2->config_unreadable, ==, 1);
+    g_assert_nonnull(dead->config_unreadable);
+    g_assert_nonnull(strstr(dead->config_unreadable, "0000:04:00.0/config"));
+    g_assert_nonnull(strstr(dead->config_unreadable, "all ones"));
+    g_assert_false(dead->acs_known);
+    g_assert_null(gp_topo_find(t2, SB_GPU_A)->config_unreadable);
+    g_assert_cmpint(verdict(t2, SB_GPU_B, SB_GPU_A, &why), ==,
+                    GP_P2P_UNKNOWN);
+    g_assert_nonnull(strstr(why, "all ones"));
+    g_assert_null(strstr(why, "needs root"));
+    g_assert_cmpint(verdict(t2, SB_GPU_A, SB_GPU_C, NULL), ==, GP_P2P_NONE);
 
     /* A physfn naming the device's own port is refused. */
     sb_two_node_host(bad_pf, 0x29c0);
@@ -591,6 +608,32 @@ static void test_vf(void)
     bad_link = g_build_filename(bad_dir, "physfn", NULL);
     g_assert_cmpint(symlink("../../0000:02:01.0", bad_link), ==, 0);
     expect_misread(bad_pf, "0000:04:00.0/physfn", "0000:02:01.0");
+}
+
+/* A config file that cannot be read marks that device, naming the file. */
+static void test_config_unreadable(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *path = NULL, *why = NULL;
+    const GpDevice *dev;
+
+    sb_two_node_host(sb, 0x29c0);
+    dir = sb_device_dir(sb, "0000:02:01.0");
+    path = g_build_filename(dir, "config", NULL);
+    /* A directory in its place: unreadable even for root. */
+    g_assert_cmpint(g_unlink(path), ==, 0);
+    g_assert_cmpint(g_mkdir(path, 0755), ==, 0);
+    t = read_ok(sb_root(sb));
+    dev = gp_topo_find(t, "0000:02:01.0");
+    g_assert_cmpuint(t->config_unreadable, ==, 1);
+    g_assert_cmpuint(t->config_truncated, ==, 0);
+    g_assert_nonnull(dev->config_unreadable);
+    g_assert_nonnull(strstr(dev->config_unreadable, "0000:02:01.0/config"));
+    g_assert_nonnull(strstr(dev->config_unreadable, "not readable"));
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_B, &why), ==, GP_P2P_UNKNOWN);
+    g_assert_nonnull(strstr(why, "0000:02:01.0/config"));
+    g_assert_cmpint(g_rmdir(path), ==, 0);
 }
 
 static void test_misread_cpuinfo(void)
@@ -626,6 +669,7 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/misread/iommu-group", test_misread_iommu_group);
     g_test_add_func("/topo/misread/config", test_misread_config);
     g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);
+    g_test_add_func("/topo/config-unreadable", test_config_unreadable);
     g_test_add_func("/topo/vf", test_vf);
     return g_test_run();
 }

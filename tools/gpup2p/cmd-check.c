@@ -499,10 +499,28 @@ static bool acs_unknown_on_path(const GpDevice *d, const GpDevice *stop)
     return false;
 }
 
+/* Does any device on the way from @d up to @stop not answer config reads? */
+static bool unreadable_on_path(const GpDevice *d, const GpDevice *stop)
+{
+    for (; d && d != stop; d = d->physfn ? d->physfn : d->parent) {
+        if (d->config_unreadable) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The fix for a pair whose P2P is not possible, by what blocks it. */
 static const char *p2p_fix(const Check *c, const GpDevice *a,
                            const GpDevice *b, const GpP2pVerdict *v)
 {
+    if (v->kind == GP_P2P_UNKNOWN &&
+        (unreadable_on_path(a, v->common) ||
+         unreadable_on_path(b, v->common))) {
+        return "a device on the path does not answer config reads (see the "
+               "reason): look in the kernel log for it (Xid 79, AER), reset "
+               "or power-cycle it";
+    }
     if (v->kind == GP_P2P_UNKNOWN) {
         if (acs_unknown_on_path(a, v->common) ||
             acs_unknown_on_path(b, v->common)) {

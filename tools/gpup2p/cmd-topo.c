@@ -177,6 +177,9 @@ static void print_names(const GPtrArray *devs, char **names)
 
 static void print_legend(const GpTopology *topo)
 {
+    bool printed = false;
+    guint i;
+
     printf("\nLegend:\n"
            "  X    = Self\n"
            "  SYS  = through PCIe and the interconnect between NUMA nodes\n"
@@ -193,6 +196,15 @@ static void print_legend(const GpTopology *topo)
         printf("\nnote: config space of %u device(s) was cut short (read as "
                "non-root?): ACS state and extended capabilities unknown\n",
                topo->config_truncated);
+    }
+    for (i = 0; i < topo->devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+        if (dev->config_unreadable) {
+            printf("%swarning: %s: config space unusable: %s\n",
+                   printed ? "" : "\n", dev->bdf, dev->config_unreadable);
+            printed = true;
+        }
     }
 }
 
