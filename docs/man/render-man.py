@@ -27,15 +27,12 @@ def line_start(text):
     return "\\&" + text if text[:1] in (".", "'") else text
 
 
-def run_help(argv, required=True):
-    """`argv --help`; for a command that refuses to run (and so has no
-    help), None unless @required."""
+def run_help(argv):
+    """`argv --help`: every command answers it, a refused one included."""
     env = dict(os.environ, LC_ALL="C", LANG="C")
     p = subprocess.run(argv + ["--help"], capture_output=True, text=True,
                        env=env)
     if p.returncode != 0:
-        if not required:
-            return None
         sys.exit("render-man: %s --help exited %d: %s"
                  % (" ".join(argv), p.returncode, p.stderr))
     return p.stdout
@@ -86,12 +83,10 @@ def commands(help_text):
 def render_commands(program):
     lines = []
     for name, summary in commands(run_help([program])):
-        help_text = run_help([program, name], required=False)
+        help_text = run_help([program, name])
         lines.append(".SS %s" % esc(name))
         lines.append(line_start(esc(summary[:1].upper() + summary[1:] +
                                     ".")))
-        if help_text is None:
-            continue
         usage = re.search(r"^Usage:\n\s+(.*)$", help_text, re.M)
         if usage:
             lines += [".PP", "\\fB%s\\fR" % esc(usage.group(1).replace(

@@ -41,10 +41,15 @@ def commands():
     return [line.split()[0] for line in block.splitlines()]
 
 
+# Refused on this kernel (docs/kernel-helper.md): --help answers with the
+# refusal, anything else exits 1.
+REFUSED = ["map", "unmap", "mappings", "audit"]
+SOURCE_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           "..", "..")
+
+
 def options(cmd):
     p = run([G, cmd, "--help"])
-    if p.returncode != 0:
-        return []           # a command that refuses to run has no options
     out = p.stdout
     return [o for o in re.findall(r"^  (?:-\w, )?(--[\w-]+)", out, re.M)
             if o != "--help" and not o.startswith("--help-")]
@@ -96,10 +101,50 @@ def main():
     got = complete(["gpup2p", "plan", "--policy", "h"])
     ok(got == ["host-bridge"], "Tab completes --policy values", got)
 
-    # One usage code: a bad command line is 2 in every command that runs
-    # (one that refuses on this kernel exits 1 whatever it is given).
-    runs = [c for c in cmds if run([G, c, "--help"]).returncode == 0]
+    for cmd in cmds:
+        p = run([G, cmd, "--help"])
+        ok(p.returncode == 0 and p.stdout.startswith("Usage:"),
+           "gpup2p %s --help exits 0 with its usage" % cmd,
+           "exit %d: %s" % (p.returncode, p.stdout + p.stderr))
+    ok(set(REFUSED) <= set(cmds), "--help lists the refused commands",
+       cmds)
+    for cmd in REFUSED:
+        h = run([G, cmd, "--help"]).stdout
+        p = run([G, cmd])
+        ok("Refused" in h and p.returncode == 1 and "refused" in p.stderr,
+           "gpup2p %s: --help states the refusal, a run exits 1" % cmd,
+           "exit %d: %s" % (p.returncode, h + p.stderr))
+    runs = [c for c in cmds if c not in REFUSED]
     ok(len(runs) >= 5, "most commands run here", runs)
+
+    # Every exit code that each document gives a meaning is one cli.h
+    # defines, and the other way round.
+    cli_h = open(os.path.join(SOURCE_ROOT, "tools", "gpup2p",
+                              "cli.h")).read()
+    defined = {int(v) for v in
+               re.findall(r"^\s*GP_EXIT_\w+ = (\d+),", cli_h, re.M)}
+    readme = open(os.path.join(SOURCE_ROOT, "README.md")).read()
+    guide = open(os.path.join(SOURCE_ROOT, "docs",
+                              "operator-guide.md")).read()
+    usage = run([G, "--help"]).stdout
+    said = {
+        "gpup2p.1": re.findall(r"^- (\d+): (.*)$", open(os.path.join(
+            SOURCE_ROOT, "docs", "man", "gpup2p.1.md")).read(), re.M),
+        "operator-guide.md": re.findall(r"^\| (\d+) \| (.*) \|$", guide,
+                                        re.M),
+        "README.md": re.findall(
+            r"(\d+) ([^;.]*)", readme.split("Exit codes:", 1)[1]
+            .split("\n\n", 1)[0]),
+        "gpup2p --help": re.findall(
+            r"(\d+) ([^,;.]*)", usage.split("Exit codes:", 1)[1]),
+    }
+    for doc, pairs in said.items():
+        meant = {int(c) for c, text in pairs if "not used" not in text}
+        ok(meant == defined, "%s gives meanings to exactly the exit codes "
+           "cli.h defines" % doc, "documented %s, defined %s"
+           % (sorted(meant), sorted(defined)))
+
+    # One usage code: a bad command line is 2 in every command that runs.
     for cmd in runs:
         p = run([G, cmd, "--no-such-option"])
         ok(p.returncode == 2, "gpup2p %s --no-such-option exits 2" % cmd,

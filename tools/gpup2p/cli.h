@@ -11,7 +11,7 @@ enum {
     GP_EXIT_FAILED = 1,         /* bad input or an operation failed */
     GP_EXIT_USAGE = 2,          /* bad command line */
     GP_EXIT_NO_PLAN = 3,        /* no valid clique plan exists */
-    GP_EXIT_AUDIT = 4,          /* audit found a missing or wrong mapping */
+    /* 4 is not used: audit, which it reported, is refused (exit 1). */
     GP_EXIT_NOT_READY = 5,      /* check: an item failed */
     GP_EXIT_UNTESTED = 6,       /* check: none failed, some not checkable */
 };

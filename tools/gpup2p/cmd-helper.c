@@ -14,14 +14,29 @@
 #include "gpup2p/helper.h"
 #include "gpup2p/p2p.h"
 
-/* The refusal of @cmd, with the module's reason code when it is loaded. */
-static int refuse(const char *cmd, bool audit)
+/*
+ * The refusal of @cmd, with the module's reason code when it is loaded.
+ * --help answers (exit 0) with the usage and the same refusal.
+ */
+static int refuse(const char *cmd, bool audit, int argc, char **argv)
 {
     struct gpup2p_info info;
     uint32_t code = audit ? GPUP2P_REFUSED_PGTABLE_UNLOCKED :
                     GPUP2P_REFUSED_TYPE1_OWNS_DOMAIN;
-    int fd = gp_helper_open(NULL);
+    int fd, i;
 
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("Usage:\n  gpup2p %s\n\nRefused on this kernel: any "
+                   "other invocation exits 1. The kernel module does not %s "
+                   "peer BAR mappings: %s (refusal code %u; "
+                   "docs/kernel-helper.md).\n", cmd,
+                   audit ? "audit" : "make or list",
+                   gp_helper_refusal_text(code), code);
+            return GP_EXIT_OK;
+        }
+    }
+    fd = gp_helper_open(NULL);
     if (fd >= 0) {
         if (gp_helper_info(fd, &info, NULL)) {
             code = audit ? info.audit_refused : info.map_refused;
@@ -37,30 +52,22 @@ static int refuse(const char *cmd, bool audit)
 
 int gp_cmd_map(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return refuse("map", false);
+    return refuse("map", false, argc, argv);
 }
 
 int gp_cmd_unmap(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return refuse("unmap", false);
+    return refuse("unmap", false, argc, argv);
 }
 
 int gp_cmd_mappings(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return refuse("mappings", false);
+    return refuse("mappings", false, argc, argv);
 }
 
 int gp_cmd_audit(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return refuse("audit", true);
+    return refuse("audit", true, argc, argv);
 }
 
 static const char *const verdict_names[] = {

@@ -38,10 +38,10 @@ static void usage(FILE *out)
     }
     fprintf(out, "\n'gpup2p COMMAND --help' describes a command's options.\n"
             "\nExit codes: 0 success, 1 bad input or failed operation, "
-            "2 bad command line,\n3 no valid clique plan (plan), 4 audit "
-            "found a missing or wrong mapping,\n5 host not ready (check: an "
-            "item failed), 6 not fully checked (check: no\nitem failed, some "
-            "could not be checked from the input).\n");
+            "2 bad command line,\n3 no valid clique plan (plan), 5 host not "
+            "ready (check: an item failed),\n6 not fully checked (check: no "
+            "item failed, some could not be checked\nfrom the input); 4 is "
+            "not used.\n");
 }
 
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
