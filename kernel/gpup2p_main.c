@@ -15,9 +15,6 @@
 
 #include "gpup2p.h"
 
-/* Bounds the zero check of an argument's unknown tail. */
-#define GPUP2P_ARGSZ_MAX	PAGE_SIZE
-
 /**
  * gpup2p_copy_arg() - copy an argsz-prefixed ioctl argument in
  * @dst: the kernel's struct

@@ -124,7 +124,10 @@ struct gp_hostbridge_entry {
 	const char *name;
 };
 
-/* p2pdma's pci_p2pdma_whitelist[]. */
+/*
+ * p2pdma's pci_p2pdma_whitelist[] as of Linux 6.12 (the kernel the module
+ * is built and tested for); a later kernel may list more.
+ */
 static const struct gp_hostbridge_entry gp_hostbridge_p2p_list[] = {
 	{ 0x8086, 0x3c00, GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE,
 	  "Intel Xeon E5/Core i7" },

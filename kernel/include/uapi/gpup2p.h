@@ -35,8 +35,16 @@
 #define GPUP2P_PCI_ADDR(seg, bus, devfn) \
 	(((__u32)(seg) << 16) | ((__u32)(bus) << 8) | (__u32)(devfn))
 
+/*
+ * Type 0xB7 is also nsfs's (NSIO, numbers 0x01-0x0c in Linux 6.12) and
+ * remoteproc's (RPROC_MAGIC, 0x01-0x02); this module's numbers start at
+ * GPUP2P_BASE, clear of both. A command is only ever sent to /dev/gpup2p.
+ */
 #define GPUP2P_TYPE	0xB7
 #define GPUP2P_BASE	0x20
+
+/* The largest argsz accepted (above: E2BIG), whatever the page size. */
+#define GPUP2P_ARGSZ_MAX	4096
 
 /*
  * GPUP2P_GET_INFO: the API version and what this module can do.
