@@ -22,8 +22,9 @@ if [ "$mode" = full ]; then
     stat -c '%a %g' /dev/gpup2p > $O/dev-perm-loaded.txt
     # No udevd runs in the virtual host: apply the rule's GROUP and MODE
     # by hand. The shared root is read-only and has no such group: a copy
-    # of /etc/group with the rule's group as gid 4242 is bound over it, so
-    # the group is set by the name the rule gives.
+    # of /etc/group with the rule's group as gid 4242 is bound over it
+    # (for the rest of this boot), so the group is set by the name the
+    # rule gives.
     rule_mode=$(sed -n 's/.*MODE="\([0-7]*\)".*/\1/p' kernel/60-gpup2p.rules)
     rule_group=$(sed -n 's/.*GROUP="\([a-z0-9_-]*\)".*/\1/p' \
                  kernel/60-gpup2p.rules)
@@ -32,7 +33,6 @@ if [ "$mode" = full ]; then
         mount --bind /tmp/group /etc/group
     chgrp "$rule_group" /dev/gpup2p && chmod "$rule_mode" /dev/gpup2p
     stat -c '%a %g' /dev/gpup2p > $O/dev-perm-rule.txt
-    umount /etc/group
     $U access 4243 4242 > $O/access-member.json
     $U access 4243 4343 > $O/access-other.json
     $U rules $EDU $SHM > $O/uapi.json 2> $O/uapi.err
