@@ -57,7 +57,9 @@ static struct pci_dev *gpup2p_pci_get(u32 addr)
  * devfn 0 or is a root port. pci_bus_sem, which guards that list, is not
  * exported; pci_get_slot() takes it for each lookup instead. A bus lists
  * its devices in scan order, lowest devfn first, so the first devfn that
- * answers is the head of the list.
+ * answers is the head of the list; only a device hot-added to a root bus
+ * below the devfn of its first one (listed last by the kernel) would make
+ * the two differ.
  *
  * Return: a referenced device, or NULL when p2pdma would find none.
  */
