@@ -119,7 +119,7 @@ def test_snapshot_script(t, d):
     killer = os.path.join(d, "gpup2p-killed")
     with open(killer, "w") as f:
         f.write('#!/bin/sh\nfor a; do out=$a; done\nmkdir -p "$out/sys"\n'
-                'kill -TERM $PPID\nsleep 1\n')
+                'kill -TERM $PPID\nexec sleep 1 > /dev/null 2>&1\n')
     os.chmod(killer, 0o755)
     before = os.readlink(link)
     env = dict(os.environ, GPUP2P=killer, GPUP2P_RUN_DIR=run_dir,
