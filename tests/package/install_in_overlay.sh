@@ -23,16 +23,17 @@ step() {    # step NAME COMMAND...: output to OUT/NAME.txt, status to NAME.rc
 
 export DEBIAN_FRONTEND=noninteractive
 # systemd does not run here: for the install, /run/systemd/system says it
-# does and a recording stand-in answers for systemctl, so what the
-# maintainer scripts ask of systemd is seen (in OUT/systemctl.log).
-stand_in=$w/systemctl-stand-in
+# does and a recording stand-in answers for deb-systemd-invoke, so the
+# services the maintainer scripts ask to (re)start are seen (in
+# OUT/deb-systemd-invoke.log).
+stand_in=$w/deb-systemd-invoke-stand-in
 mkdir -p "$stand_in" /run/systemd/system
-cat > "$stand_in/systemctl" <<STANDIN
+cat > "$stand_in/deb-systemd-invoke" <<STANDIN
 #!/bin/sh
-echo "\$*" >> "$out/systemctl.log"
+echo "\$*" >> "$out/deb-systemd-invoke.log"
 STANDIN
-chmod 0755 "$stand_in/systemctl"
-: > "$out/systemctl.log"
+chmod 0755 "$stand_in/deb-systemd-invoke"
+: > "$out/deb-systemd-invoke.log"
 step install env PATH="$stand_in:$PATH" dpkg -i "$debs"/gpup2p_*.deb \
     "$debs"/gpup2p-dkms_*.deb "$debs"/gpup2p-verify_*.deb
 rmdir /run/systemd/system /run/systemd

@@ -111,7 +111,7 @@ def rc(out, name):
 def check_installed(t, out):
     t.eq(rc(out, "install"), "0", "dpkg -i installs the packages")
     t.diag(read_text(out, "install.txt")[-1500:])
-    calls = read_text(out, "systemctl.log").splitlines()
+    calls = read_text(out, "deb-systemd-invoke.log").splitlines()
     t.ok("try-restart virtqemud.service libvirtd.service" in calls,
          "the install restarts a running libvirt daemon, which finds hooks "
          "only when it starts", calls)
