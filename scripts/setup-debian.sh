@@ -5,13 +5,21 @@
 # tests/unit/test_setup.py checks that this script installs it.
 set -eu
 
-if [ "$(id -u)" -ne 0 ]; then
+# GPUP2P_APT_ETC (another /etc/apt) and GPUP2P_SETUP_SOURCES_ONLY=1 (stop
+# after the sources and the pin) exist for tests.
+apt_etc=${GPUP2P_APT_ETC:-/etc/apt}
+if [ -z "${GPUP2P_APT_ETC:-}" ] && [ "$(id -u)" -ne 0 ]; then
     echo "setup-debian.sh: run as root (it calls apt-get)" >&2
     exit 1
 fi
 
-backports=/etc/apt/sources.list.d/vfio-gpu-p2p-backports.sources
-if [ ! -f "$backports" ]; then
+# bookworm-backports, unless a source already names it: apt refuses one
+# suite listed twice with different Signed-By values.
+backports=$apt_etc/sources.list.d/vfio-gpu-p2p-backports.sources
+if [ ! -f "$backports" ] &&
+   ! grep -qsE '^[^#]*[[:space:]]bookworm-backports([[:space:]]|$)' \
+        "$apt_etc/sources.list" "$apt_etc"/sources.list.d/*.list \
+        "$apt_etc"/sources.list.d/*.sources; then
     cat > "$backports.tmp" <<'SRC'
 Types: deb deb-src
 URIs: http://deb.debian.org/debian
@@ -24,7 +32,7 @@ fi
 
 # libvirt from backports, to match QEMU 10.0 from there; everything else
 # libvirt needs (systemd among them) stays at bookworm's version.
-pin=/etc/apt/preferences.d/vfio-gpu-p2p-libvirt
+pin=$apt_etc/preferences.d/vfio-gpu-p2p-libvirt
 if [ ! -f "$pin" ]; then
     cat > "$pin.tmp" <<'PIN'
 Package: libvirt* libnss-libvirt
@@ -33,6 +41,7 @@ Pin-Priority: 600
 PIN
     mv "$pin.tmp" "$pin"
 fi
+[ "${GPUP2P_SETUP_SOURCES_ONLY:-0}" != 1 ] || exit 0
 
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q

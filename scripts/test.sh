@@ -48,7 +48,8 @@ if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     suite build integration --num-processes 1
 fi
 
-# Builds the Debian packages and installs them in a throwaway overlay.
+# Builds the Debian packages and installs them in a throwaway overlay, and
+# DKMS builds kernel/ alone (tests/kernel/dkms-build.sh).
 suite build package
 
 echo "$passed passed, $failed failed"

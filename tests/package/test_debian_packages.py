@@ -6,6 +6,7 @@ installed tools, DKMS module, unit, udev rule, hook and AppArmor snippet
 are where Debian's tools expect them; purging removes them."""
 
 import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -81,6 +82,28 @@ def test(t):
     t.ok(p.returncode != 0, "the machine itself stays without the packages")
 
 
+# What kernel/ holds for the tree's own build and install only.
+KERNEL_BUILD_FILES = {"build.sh", "dkms.conf", "60-gpup2p.rules",
+                      "gpup2p.conf"}
+
+
+def kernel_listing():
+    """`sha256sum` lines (sorted by path) of kernel/ as the package test's
+    copy of the tree has it, less KERNEL_BUILD_FILES."""
+    files = subprocess.run(["git", "-C", SRC, "ls-files", "-co",
+                            "--exclude-standard", "-z", "--", "kernel"],
+                           check=True, capture_output=True).stdout
+    lines = []
+    for rel in sorted(f.decode() for f in files.split(b"\0") if f):
+        sub = rel[len("kernel/"):]
+        if sub in KERNEL_BUILD_FILES:
+            continue
+        with open(os.path.join(SRC, rel), "rb") as f:
+            lines.append("%s  ./%s" % (hashlib.sha256(f.read()).hexdigest(),
+                                       sub))
+    return "".join(l + "\n" for l in lines)
+
+
 def rc(out, name):
     return read_text(out, name + ".rc")
 
@@ -88,6 +111,10 @@ def rc(out, name):
 def check_installed(t, out):
     t.eq(rc(out, "install"), "0", "dpkg -i installs the packages")
     t.diag(read_text(out, "install.txt")[-1500:])
+    calls = read_text(out, "deb-systemd-invoke.log").splitlines()
+    t.ok("try-restart virtqemud.service libvirtd.service" in calls,
+         "the install restarts a running libvirt daemon, which finds hooks "
+         "only when it starts", calls)
     with open(os.path.join(SRC, "tools", "gpup2p", "main.c")) as f:
         has_version = '"--version"' in f.read()
     if has_version:
@@ -110,9 +137,10 @@ def check_installed(t, out):
     t.ok("-rwxr-xr-x" in [l.split()[0] for l in files.splitlines()
                           if "hooks/qemu.d/gpup2p" in l],
          "the libvirt hook is executable", files)
-    if os.path.exists(os.path.join(SRC, "kernel", "60-gpup2p.rules")):
-        t.eq(rc(out, "module-files"), "0", "gpup2p-dkms installs the "
-             "module's udev rule and modules-load file")
+    t.eq(rc(out, "module-files"), "0", "gpup2p-dkms installs the "
+         "module's udev rule and modules-load file")
+    t.eq(read_text(out, "dkms-source.txt"), kernel_listing().strip(),
+         "the DKMS source is kernel/ as it is, less the tree's build files")
     t.eq(rc(out, "module-group"), "0", "gpup2p-dkms creates the gpup2p "
          "group (sysusers)")
     if os.path.exists(os.path.join(SRC, "docs", "man", "gpup2p.1.md")):

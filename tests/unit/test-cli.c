@@ -3,6 +3,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sysfs-builder.h"
 
@@ -628,6 +629,136 @@ static void test_check_domain(void)
     sb_remove_tree(tmp);
 }
 
+/* Point @bdf's driver link at @driver, or remove it for NULL. */
+static void rebind(SysfsBuilder *sb, const char *bdf, const char *driver)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *link = g_build_filename(dir, "driver", NULL);
+    g_autofree char *old = g_file_read_link(link, NULL);
+    g_autofree char *target = NULL;
+    char *slash;
+
+    g_assert_nonnull(old);
+    g_assert_cmpint(g_unlink(link), ==, 0);
+    if (driver) {
+        slash = strrchr(old, '/');
+        g_assert_nonnull(slash);
+        *slash = '\0';
+        target = g_strdup_printf("%s/%s", old, driver);
+        g_assert_cmpint(symlink(target, link), ==, 0);
+    }
+}
+
+static const char managed_xml[] =
+    "<domain type='kvm'>\n  <name>g</name>\n  <memory unit='GiB'>16</memory>"
+    "\n  <os firmware='efi'><type arch='x86_64' machine='q35'>hvm</type>"
+    "</os>\n  <cpu mode='host-passthrough'/>\n  <devices>\n"
+    "    <emulator>%s</emulator>\n"
+    "    <hostdev mode='subsystem' type='pci' managed='%s'><source><address "
+    "domain='0x0000' bus='0x03' slot='0x00' function='0x0'/></source>"
+    "</hostdev>\n"
+    "    <hostdev mode='subsystem' type='pci' managed='yes'><source><address "
+    "domain='0x0000' bus='0x03' slot='0x00' function='0x3'/></source>"
+    "</hostdev>\n"
+    "    <hostdev mode='subsystem' type='pci' managed='yes'><source><address "
+    "domain='0x0000' bus='0x04' slot='0x00' function='0x0'/></source>"
+    "</hostdev>\n  </devices>\n</domain>\n";
+
+/*
+ * A GPU's driver and its IOMMU group as VFIO and libvirt judge them:
+ * unbound and pci-stub members do not block the group (the kernel's
+ * driver_managed_dma), a host driver does unless the domain assigns the
+ * device with managed='yes', which also lets the GPU itself sit on any
+ * driver until libvirt rebinds it.
+ */
+static void test_check_binding(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) off = sb_new();
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-check-XXXXXX", NULL);
+    g_autofree char *qemu = write_tmp(tmp, "qemu-ext",
+        "#!/bin/sh\necho 'x-gpu-p2p-clique=<str>'\n", 0755);
+    g_autofree char *yes_xml = g_strdup_printf(managed_xml, qemu, "yes");
+    g_autofree char *no_xml = g_strdup_printf(managed_xml, qemu, "no");
+    g_autofree char *yes = write_tmp(tmp, "managed.xml", yes_xml, 0644);
+    g_autofree char *no = write_tmp(tmp, "unmanaged.xml", no_xml, 0644);
+    g_auto(Run) h = { 0 }, m = { 0 }, n = { 0 }, i = { 0 };
+    g_autoptr(JsonParser) p = json_parser_new();
+    const uint32_t audio = 0x040300;
+    JsonObject *o;
+    const char *text;
+
+    validate_domain(yes);
+    validate_domain(no);
+    ready_host(sb, 0x2020);
+    /* GPU A's group: functions unbound, on pci-stub, on a host driver. */
+    sb_add(sb, "0000:02:00.0", "0000:03:00.1", SB_ENDPOINT, 0x10de, 0x22a3,
+           audio, 0, 10, NULL);
+    sb_add(sb, "0000:02:00.0", "0000:03:00.2", SB_ENDPOINT, 0x10de, 0x22a3,
+           audio, 0, 10, "pci-stub");
+    sb_add(sb, "0000:02:00.0", "0000:03:00.3", SB_ENDPOINT, 0x10de, 0x22a3,
+           audio, 0, 10, "snd_hda_intel");
+    rebind(sb, SB_GPU_A, "nvidia");
+    rebind(sb, SB_GPU_B, NULL);
+
+    /* The host alone: both GPUs fail, the fix unbinds the bound one. */
+    run(&h, "check", "--sysfs-root", sb_root(sb), "--qemu", qemu,
+        "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
+    g_assert_cmpint(h.status, ==, 5);
+    o = check_item(p, h.out, SB_GPU_A " driver");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    text = json_object_get_string_member(o, "fix");
+    g_assert_nonnull(strstr(text, "modprobe vfio-pci"));
+    g_assert_nonnull(strstr(text, "echo " SB_GPU_A " > /sys/bus/pci/devices/"
+                            SB_GPU_A "/driver/unbind"));
+    o = check_item(p, h.out, SB_GPU_B " driver");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    g_assert_null(strstr(json_object_get_string_member(o, "fix"), "unbind"));
+    o = check_item(p, h.out, SB_GPU_A " IOMMU group");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    text = json_object_get_string_member(o, "detail");
+    g_assert_nonnull(strstr(text, "0000:03:00.3(snd_hda_intel)"));
+    g_assert_null(strstr(text, "0000:03:00.1"));
+    g_assert_null(strstr(text, "0000:03:00.2"));
+
+    /* managed='yes': libvirt rebinds what the domain assigns. */
+    run(&m, "check", "--sysfs-root", sb_root(sb), "--domain", yes, "--json",
+        NULL);
+    g_assert_cmpint(m.status, ==, 0);
+    o = check_item(p, m.out, SB_GPU_A " driver");
+    g_assert_cmpstr(verdict_of(o), ==, "warn");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
+                            "managed='yes'"));
+    g_assert_cmpstr(verdict_of(check_item(p, m.out, SB_GPU_B " driver")), ==,
+                    "ok");
+    g_assert_cmpstr(verdict_of(check_item(p, m.out, SB_GPU_A " IOMMU group")),
+                    ==, "ok");
+
+    /* managed='no' on GPU A: its driver fails; the audio stays managed. */
+    run(&n, "check", "--sysfs-root", sb_root(sb), "--domain", no, "--json",
+        NULL);
+    g_assert_cmpint(n.status, ==, 5);
+    g_assert_cmpstr(verdict_of(check_item(p, n.out, SB_GPU_A " driver")), ==,
+                    "fail");
+    g_assert_cmpstr(verdict_of(check_item(p, n.out, SB_GPU_A " IOMMU group")),
+                    ==, "ok");
+
+    /* No IOMMU: the fix names options the kernel has (no amd_iommu=on). */
+    sb_add(off, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x1022, 0x14d8,
+           0x060000, 0, -1, NULL);
+    sb_add(off, NULL, "0000:00:01.0", SB_ENDPOINT, 0x10de, 0x2335, 0x030200,
+           0, -1, NULL);
+    run(&i, "check", "--sysfs-root", sb_root(off), "--qemu", qemu, "--json",
+        NULL);
+    o = check_item(p, i.out, "IOMMU");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    text = json_object_get_string_member(o, "fix");
+    g_assert_null(strstr(text, "amd_iommu=on"));
+    g_assert_nonnull(strstr(text, "intel_iommu=on"));
+    g_assert_nonnull(strstr(text, "on by default"));
+    sb_remove_tree(tmp);
+}
+
 static void test_write_error(void)
 {
     g_autofree char *root = fixture("h200x2-vm");
@@ -662,6 +793,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/check/capture", test_check_capture);
     g_test_add_func("/cli/check/advice", test_check_advice);
     g_test_add_func("/cli/check/domain", test_check_domain);
+    g_test_add_func("/cli/check/binding", test_check_binding);
     g_test_add_func("/cli/write-error", test_write_error);
     return g_test_run();
 }

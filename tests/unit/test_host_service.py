@@ -8,6 +8,8 @@ domain whose explicit clique ids the host contradicts."""
 
 import json
 import os
+import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -112,6 +114,28 @@ def test_snapshot_script(t, d):
          "a directory captured by hand at host is replaced by the link",
          p.stderr)
 
+    # A capture stopped half-way (udev's restart stops a running one) leaves
+    # a partial generation that the next run removes.
+    killer = os.path.join(d, "gpup2p-killed")
+    with open(killer, "w") as f:
+        f.write('#!/bin/sh\nfor a; do out=$a; done\nmkdir -p "$out/sys"\n'
+                'kill -TERM $PPID\nexec sleep 1 > /dev/null 2>&1\n')
+    os.chmod(killer, 0o755)
+    before = os.readlink(link)
+    env = dict(os.environ, GPUP2P=killer, GPUP2P_RUN_DIR=run_dir,
+               GPUP2P_SYSFS_ROOT=HOST)
+    p = subprocess.run([script], env=env, capture_output=True, text=True)
+    partial = [n for n in os.listdir(run_dir)
+               if n.startswith("host.") and n not in (before, second)]
+    t.ok(p.returncode != 0 and os.readlink(link) == before and
+         len(partial) == 1,
+         "a stopped capture leaves the link alone and one partial "
+         "generation", str(partial) + p.stderr)
+    p = snapshot(script, run_dir)
+    t.ok(p.returncode == 0 and partial and
+         not os.path.exists(os.path.join(run_dir, partial[0])),
+         "the next run removes the partial generation", p.stderr)
+
     # A failed capture leaves the current snapshot in place.
     before = os.readlink(link)
     p = snapshot(script, run_dir, root=os.path.join(d, "no-such-root"))
@@ -139,12 +163,53 @@ def test_unit(t, d):
          "systemd-analyze verify accepts the unit", p.stderr)
     t.ok("Type=oneshot" in text and "RuntimeDirectoryPreserve=yes" in text,
          "the unit is a oneshot that keeps /run/gpup2p")
+    test_udev_rule(t)
+
+
+UDEV_KEY = (r'\s*([A-Z_]+(?:\{[^}]*\})?)\s*(==|!=|\+=|-=|:=|=)\s*'
+            r'"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+def udev_rule_keys(line):
+    """A udev rule line as (key, operator, value) triples, and whether the
+    line is nothing but such pairs."""
+    whole = re.fullmatch("(?:%s)+" % UDEV_KEY, line) is not None
+    return re.findall(UDEV_KEY, line), whole
+
+
+def test_udev_rule(t):
     with open(os.path.join(SRC, "data", "90-gpup2p-host-topology.rules")) as f:
-        rule = [l for l in f if l.strip() and not l.startswith("#")]
-    t.ok(len(rule) == 1 and 'ACTION=="add|remove|bind|unbind"' in rule[0] and
-         'SUBSYSTEM=="pci"' in rule[0] and
-         "--no-block start gpup2p-host-topology.service" in rule[0],
-         "the udev rule restarts the unit on PCI add, remove, bind, unbind")
+        rules = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    if not t.eq(len(rules), 1, "the udev rules file holds one rule"):
+        return
+    keys, whole = udev_rule_keys(rules[0])
+    t.ok(whole, "the rule parses as udev KEY OP \"VALUE\" pairs", rules[0])
+    match = {(k, op): v for k, op, v in keys if op in ("==", "!=")}
+    t.eq(sorted(match.get(("ACTION", "=="), "").split("|")),
+         ["add", "bind", "remove", "unbind"],
+         "it matches PCI add, remove, bind and unbind")
+    t.eq(match.get(("SUBSYSTEM", "==")), "pci", "... of the pci subsystem")
+    runs = [v for k, op, v in keys if k == "RUN" and op == "+="]
+    if not t.eq(len(runs), 1, "it runs one program"):
+        return
+    argv = shlex.split(runs[0])
+    options = [a for a in argv[1:] if a.startswith("-")]
+    words = [a for a in argv[1:] if not a.startswith("-")]
+    t.ok(os.path.isabs(argv[0]) and os.access(argv[0], os.X_OK) and
+         os.path.basename(argv[0]) == "systemctl",
+         "the program is systemctl by an absolute path that exists",
+         argv[0])
+    t.ok("--no-block" in options,
+         "--no-block: udev does not wait for the capture", runs[0])
+    # systemd merges a start into a start job already running, so a change
+    # during a capture would be lost; a restart job is always kept (it
+    # stops the running capture and starts a new one). try-restart would do
+    # nothing for the oneshot once it has finished (inactive).
+    t.eq(words[:1], ["restart"],
+         "the verb is restart, which is never merged into a running capture")
+    t.eq(words[1:], [os.path.basename(os.path.join(
+        DATA, "gpup2p-host-topology.service"))],
+         "... of the unit the package installs")
 
 
 def test_apparmor(t, d):

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
@@ -311,6 +312,71 @@ class Tap:
         return cond
 
 
+BACKPORTS_LINE = ("deb [signed-by=/etc/apt/trusted.gpg.d/debian-archive-"
+                  "bookworm-automatic.asc] http://deb.debian.org/debian "
+                  "bookworm-backports main\n")
+BACKPORTS_DEB822 = ("Types: deb\nURIs: http://deb.debian.org/debian\n"
+                    "Suites: bookworm bookworm-updates bookworm-backports\n"
+                    "Components: main\n")
+
+
+def setup_sources(t, name, sources_list, extra=None):
+    """Run setup's sources step on a private /etc/apt holding
+    @sources_list (and sources.list.d/@extra = (file, text)); apt itself
+    then reads the sources. Returns (files setup added, apt's result)."""
+    with tempfile.TemporaryDirectory() as d:
+        etc, state, cache = (os.path.join(d, n) for n in
+                             ("etc", "state", "cache"))
+        for sub in ("sources.list.d", "preferences.d", "apt.conf.d"):
+            os.makedirs(os.path.join(etc, sub))
+        os.makedirs(os.path.join(state, "lists", "partial"))
+        os.makedirs(os.path.join(cache, "archives", "partial"))
+        with open(os.path.join(etc, "sources.list"), "w") as f:
+            f.write(sources_list)
+        if extra:
+            with open(os.path.join(etc, "sources.list.d", extra[0]), "w") as f:
+                f.write(extra[1])
+        before = set(os.listdir(os.path.join(etc, "sources.list.d")))
+        env = dict(os.environ, GPUP2P_APT_ETC=etc,
+                   GPUP2P_SETUP_SOURCES_ONLY="1")
+        p = subprocess.run([SETUP], env=env, capture_output=True, text=True)
+        t.ok(p.returncode == 0, "%s: setup's sources step runs" % name,
+             p.stderr)
+        added = set(os.listdir(os.path.join(etc, "sources.list.d"))) - before
+        apt = subprocess.run(["apt-get", "-o", "Dir::Etc=" + etc,
+                              "-o", "Dir::State=" + state,
+                              "-o", "Dir::Cache=" + cache,
+                              "update", "--print-uris"],
+                             capture_output=True, text=True)
+        return added, apt
+
+
+def test_backports_source(t):
+    """setup adds bookworm-backports only where no source names it, so apt
+    never sees it twice (with different Signed-By, apt stops)."""
+    ours = "vfio-gpu-p2p-backports.sources"
+    for name, text, extra in (
+            ("one-line backports with another key", BACKPORTS_LINE, None),
+            ("deb822 backports", "", ("debian.sources", BACKPORTS_DEB822))):
+        added, apt = setup_sources(t, name, text, extra)
+        t.ok(not added, "%s: setup adds no second source" % name,
+             sorted(added))
+        t.ok(apt.returncode == 0 and "bookworm-backports/InRelease" in
+             apt.stdout and "Conflicting" not in apt.stderr and
+             "configured multiple times" not in apt.stderr,
+             "%s: apt reads the sources, backports once" % name,
+             apt.stderr)
+    added, apt = setup_sources(t, "no backports",
+                               "# " + BACKPORTS_LINE +
+                               "deb http://deb.debian.org/debian bookworm "
+                               "main\n")
+    t.ok(sorted(added) == [ours], "no backports (one commented out): setup "
+         "adds its source", sorted(added))
+    t.ok(apt.returncode == 0 and "bookworm-backports/InRelease" in
+         apt.stdout and not apt.stderr.strip(),
+         "... which apt reads", apt.stderr)
+
+
 def main():
     t = Tap()
     declared = read_declared()
@@ -368,6 +434,8 @@ def main():
                            capture_output=True, text=True)
         t.ok(p.returncode == 0,
              "/usr/bin/python3 imports %s" % mod, p.stderr)
+
+    test_backports_source(t)
 
     print("1..%d" % t.n)
     return 1 if t.failed else 0

@@ -34,6 +34,7 @@ typedef struct {
     guint64 ovmf_mmio64;        /* opt/ovmf/X-PciMmio64Mb in bytes, or 0 */
     guint64 pcihole64;          /* <pcihole64> in bytes, or 0 */
     GPtrArray *hostdevs;        /* char * BDFs of PCI <hostdev>s */
+    GHashTable *managed;        /* the BDFs of those with managed='yes' */
 } Domain;
 
 typedef struct {
@@ -151,6 +152,9 @@ static void domain_free(Domain *d)
     if (d->hostdevs) {
         g_ptr_array_free(d->hostdevs, TRUE);
     }
+    if (d->managed) {
+        g_hash_table_destroy(d->managed);
+    }
     g_free(d);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Domain, domain_free)
@@ -247,9 +251,18 @@ static bool domain_read_hostdevs(Domain *d, xmlXPathContextPtr ctx,
              hostdev_field(d, a, "slot", 0x1f, &slot, errp) &&
              hostdev_field(d, a, "function", 7, &fn, errp);
         if (ok) {
-            g_ptr_array_add(d->hostdevs, g_strdup_printf(
-                "%04x:%02x:%02x.%x", (unsigned)dom, (unsigned)bus,
-                (unsigned)slot, (unsigned)fn));
+            char *bdf = g_strdup_printf("%04x:%02x:%02x.%x", (unsigned)dom,
+                                        (unsigned)bus, (unsigned)slot,
+                                        (unsigned)fn);
+            /* <hostdev managed=...>; libvirt's default is "no". */
+            xmlChar *managed = a->parent && a->parent->parent ?
+                xmlGetProp(a->parent->parent, BAD_CAST "managed") : NULL;
+
+            g_ptr_array_add(d->hostdevs, bdf);
+            if (managed && !xmlStrcmp(managed, BAD_CAST "yes")) {
+                g_hash_table_add(d->managed, g_strdup(bdf));
+            }
+            xmlFree(managed);
         }
     }
     xmlXPathFreeObject(o);
@@ -348,6 +361,8 @@ static Domain *domain_read(const char *path, GError **errp)
 
     d->path = g_strdup(path);
     d->hostdevs = g_ptr_array_new_with_free_func(g_free);
+    d->managed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                       NULL);
     doc = xmlReadFile(path, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
                       XML_PARSE_NOWARNING);
     if (!doc) {
@@ -406,8 +421,10 @@ static void check_iommu(Check *c)
     }
     item(c->r, on ? ITEM_OK : ITEM_FAIL, "IOMMU",
          on ? "IOMMU groups exist" : "no IOMMU groups: the IOMMU is off",
-         "boot with intel_iommu=on (Intel) or amd_iommu=on, and enable "
-         "VT-d/AMD-Vi in firmware");
+         "Intel: enable VT-d in firmware and boot with intel_iommu=on; "
+         "AMD: enable the IOMMU (AMD-Vi) in firmware, the kernel turns it "
+         "on by default (no amd_iommu=off or iommu=off on its command "
+         "line)");
 }
 
 /*
@@ -449,18 +466,70 @@ static void check_interrupt_remapping(Check *c)
     }
 }
 
+/* Does the VM's domain assign @bdf with managed='yes'? */
+static bool domain_manages(const Check *c, const char *bdf)
+{
+    return c->dom && g_hash_table_contains(c->dom->managed, bdf);
+}
+
+/*
+ * The GPU's driver: vfio-pci, or any driver when the domain assigns it
+ * with managed='yes' (libvirt then binds it to vfio-pci at VM start).
+ */
+static void check_gpu_driver(Check *c, const GpDevice *g)
+{
+    const char *drv = g->driver ? g->driver : "nothing";
+    g_autofree char *detail = NULL, *fix = NULL, *unbind = NULL;
+    ItemState st;
+
+    if (!g_strcmp0(g->driver, "vfio-pci")) {
+        detail = g_strdup("bound to vfio-pci");
+        st = ITEM_OK;
+    } else if (domain_manages(c, g->bdf)) {
+        detail = g_strdup_printf("bound to %s; the domain assigns it with "
+                                 "managed='yes', so libvirt binds it to "
+                                 "vfio-pci at VM start", drv);
+        /* A driver in use (nvidia with its clients) holds up the unbind. */
+        st = g->driver ? ITEM_WARN : ITEM_OK;
+        fix = g_strdup_printf("nothing on the host may hold %s when the "
+                              "VM starts (nvidia-persistenced, a display "
+                              "server), or bind it to vfio-pci beforehand",
+                              g->bdf);
+    } else {
+        detail = g_strdup_printf("bound to %s", drv);
+        st = ITEM_FAIL;
+        /* drivers_probe does not move a device that has a driver. */
+        unbind = g->driver ?
+            g_strdup_printf("echo %s > /sys/bus/pci/devices/%s/driver/"
+                            "unbind; ", g->bdf, g->bdf) : g_strdup("");
+        fix = g_strdup_printf(
+            "modprobe vfio-pci; %s"
+            "echo vfio-pci > /sys/bus/pci/devices/%s/driver_override; "
+            "echo %s > /sys/bus/pci/drivers_probe (or assign it in the "
+            "domain with <hostdev managed='yes'>)", unbind, g->bdf, g->bdf);
+    }
+    item_for(c->r, st, "driver", g, NULL, detail, fix);
+}
+
+/*
+ * VFIO takes a group only when each device in it is unbound or bound to a
+ * driver that leaves DMA to its user (vfio-pci, pci-stub; the kernel's
+ * driver_managed_dma): a device on any other driver blocks the group,
+ * unless the domain assigns it with managed='yes' too.
+ */
+static bool group_member_blocks(const Check *c, const GpDevice *o)
+{
+    return o->driver && strcmp(o->driver, "vfio-pci") &&
+           strcmp(o->driver, "pci-stub") && !domain_manages(c, o->bdf);
+}
+
 static void check_gpu_binding(Check *c, const GpDevice *g)
 {
-    g_autofree char *detail = g_strdup_printf("bound to %s", g->driver ?
-                                              g->driver : "nothing");
-    g_autofree char *fix = g_strdup_printf(
-        "echo vfio-pci > /sys/bus/pci/devices/%s/driver_override; "
-        "echo %s > /sys/bus/pci/drivers_probe", g->bdf, g->bdf);
+    g_autofree char *detail = NULL;
     g_autoptr(GString) others = g_string_new(NULL);
     guint j;
 
-    item_for(c->r, !g_strcmp0(g->driver, "vfio-pci") ? ITEM_OK : ITEM_FAIL,
-             "driver", g, NULL, detail, fix);
+    check_gpu_driver(c, g);
     if (g->iommu_group < 0) {
         item_for(c->r, ITEM_FAIL, "IOMMU group", g, NULL,
                  "in no IOMMU group (the IOMMU is off for it), so VFIO "
@@ -471,21 +540,20 @@ static void check_gpu_binding(Check *c, const GpDevice *g)
         const GpDevice *o = g_ptr_array_index(c->topo->devices, j);
 
         if (o != g && o->iommu_group == g->iommu_group && !o->is_bridge &&
-            g_strcmp0(o->driver, "vfio-pci")) {
-            g_string_append_printf(others, " %s(%s)", o->bdf,
-                                   o->driver ? o->driver : "no driver");
+            group_member_blocks(c, o)) {
+            g_string_append_printf(others, " %s(%s)", o->bdf, o->driver);
         }
     }
-    g_free(detail);
     detail = others->len ?
-        g_strdup_printf("group %d also holds%s", g->iommu_group,
-                        others->str) :
-        g_strdup_printf("group %d holds no device outside vfio-pci",
+        g_strdup_printf("group %d also holds, bound to a host driver,%s",
+                        g->iommu_group, others->str) :
+        g_strdup_printf("group %d holds no device bound to a host driver",
                         g->iommu_group);
     item_for(c->r, others->len ? ITEM_FAIL : ITEM_OK, "IOMMU group", g, NULL,
              detail,
-         "bind every device of the group to vfio-pci and give them all to "
-         "the same VM, or separate them (ACS on the path)");
+         "unbind every other device of the group from its driver (or bind "
+         "it to vfio-pci) and give them all to the same VM, or separate "
+         "them (ACS on the path)");
 }
 
 /* Does any device on the way from @d up to @stop lack readable ACS? */
