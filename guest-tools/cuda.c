@@ -1,48 +1,78 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The driver view and the data checks, through the CUDA driver API loaded
- * at run time (libcuda.so.1) so the tool runs, and says so, without it.
+ * The driver view, the data checks and the figures, through the CUDA
+ * driver API loaded at run time (libcuda.so.1), so the tool runs, and
+ * says so, without it.
  *
- * Timing follows one harness for every test: a spin kernel holds the
- * stream while the copies queue, events bracket the loop, and the median
- * of the samples is kept with the spread.
+ * Phases: discover (devices, contexts), allocate (a source buffer and an
+ * inbox with one slot per peer on every GPU), pair checks (peer access,
+ * one verified copy per path), figures (the table in figures.c), teardown.
+ *
+ * Every transfer, timed or not, goes through run_batch(): the destination
+ * slot is poisoned, a spin kernel holds each GPU's gate stream until all
+ * work is queued, events bracket the loops on the executing GPU's own
+ * stream, and a kernel at the destination checks every byte afterwards.
+ * Transfers of one batch run at the same time; the schedule only puts
+ * pairs on independent links into one batch.
  */
-#include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gpup2p/topo.h"
+#include "cuda-abi.h"
 #include "verify.h"
 
+#ifdef VERIFY_HAVE_KERNELS
 extern const unsigned char verify_kernels_fatbin[];
+#endif
 
-#define CU_APIS(X)                                                        \
-    X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)       \
-    X(cuDeviceGetPCIBusId) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer) \
-    X(cuDeviceGetP2PAttribute) X(cuDevicePrimaryCtxRetain)                \
-    X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxEnablePeerAccess) \
-    X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc)      \
-    X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuMemcpyPeerAsync)    \
-    X(cuMemcpyDtoHAsync) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoH)             \
-    X(cuMemcpyHtoD) X(cuMemsetD32Async) X(cuStreamCreate) X(cuStreamDestroy) \
-    X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate)          \
-    X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)              \
-    X(cuEventElapsedTime) X(cuModuleLoadData) X(cuModuleUnload)           \
-    X(cuModuleGetFunction) X(cuLaunchKernel) X(cuGetErrorString)          \
-    X(cuMemGetHandleForAddressRange)
-
-#define CU_DECLARE(name) static __typeof__(&name) p_##name;
+#define CU_DECLARE(name, params) static CUresult (*p_##name) params;
 CU_APIS(CU_DECLARE)
 
+#define CHASE_HOPS 20000u
+#define CE_LATENCY_REPS 100u
+#define STAGING_CHUNK ((gsize)32 << 20)
+
 typedef struct {
+    int ordinal;
     CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
     CUfunction fill, check, copy, spin, chase;
-    CUstream stream, stream2;
+    CUstream gate;              /* spin kernel, checks */
+    CUstream *to;               /* one stream per peer ordinal */
+    CUevent gate_open;
     int sms;
+    CUdeviceptr src, inbox, chain, scratch;
+    gsize chain_bytes;
+    void *staging;              /* pinned, 2 chunks */
+    GError *error;              /* of the open thread */
 } Gpu;
+
+typedef struct {
+    const VerifyOptions *o;
+    VerifyReport *r;
+    Gpu *gpus;
+    int n;
+    int *report_of;             /* ordinal -> index in r->gpus */
+    volatile int *flag;         /* pinned, mapped: releases the spins */
+    CUdeviceptr flag_dev;
+    uint64_t *results;          /* pinned: per GPU, n check words + chase */
+    gsize bytes;
+    unsigned loops;
+    gint64 t0;
+} Run;
+
+/* One transfer of a batch, and what came of it. */
+typedef struct {
+    XferKind kind;
+    int src, dst;               /* ordinals */
+    CUevent start, stop;
+    CUevent down[2], up[2];     /* staged copies */
+    double ms;
+    int64_t bad;                /* first bad byte offset at dst, -1 none */
+} Xfer;
 
 static const char *cu_err(CUresult r)
 {
@@ -54,87 +84,54 @@ static const char *cu_err(CUresult r)
     return s ? s : "unknown CUDA error";
 }
 
-#define CU_TRY(call, what)                                                 \
+#define CU_TRY(call, ...)                                                  \
     do {                                                                   \
         CUresult r_ = (call);                                              \
         if (r_ != CUDA_SUCCESS) {                                          \
-            g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s (%d)", \
-                        (what), cu_err(r_), (int)r_);                      \
+            g_autofree char *what_ = g_strdup_printf(__VA_ARGS__);         \
+            g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s (%d)",       \
+                        what_, cu_err(r_), (int)r_);                       \
             return false;                                                  \
         }                                                                  \
     } while (0)
 
-static bool cuda_load(char **why)
+static bool cuda_load(GError **errp)
 {
-    typedef CUresult (*GetProc)(const char *, void **, int, cuuint64_t,
-                                CUdriverProcAddressQueryResult *);
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    typedef CUresult (*GetProc)(const char *, void **, int, uint64_t, int *);
+    static bool loaded;
+    void *h;
     GetProc get;
 
+    if (loaded) {
+        return true;
+    }
+    h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        *why = g_strdup_printf("CUDA driver not loaded: %s", dlerror());
+        g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
+                    "CUDA driver not loaded: %s", dlerror());
         return false;
     }
     get = (GetProc)dlsym(h, "cuGetProcAddress_v2");
     if (!get) {
-        *why = g_strdup("CUDA driver too old: no cuGetProcAddress_v2 "
-                        "(needs a CUDA 12 driver or later)");
+        g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED,
+                    "CUDA driver too old: no cuGetProcAddress_v2 (needs a "
+                    "CUDA 12 driver or later)");
         return false;
     }
-#define CU_RESOLVE(name)                                                   \
+#define CU_RESOLVE(name, params)                                           \
     {                                                                      \
-        CUdriverProcAddressQueryResult st;                                 \
-        if (get(#name, (void **)&p_##name, 12000, CU_GET_PROC_ADDRESS_DEFAULT, \
-                &st) != CUDA_SUCCESS || !p_##name) {                       \
-            *why = g_strdup("CUDA driver lacks " #name);                   \
+        int st_ = 0;                                                       \
+        if (get(#name, (void **)&p_##name, 12000,                          \
+                CU_GET_PROC_ADDRESS_DEFAULT, &st_) != CUDA_SUCCESS ||      \
+            !p_##name) {                                                   \
+            g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED,              \
+                        "CUDA driver lacks " #name);                       \
             return false;                                                  \
         }                                                                  \
     }
     CU_APIS(CU_RESOLVE)
+    loaded = true;
     return true;
-}
-
-static bool gpu_open(Gpu *g, int ordinal, GError **errp)
-{
-    CU_TRY(p_cuDeviceGet(&g->dev, ordinal), "cuDeviceGet");
-    CU_TRY(p_cuDevicePrimaryCtxRetain(&g->ctx, g->dev),
-           "cuDevicePrimaryCtxRetain");
-    CU_TRY(p_cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
-    CU_TRY(p_cuModuleLoadData(&g->mod, verify_kernels_fatbin),
-           "cuModuleLoadData (the tool's kernels)");
-    CU_TRY(p_cuModuleGetFunction(&g->fill, g->mod, "fill_pattern"), "fill");
-    CU_TRY(p_cuModuleGetFunction(&g->check, g->mod, "check_pattern"),
-           "check");
-    CU_TRY(p_cuModuleGetFunction(&g->copy, g->mod, "copy_int4"), "copy");
-    CU_TRY(p_cuModuleGetFunction(&g->spin, g->mod, "spin"), "spin");
-    CU_TRY(p_cuModuleGetFunction(&g->chase, g->mod, "pointer_chase"),
-           "chase");
-    CU_TRY(p_cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING),
-           "cuStreamCreate");
-    CU_TRY(p_cuStreamCreate(&g->stream2, CU_STREAM_NON_BLOCKING),
-           "cuStreamCreate");
-    CU_TRY(p_cuDeviceGetAttribute(&g->sms,
-                                  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                  g->dev), "multiprocessor count");
-    return true;
-}
-
-static void gpu_close(Gpu *g)
-{
-    if (g->ctx) {
-        p_cuCtxSetCurrent(g->ctx);
-        p_cuCtxSynchronize();
-        if (g->stream) {
-            p_cuStreamDestroy(g->stream);
-        }
-        if (g->stream2) {
-            p_cuStreamDestroy(g->stream2);
-        }
-        if (g->mod) {
-            p_cuModuleUnload(g->mod);
-        }
-        p_cuDevicePrimaryCtxRelease(g->dev);
-    }
 }
 
 static CUresult launch(CUfunction f, unsigned grid, unsigned block,
@@ -143,369 +140,7 @@ static CUresult launch(CUfunction f, unsigned grid, unsigned block,
     return p_cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, args, NULL);
 }
 
-/* Fill @buf (on @g) with the pattern of @seed. */
-static bool fill(Gpu *g, CUdeviceptr buf, gsize bytes, uint32_t seed,
-                 GError **errp)
-{
-    uint64_t words = bytes / 4;
-    void *args[] = { &buf, &words, &seed };
-
-    CU_TRY(p_cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
-    CU_TRY(launch(g->fill, g->sms * 4, 512, g->stream, args), "fill_pattern");
-    CU_TRY(p_cuStreamSynchronize(g->stream), "fill_pattern");
-    return true;
-}
-
-/* The first bad word offset in bytes, or -1 when all match. */
-static bool check(Gpu *g, CUdeviceptr buf, gsize bytes, uint32_t seed,
-                  CUdeviceptr scratch, int64_t *bad, GError **errp)
-{
-    uint64_t words = bytes / 4;
-    unsigned long long first = ~0ull;
-    void *args[] = { &buf, &words, &seed, &scratch };
-
-    CU_TRY(p_cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
-    CU_TRY(p_cuMemcpyHtoD(scratch, &first, sizeof(first)), "cuMemcpyHtoD");
-    CU_TRY(launch(g->check, g->sms * 4, 512, g->stream, args),
-           "check_pattern");
-    CU_TRY(p_cuStreamSynchronize(g->stream), "check_pattern");
-    CU_TRY(p_cuMemcpyDtoH(&first, scratch, sizeof(first)), "cuMemcpyDtoH");
-    *bad = first == ~0ull ? -1 : (int64_t)(first * 4);
-    return true;
-}
-
-typedef struct {
-    Gpu *gpus;
-    CUdeviceptr *src, *dst, *scratch;   /* per GPU */
-    int *host_flag;                     /* pinned, mapped */
-    CUdeviceptr flag_dev;
-    void *staging;                      /* pinned, for host-staged copies */
-    gsize bytes;
-    unsigned samples, loops;
-} Bench;
-
-static double median_of(double *v, unsigned n, double *min, double *max)
-{
-    unsigned i, j;
-
-    for (i = 1; i < n; i++) {
-        for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    }
-    *min = v[0];
-    *max = v[n - 1];
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void figure_set(Figure *f, double *v, unsigned n)
-{
-    f->samples = n;
-    f->median = median_of(v, n, &f->min, &f->max);
-}
-
-typedef enum { COPY_CE, COPY_SM, COPY_SM_READ, COPY_CE_BIDIR } CopyKind;
-
-/* Queue one unit of work of @kind for a -> b on @s. */
-static CUresult enqueue(Bench *bn, CopyKind kind, int a, int b, CUstream s,
-                        bool reverse)
-{
-    Gpu *ga = &bn->gpus[a], *gb = &bn->gpus[b];
-    CUdeviceptr src = reverse ? bn->src[b] : bn->src[a];
-    CUdeviceptr dst = reverse ? bn->dst[a] : bn->dst[b];
-    CUcontext sctx = reverse ? gb->ctx : ga->ctx;
-    CUcontext dctx = reverse ? ga->ctx : gb->ctx;
-
-    if (kind == COPY_SM || kind == COPY_SM_READ) {
-        uint64_t n = bn->bytes / 16;
-        void *args[] = { &src, &dst, &n };
-        Gpu *on = kind == COPY_SM ? ga : gb;
-
-        /* Write: a's SMs push into b. Read: b's SMs pull from a. */
-        return launch(on->copy, on->sms * 4, 1024, s, args);
-    }
-    return p_cuMemcpyPeerAsync(dst, dctx, src, sctx, bn->bytes, s);
-}
-
-/* GB/s of @loops copies a -> b (and b -> a for the bidirectional kind). */
-static bool time_copies(Bench *bn, CopyKind kind, int a, int b, double *gbps,
-                        GError **errp)
-{
-    Gpu *ga = &bn->gpus[kind == COPY_SM_READ ? b : a];
-    CUevent start, stop, stop2;
-    uint64_t max_ns = 5000000000ull;
-    CUdeviceptr flag = bn->flag_dev;
-    void *spin_args[] = { &flag, &max_ns };
-    float ms = 0, ms2 = 0;
-    unsigned i;
-
-    CU_TRY(p_cuCtxSetCurrent(ga->ctx), "cuCtxSetCurrent");
-    CU_TRY(p_cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-    CU_TRY(p_cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-    CU_TRY(p_cuEventCreate(&stop2, CU_EVENT_DEFAULT), "cuEventCreate");
-    *(volatile int *)bn->host_flag = 0;
-    CU_TRY(launch(ga->spin, 1, 1, ga->stream, spin_args), "spin");
-    CU_TRY(p_cuEventRecord(start, ga->stream), "cuEventRecord");
-    if (kind == COPY_CE_BIDIR) {
-        CU_TRY(p_cuStreamWaitEvent(ga->stream2, start, 0),
-               "cuStreamWaitEvent");
-    }
-    for (i = 0; i < bn->loops; i++) {
-        CU_TRY(enqueue(bn, kind == COPY_CE_BIDIR ? COPY_CE : kind, a, b,
-                       ga->stream, false), "copy");
-        if (kind == COPY_CE_BIDIR) {
-            CU_TRY(enqueue(bn, COPY_CE, a, b, ga->stream2, true), "copy");
-        }
-    }
-    CU_TRY(p_cuEventRecord(stop, ga->stream), "cuEventRecord");
-    if (kind == COPY_CE_BIDIR) {
-        CU_TRY(p_cuEventRecord(stop2, ga->stream2), "cuEventRecord");
-    }
-    *(volatile int *)bn->host_flag = 1;
-    CU_TRY(p_cuEventSynchronize(stop), "cuEventSynchronize");
-    CU_TRY(p_cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-    if (kind == COPY_CE_BIDIR) {
-        CU_TRY(p_cuEventSynchronize(stop2), "cuEventSynchronize");
-        CU_TRY(p_cuEventElapsedTime(&ms2, start, stop2),
-               "cuEventElapsedTime");
-        ms = MAX(ms, ms2);
-    }
-    p_cuEventDestroy(start);
-    p_cuEventDestroy(stop);
-    p_cuEventDestroy(stop2);
-    *gbps = (double)bn->bytes * bn->loops * (kind == COPY_CE_BIDIR ? 2 : 1) /
-            (ms / 1e3) / 1e9;
-    return true;
-}
-
-/* Host-staged (P2P off): a -> pinned host -> b, pipelined in chunks. */
-static bool time_staged(Bench *bn, int a, int b, double *gbps, GError **errp)
-{
-    Gpu *ga = &bn->gpus[a], *gb = &bn->gpus[b];
-    const gsize chunk = MIN(bn->bytes, (gsize)32 << 20);
-    gsize nchunks = bn->bytes / chunk, i;
-    CUevent down[2], up[2], start, stop;
-    float ms;
-    int k;
-
-    /* An event is recorded on streams of the context it was made in. */
-    CU_TRY(p_cuCtxSetCurrent(gb->ctx), "cuCtxSetCurrent");
-    for (k = 0; k < 2; k++) {
-        CU_TRY(p_cuEventCreate(&up[k], CU_EVENT_DISABLE_TIMING), "event");
-    }
-    CU_TRY(p_cuCtxSetCurrent(ga->ctx), "cuCtxSetCurrent");
-    for (k = 0; k < 2; k++) {
-        CU_TRY(p_cuEventCreate(&down[k], CU_EVENT_DISABLE_TIMING), "event");
-    }
-    CU_TRY(p_cuEventCreate(&start, CU_EVENT_BLOCKING_SYNC), "event");
-    CU_TRY(p_cuEventCreate(&stop, CU_EVENT_BLOCKING_SYNC), "event");
-    CU_TRY(p_cuEventRecord(start, ga->stream), "cuEventRecord");
-    for (i = 0; i < nchunks; i++) {
-        int buf = i % 2;
-        char *host = (char *)bn->staging + buf * chunk;
-
-        if (i >= 2) {
-            CU_TRY(p_cuStreamWaitEvent(ga->stream, up[buf], 0), "wait");
-        }
-        CU_TRY(p_cuMemcpyDtoHAsync(host, bn->src[a] + i * chunk, chunk,
-                                   ga->stream), "cuMemcpyDtoHAsync");
-        CU_TRY(p_cuEventRecord(down[buf], ga->stream), "cuEventRecord");
-        CU_TRY(p_cuStreamWaitEvent(gb->stream2, down[buf], 0), "wait");
-        CU_TRY(p_cuMemcpyHtoDAsync(bn->dst[b] + i * chunk, host, chunk,
-                                   gb->stream2), "cuMemcpyHtoDAsync");
-        CU_TRY(p_cuEventRecord(up[buf], gb->stream2), "cuEventRecord");
-    }
-    CU_TRY(p_cuStreamWaitEvent(ga->stream, up[(nchunks - 1) % 2], 0),
-           "wait");
-    CU_TRY(p_cuEventRecord(stop, ga->stream), "cuEventRecord");
-    CU_TRY(p_cuEventSynchronize(stop), "cuEventSynchronize");
-    CU_TRY(p_cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-    for (k = 0; k < 2; k++) {
-        p_cuEventDestroy(down[k]);
-        p_cuEventDestroy(up[k]);
-    }
-    p_cuEventDestroy(start);
-    p_cuEventDestroy(stop);
-    *gbps = (double)nchunks * chunk / (ms / 1e3) / 1e9;
-    return true;
-}
-
-/* Copy-engine latency: the median time of one small peer copy. */
-static bool time_ce_latency(Bench *bn, int a, int b, double *us,
-                            GError **errp)
-{
-    Gpu *ga = &bn->gpus[a], *gb = &bn->gpus[b];
-    const unsigned reps = 100;
-    CUevent start, stop;
-    float ms;
-    unsigned i;
-
-    CU_TRY(p_cuCtxSetCurrent(ga->ctx), "cuCtxSetCurrent");
-    CU_TRY(p_cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-    CU_TRY(p_cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-    CU_TRY(p_cuEventRecord(start, ga->stream), "cuEventRecord");
-    for (i = 0; i < reps; i++) {
-        CU_TRY(p_cuMemcpyPeerAsync(bn->dst[b], gb->ctx, bn->src[a], ga->ctx,
-                                   16, ga->stream), "cuMemcpyPeerAsync");
-    }
-    CU_TRY(p_cuEventRecord(stop, ga->stream), "cuEventRecord");
-    CU_TRY(p_cuEventSynchronize(stop), "cuEventSynchronize");
-    CU_TRY(p_cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-    p_cuEventDestroy(start);
-    p_cuEventDestroy(stop);
-    *us = ms * 1e3 / reps;
-    return true;
-}
-
-/*
- * SM latency: a pointer chase by GPU a through GPU b's memory, a random
- * cycle over a footprint larger than the caches, with loads that bypass L1.
- */
-static bool time_sm_latency(Bench *bn, int a, int b, double *us,
-                            GError **errp)
-{
-    Gpu *ga = &bn->gpus[a];
-    gsize entries = MIN(bn->bytes, (gsize)256 << 20) / 4;
-    uint32_t hops = 20000, sink_host;
-    g_autofree uint32_t *chain = NULL;
-    CUdeviceptr buf = bn->dst[b], scratch = bn->scratch[a];
-    CUdeviceptr sink = scratch + 8, ns_dev = scratch + 16;
-    uint64_t ns;
-    void *args[] = { &buf, &hops, &sink, &ns_dev };
-    gsize i;
-    GRand *rnd = g_rand_new_with_seed(42);
-    /* Stride by whole cache lines over the footprint: a random cycle. */
-    gsize lines = entries / 32;
-    g_autofree uint32_t *order = g_new(uint32_t, lines);
-
-    for (i = 0; i < lines; i++) {
-        order[i] = (uint32_t)(i * 32);
-    }
-    for (i = lines - 1; i > 0; i--) {
-        gsize j = g_rand_int_range(rnd, 0, (gint32)i + 1);
-        uint32_t t = order[i];
-
-        order[i] = order[j];
-        order[j] = t;
-    }
-    g_rand_free(rnd);
-    chain = g_new0(uint32_t, entries);
-    for (i = 0; i < lines; i++) {
-        chain[order[i]] = order[(i + 1) % lines];
-    }
-    CU_TRY(p_cuCtxSetCurrent(bn->gpus[b].ctx), "cuCtxSetCurrent");
-    CU_TRY(p_cuMemcpyHtoD(buf, chain, entries * 4), "cuMemcpyHtoD");
-    CU_TRY(p_cuCtxSetCurrent(ga->ctx), "cuCtxSetCurrent");
-    CU_TRY(launch(ga->chase, 1, 1, ga->stream, args), "pointer_chase");
-    CU_TRY(p_cuStreamSynchronize(ga->stream), "pointer_chase");
-    CU_TRY(p_cuMemcpyDtoH(&ns, ns_dev, sizeof(ns)), "cuMemcpyDtoH");
-    CU_TRY(p_cuMemcpyDtoH(&sink_host, sink, sizeof(sink_host)),
-           "cuMemcpyDtoH");
-    *us = (double)ns / hops / 1e3;
-    return true;
-}
-
-/* Copy a -> b by the copy engine and by the SMs; check the bytes at b. */
-static void verify_pair_data(Bench *bn, VerifyPair *p, int a, int b,
-                             bool sm_possible)
-{
-    g_autoptr(GError) err = NULL;
-    GError **errp = &err;
-    uint32_t seed = 0x5eed0000u | (uint32_t)(a << 8 | b);
-    Gpu *gb = &bn->gpus[b];
-    int64_t bad;
-
-    p->verified_ce = CHECK_FAILED;
-    if (!fill(&bn->gpus[a], bn->src[a], bn->bytes, seed, errp)) {
-        goto fail;
-    }
-    p_cuCtxSetCurrent(gb->ctx);
-    if (p_cuMemsetD32Async(bn->dst[b], 0, bn->bytes / 4, gb->stream) ||
-        p_cuStreamSynchronize(gb->stream) ||
-        enqueue(bn, COPY_CE, a, b, bn->gpus[a].stream, false) ||
-        p_cuStreamSynchronize(bn->gpus[a].stream)) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "CE copy failed");
-        goto fail;
-    }
-    if (!check(gb, bn->dst[b], bn->bytes, seed, bn->scratch[b], &bad, errp)) {
-        goto fail;
-    }
-    if (bad >= 0) {
-        g_snprintf(p->verify_problem, sizeof(p->verify_problem),
-                   "copy engine %d->%d: first bad byte at offset %" G_GINT64_FORMAT,
-                   a, b, bad);
-        return;
-    }
-    p->verified_ce = CHECK_OK;
-    if (!sm_possible) {
-        p->verified_sm = CHECK_UNTESTABLE;
-        return;
-    }
-    p->verified_sm = CHECK_FAILED;
-    p_cuCtxSetCurrent(gb->ctx);
-    if (p_cuMemsetD32Async(bn->dst[b], 0, bn->bytes / 4, gb->stream) ||
-        p_cuStreamSynchronize(gb->stream)) {
-        goto fail;
-    }
-    p_cuCtxSetCurrent(bn->gpus[a].ctx);
-    if (enqueue(bn, COPY_SM, a, b, bn->gpus[a].stream, false) ||
-        p_cuStreamSynchronize(bn->gpus[a].stream)) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "SM copy failed");
-        goto fail;
-    }
-    if (!check(gb, bn->dst[b], bn->bytes, seed, bn->scratch[b], &bad, errp)) {
-        goto fail;
-    }
-    if (bad >= 0) {
-        g_snprintf(p->verify_problem, sizeof(p->verify_problem),
-                   "SM copy %d->%d: first bad byte at offset %" G_GINT64_FORMAT,
-                   a, b, bad);
-        return;
-    }
-    p->verified_sm = CHECK_OK;
-    return;
-fail:
-    g_snprintf(p->verify_problem, sizeof(p->verify_problem), "%d->%d: %s",
-               a, b, err ? err->message : "failed");
-}
-
-static void measure(Bench *bn, Figure *f, GError **errp,
-                    bool (*fn)(Bench *, int, int, double *, GError **),
-                    int a, int b)
-{
-    double v[16] = { 0 };
-    unsigned i, n = MIN(bn->samples, G_N_ELEMENTS(v));
-
-    for (i = 0; i < n; i++) {
-        if (!fn(bn, a, b, &v[i], errp)) {
-            return;
-        }
-    }
-    figure_set(f, v, n);
-}
-
-static bool bw_ce(Bench *bn, int a, int b, double *v, GError **errp)
-{
-    return time_copies(bn, COPY_CE, a, b, v, errp);
-}
-
-static bool bw_sm(Bench *bn, int a, int b, double *v, GError **errp)
-{
-    return time_copies(bn, COPY_SM, a, b, v, errp);
-}
-
-static bool bw_sm_read(Bench *bn, int a, int b, double *v, GError **errp)
-{
-    return time_copies(bn, COPY_SM_READ, a, b, v, errp);
-}
-
-static bool bw_bidir(Bench *bn, int a, int b, double *v, GError **errp)
-{
-    return time_copies(bn, COPY_CE_BIDIR, a, b, v, errp);
-}
+/* ---- discover ---------------------------------------------------------- */
 
 static int find_gpu_by_bdf(VerifyReport *r, const char *bdf)
 {
@@ -520,263 +155,1132 @@ static int find_gpu_by_bdf(VerifyReport *r, const char *bdf)
     return -1;
 }
 
-void verify_cuda(const VerifyOptions *o, VerifyReport *r)
+static bool discover(Run *run, GError **errp)
 {
-    g_autoptr(GError) err = NULL;
-    g_autofree char *why = NULL;
-    g_autofree Gpu *gpus = NULL;
-    g_autofree int *gpu_of_cuda = NULL;
-    GError **errp = &err;
-    Bench bn = { 0 };
-    int count = 0, i, j;
-    CUresult res;
+    VerifyReport *r = run->r;
+    int i;
+    guint gi;
 
-    if (!cuda_load(&why)) {
-        r->cuda_status = g_steal_pointer(&why);
-        r->untested = true;
-        return;
+    if (!cuda_load(errp)) {
+        return false;
     }
-    res = p_cuInit(0);
-    if (res == CUDA_SUCCESS) {
-        res = p_cuDeviceGetCount(&count);
-    }
-    if (res != CUDA_SUCCESS) {
-        r->cuda_status = g_strdup_printf("cuInit: %s", cu_err(res));
-        r->untested = true;
-        return;
-    }
-    gpus = g_new0(Gpu, count);
-    gpu_of_cuda = g_new(int, count);
-    for (i = 0; i < count; i++) {
+    CU_TRY(p_cuInit(0), "cuInit");
+    CU_TRY(p_cuDriverGetVersion(&r->cuda_driver_version),
+           "cuDriverGetVersion");
+    CU_TRY(p_cuDeviceGetCount(&run->n), "cuDeviceGetCount");
+    r->phase_s[0] = (g_get_monotonic_time() - run->t0) / 1e6;
+    run->gpus = g_new0(Gpu, run->n);
+    run->report_of = g_new(int, run->n);
+    for (i = 0; i < run->n; i++) {
+        Gpu *g = &run->gpus[i];
         char bus[32], norm[GP_BDF_LEN];
-        int gi;
+        VerifyGpu *vg;
+        int at;
 
-        p_cuDeviceGetPCIBusId(bus, sizeof(bus), i);
+        g->ordinal = i;
+        CU_TRY(p_cuDeviceGet(&g->dev, i), "cuDeviceGet %d", i);
+        CU_TRY(p_cuDeviceGetPCIBusId(bus, sizeof(bus), g->dev),
+               "cuDeviceGetPCIBusId %d", i);
         if (!gp_bdf_normalize(bus, norm)) {
             g_strlcpy(norm, bus, sizeof(norm));
         }
-        gi = find_gpu_by_bdf(r, norm);
-        if (gi < 0) {
-            /* CUDA sees a GPU the PCI scan did not (e.g. a capture). */
-            VerifyGpu g = { .clique = -1 };
+        at = find_gpu_by_bdf(r, norm);
+        if (at < 0) {
+            /* CUDA sees a GPU the PCI scan did not. */
+            VerifyGpu add = { .clique = -1, .numa_node = -1 };
 
-            g_strlcpy(g.bdf, norm, sizeof(g.bdf));
-            g_array_append_val(r->gpus, g);
-            gi = r->gpus->len - 1;
+            g_strlcpy(add.bdf, norm, sizeof(add.bdf));
+            g_array_append_val(r->gpus, add);
+            at = r->gpus->len - 1;
+            verify_note(r, "GPU %d (%s): seen by CUDA but not on PCI", at,
+                        norm);
         }
-        gpu_of_cuda[i] = gi;
-        g_array_index(r->gpus, VerifyGpu, gi).cuda_index = i;
-        p_cuDeviceGetName(g_array_index(r->gpus, VerifyGpu, gi).name,
-                          sizeof(g_array_index(r->gpus, VerifyGpu, gi).name),
-                          i);
-        if (!gpu_open(&gpus[i], i, errp)) {
-            r->cuda_status = g_strdup_printf("GPU %d: %s", i, err->message);
+        run->report_of[i] = at;
+        vg = &g_array_index(r->gpus, VerifyGpu, at);
+        vg->cuda_index = i;
+        CU_TRY(p_cuDeviceGetName(vg->name, sizeof(vg->name), g->dev),
+               "cuDeviceGetName %d", i);
+        CU_TRY(p_cuDeviceGetAttribute(&vg->sm_major,
+                   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev),
+               "compute capability");
+        CU_TRY(p_cuDeviceGetAttribute(&vg->sm_minor,
+                   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev),
+               "compute capability");
+        CU_TRY(p_cuDeviceGetAttribute(&g->sms,
+                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev),
+               "multiprocessor count");
+    }
+    /* GPUs on PCI that CUDA does not use. */
+    for (gi = 0; gi < r->gpus->len; gi++) {
+        VerifyGpu *vg = &g_array_index(r->gpus, VerifyGpu, gi);
+
+        if (vg->cuda_index >= 0) {
+            continue;
+        }
+        if (g_getenv("CUDA_VISIBLE_DEVICES")) {
+            /* The operator chose the subset: left out, not failed. */
+            vg->hidden = true;
+            verify_note(r, "GPU %u (%s): not tested, left out by "
+                        "CUDA_VISIBLE_DEVICES", gi, vg->bdf);
+        } else {
             r->untested = true;
-            goto out;
+            verify_note(r, "GPU %u (%s): on PCI but not seen by CUDA (no "
+                        "driver bound, or the driver failed on it)", gi,
+                        vg->bdf);
         }
     }
-    verify_nvml(r);
+    return true;
+}
 
-    bn.gpus = gpus;
-    bn.bytes = o->bytes;
-    bn.samples = o->samples;
-    bn.loops = o->quick ? 2 : 8;
-    bn.src = g_new0(CUdeviceptr, count);
-    bn.dst = g_new0(CUdeviceptr, count);
-    bn.scratch = g_new0(CUdeviceptr, count);
-    for (i = 0; i < count; i++) {
-        p_cuCtxSetCurrent(gpus[i].ctx);
-        if ((res = p_cuMemAlloc(&bn.src[i], bn.bytes)) ||
-            (res = p_cuMemAlloc(&bn.dst[i], bn.bytes)) ||
-            (res = p_cuMemAlloc(&bn.scratch[i], 4096))) {
-            r->cuda_status = g_strdup_printf("GPU %d: allocating 2 x %"
-                                             G_GSIZE_FORMAT " bytes: %s", i,
-                                             bn.bytes, cu_err(res));
-            r->untested = true;
-            goto out;
+/* ---- allocate ---------------------------------------------------------- */
+
+static bool gpu_open(Run *run, Gpu *g, GError **errp)
+{
+    gsize inbox = run->bytes * run->n;
+
+    CU_TRY(p_cuDevicePrimaryCtxRetain(&g->ctx, g->dev),
+           "GPU %d: cuDevicePrimaryCtxRetain", g->ordinal);
+    CU_TRY(p_cuCtxSetCurrent(g->ctx), "GPU %d: cuCtxSetCurrent", g->ordinal);
+#ifdef VERIFY_HAVE_KERNELS
+    CU_TRY(p_cuModuleLoadData(&g->mod, verify_kernels_fatbin),
+           "GPU %d: loading the tool's kernels", g->ordinal);
+    CU_TRY(p_cuModuleGetFunction(&g->fill, g->mod, "fill_pattern"), "fill");
+    CU_TRY(p_cuModuleGetFunction(&g->check, g->mod, "check_pattern"),
+           "check");
+    CU_TRY(p_cuModuleGetFunction(&g->copy, g->mod, "copy_int4"), "copy");
+    CU_TRY(p_cuModuleGetFunction(&g->spin, g->mod, "spin"), "spin");
+    CU_TRY(p_cuModuleGetFunction(&g->chase, g->mod, "pointer_chase"),
+           "chase");
+#endif
+    CU_TRY(p_cuStreamCreate(&g->gate, CU_STREAM_NON_BLOCKING),
+           "cuStreamCreate");
+    CU_TRY(p_cuEventCreate(&g->gate_open, CU_EVENT_DISABLE_TIMING),
+           "cuEventCreate");
+    g->to = g_new0(CUstream, run->n);
+    for (int i = 0; i < run->n; i++) {
+        CU_TRY(p_cuStreamCreate(&g->to[i], CU_STREAM_NON_BLOCKING),
+               "cuStreamCreate");
+    }
+    CU_TRY(p_cuMemAlloc(&g->src, run->bytes), "GPU %d: allocating %"
+           G_GSIZE_FORMAT " bytes", g->ordinal, run->bytes);
+    CU_TRY(p_cuMemAlloc(&g->inbox, inbox), "GPU %d: allocating %"
+           G_GSIZE_FORMAT " bytes", g->ordinal, inbox);
+    CU_TRY(p_cuMemAlloc(&g->scratch, 4096), "GPU %d: scratch", g->ordinal);
+    if (!run->o->quick) {
+        /* Pinning takes time: only for the host-staged figure. */
+        CU_TRY(p_cuMemHostAlloc(&g->staging, 2 * STAGING_CHUNK,
+                                CU_MEMHOSTALLOC_PORTABLE),
+               "GPU %d: pinned staging memory", g->ordinal);
+    }
+#ifdef VERIFY_HAVE_KERNELS
+    {
+        /* The source pattern is fixed for the run: seed = ordinal. */
+        uint64_t words = run->bytes / 4;
+        uint32_t seed = 0x5eed0000u | (uint32_t)g->ordinal;
+        void *args[] = { &g->src, &words, &seed };
+
+        CU_TRY(launch(g->fill, g->sms * 4, 512, g->gate, args),
+               "GPU %d: fill_pattern", g->ordinal);
+        CU_TRY(p_cuStreamSynchronize(g->gate), "GPU %d: fill_pattern",
+               g->ordinal);
+    }
+#endif
+    return true;
+}
+
+static gpointer gpu_open_thread(gpointer data)
+{
+    void **args = data;
+
+    gpu_open(args[0], args[1], &((Gpu *)args[1])->error);
+    return NULL;
+}
+
+/* Contexts, modules and buffers, for all GPUs at once (each takes time). */
+static bool allocate(Run *run, GError **errp)
+{
+    g_autofree GThread **threads = g_new0(GThread *, run->n);
+    g_autofree void **args = g_new0(void *, 2 * run->n);
+    int i;
+    bool ok = true;
+
+    for (i = 0; i < run->n; i++) {
+        args[2 * i] = run;
+        args[2 * i + 1] = &run->gpus[i];
+        threads[i] = g_thread_new("gpu-open", gpu_open_thread, &args[2 * i]);
+    }
+    for (i = 0; i < run->n; i++) {
+        g_thread_join(threads[i]);
+        if (run->gpus[i].error && ok) {
+            g_propagate_error(errp, run->gpus[i].error);
+            run->gpus[i].error = NULL;
+            ok = false;
+        }
+        g_clear_error(&run->gpus[i].error);
+    }
+    if (!ok) {
+        return false;
+    }
+    CU_TRY(p_cuCtxSetCurrent(run->gpus[0].ctx), "cuCtxSetCurrent");
+    CU_TRY(p_cuMemHostAlloc((void **)&run->flag, 4096,
+                            CU_MEMHOSTALLOC_PORTABLE |
+                            CU_MEMHOSTALLOC_DEVICEMAP), "pinned flag");
+    CU_TRY(p_cuMemHostGetDevicePointer(&run->flag_dev, (void *)run->flag, 0),
+           "mapped flag");
+    CU_TRY(p_cuMemHostAlloc((void **)&run->results,
+                            sizeof(uint64_t) * run->n * (run->n + 2),
+                            CU_MEMHOSTALLOC_PORTABLE), "pinned results");
+    return true;
+}
+
+/* The pointer-chase chain in every GPU's memory, built once. */
+static bool build_chains(Run *run, GError **errp)
+{
+    gsize bytes = MIN(run->bytes, (gsize)256 << 20);
+    gsize entries = bytes / 4, lines = entries / 32, i;
+    g_autofree uint32_t *order = g_new(uint32_t, lines);
+    uint32_t *chain;
+    GRand *rnd = g_rand_new_with_seed(42);
+    int g;
+
+    /* A random cycle over whole cache lines of the footprint. */
+    for (i = 0; i < lines; i++) {
+        order[i] = (uint32_t)(i * 32);
+    }
+    for (i = lines - 1; i > 0; i--) {
+        gsize j = g_rand_int_range(rnd, 0, (gint32)i + 1);
+        uint32_t t = order[i];
+
+        order[i] = order[j];
+        order[j] = t;
+    }
+    g_rand_free(rnd);
+    CU_TRY(p_cuMemHostAlloc((void **)&chain, bytes, CU_MEMHOSTALLOC_PORTABLE),
+           "pinned chain");
+    memset(chain, 0, bytes);
+    for (i = 0; i < lines; i++) {
+        chain[order[i]] = order[(i + 1) % lines];
+    }
+    for (g = 0; g < run->n; g++) {
+        Gpu *gp = &run->gpus[g];
+        CUresult res;
+
+        p_cuCtxSetCurrent(gp->ctx);
+        /* Stream-ordered from pinned memory: no race with later work. */
+        if ((res = p_cuMemAlloc(&gp->chain, bytes)) ||
+            (res = p_cuMemcpyHtoDAsync(gp->chain, chain, bytes, gp->gate)) ||
+            (res = p_cuStreamSynchronize(gp->gate))) {
+            p_cuMemFreeHost(chain);
+            g_set_error(errp, GP_ERROR, GP_ERROR_IO, "GPU %d: latency chain:"
+                        " %s", g, cu_err(res));
+            return false;
+        }
+        gp->chain_bytes = bytes;
+    }
+    p_cuMemFreeHost(chain);
+    return true;
+}
+
+/* ---- one batch of transfers ------------------------------------------- */
+
+static CUdeviceptr slot(Run *run, int dst, int src)
+{
+    return run->gpus[dst].inbox + (CUdeviceptr)src * run->bytes;
+}
+
+/* The GPU whose stream carries @x. */
+static int exec_gpu(const Xfer *x)
+{
+    return x->kind == XFER_SM_READ ? x->dst : x->src;
+}
+
+static int exec_peer(const Xfer *x)
+{
+    return x->kind == XFER_SM_READ ? x->src : x->dst;
+}
+
+static bool moves_data(XferKind k)
+{
+    return k != XFER_CE_LATENCY && k != XFER_SM_LATENCY;
+}
+
+static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
+{
+    Gpu *gs = &run->gpus[x->src], *gd = &run->gpus[x->dst];
+    Gpu *ge = &run->gpus[exec_gpu(x)];
+    CUstream s = ge->to[exec_peer(x)];
+    CUdeviceptr dst = slot(run, x->dst, x->src);
+    unsigned i;
+
+    switch (x->kind) {
+    case XFER_CE:
+    case XFER_CE_BIDIR:
+        for (i = 0; i < loops; i++) {
+            CU_TRY(p_cuMemcpyPeerAsync(dst, gd->ctx, gs->src, gs->ctx,
+                                       run->bytes, s),
+                   "copy engine %d->%d", x->src, x->dst);
+        }
+        break;
+    case XFER_SM_WRITE:
+    case XFER_SM_READ:
+        for (i = 0; i < loops; i++) {
+            uint64_t n = run->bytes / 16;
+            void *args[] = { &gs->src, &dst, &n };
+
+            CU_TRY(launch(ge->copy, ge->sms * 4, 1024, s, args),
+                   "SM copy %d->%d", x->src, x->dst);
+        }
+        break;
+    case XFER_CE_LATENCY:
+        for (i = 0; i < CE_LATENCY_REPS; i++) {
+            CU_TRY(p_cuMemcpyPeerAsync(dst, gd->ctx, gs->src, gs->ctx, 16, s),
+                   "copy engine %d->%d", x->src, x->dst);
+        }
+        break;
+    case XFER_SM_LATENCY: {
+        uint32_t hops = CHASE_HOPS;
+        CUdeviceptr sink = gs->scratch + 2048 + 16 * x->dst;
+        CUdeviceptr ns = sink + 8;
+        void *args[] = { &gd->chain, &hops, &sink, &ns };
+
+        CU_TRY(launch(gs->chase, 1, 1, s, args), "pointer chase %d->%d",
+               x->src, x->dst);
+        break;
+    }
+    case XFER_STAGED: {
+        /* Source stream: GPU -> pinned chunk; destination stream: chunk ->
+         * GPU; two chunks in flight. */
+        CUstream ds = gd->to[x->src];
+        gsize chunk = MIN(run->bytes, STAGING_CHUNK);
+        gsize nchunks = run->bytes / chunk, c;
+
+        for (c = 0; c < nchunks; c++) {
+            int k = c % 2;
+            char *host = (char *)gs->staging + k * chunk;
+
+            if (c >= 2) {
+                CU_TRY(p_cuStreamWaitEvent(s, x->up[k], 0), "wait");
+            }
+            CU_TRY(p_cuMemcpyDtoHAsync(host, gs->src + c * chunk, chunk, s),
+                   "staged copy %d->host", x->src);
+            CU_TRY(p_cuEventRecord(x->down[k], s), "cuEventRecord");
+            CU_TRY(p_cuStreamWaitEvent(ds, x->down[k], 0), "wait");
+            CU_TRY(p_cuMemcpyHtoDAsync(dst + c * chunk, host, chunk, ds),
+                   "staged copy host->%d", x->dst);
+            CU_TRY(p_cuEventRecord(x->up[k], ds), "cuEventRecord");
+        }
+        CU_TRY(p_cuStreamWaitEvent(s, x->up[(nchunks - 1) % 2], 0), "wait");
+        break;
+    }
+    }
+    return true;
+}
+
+static void xfer_events_free(Run *run, Xfer *x, int nx)
+{
+    int i, k;
+
+    for (i = 0; i < nx; i++) {
+        p_cuCtxSetCurrent(run->gpus[exec_gpu(&x[i])].ctx);
+        if (x[i].start) {
+            p_cuEventDestroy(x[i].start);
+        }
+        if (x[i].stop) {
+            p_cuEventDestroy(x[i].stop);
+        }
+        for (k = 0; k < 2; k++) {
+            if (x[i].down[k]) {
+                p_cuEventDestroy(x[i].down[k]);
+            }
+            if (x[i].up[k]) {
+                p_cuEventDestroy(x[i].up[k]);
+            }
+        }
+        x[i].start = x[i].stop = NULL;
+        memset(x[i].down, 0, sizeof(x[i].down));
+        memset(x[i].up, 0, sizeof(x[i].up));
+    }
+}
+
+/*
+ * Run @x together. With @span_ms, the whole batch is also timed on one
+ * GPU (the first transfer's destination): from its own release to the
+ * last transfer's end, waited for across GPUs. Several streams of one GPU
+ * can share its copy engines, so per-stream events alone do not give the
+ * span of an aggregate.
+ */
+static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
+                            double *span_ms, CUevent *span, GError **errp)
+{
+    g_autofree bool *used = g_new0(bool, run->n);
+    uint64_t max_ns = 5000000000ull;
+    CUdeviceptr flag = run->flag_dev;
+    void *spin_args[] = { &flag, &max_ns };
+    int i, g, k;
+
+    for (i = 0; i < nx; i++) {
+        Gpu *gd = &run->gpus[x[i].dst];
+        Gpu *ge = &run->gpus[exec_gpu(&x[i])];
+
+        x[i].bad = -1;
+        used[exec_gpu(&x[i])] = true;
+        if (moves_data(x[i].kind)) {
+            /* Poison the destination slot, ordered before the batch. */
+            CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
+            CU_TRY(p_cuMemsetD32Async(slot(run, x[i].dst, x[i].src),
+                                      0xdeadbeefu, run->bytes / 4, gd->gate),
+                   "poisoning GPU %d", x[i].dst);
+            CU_TRY(p_cuStreamSynchronize(gd->gate), "poisoning GPU %d",
+                   x[i].dst);
+        }
+        CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
+        CU_TRY(p_cuEventCreate(&x[i].start, CU_EVENT_DEFAULT), "event");
+        CU_TRY(p_cuEventCreate(&x[i].stop, CU_EVENT_DEFAULT), "event");
+        if (x[i].kind == XFER_STAGED) {
+            for (k = 0; k < 2; k++) {
+                CU_TRY(p_cuCtxSetCurrent(run->gpus[x[i].src].ctx), "ctx");
+                CU_TRY(p_cuEventCreate(&x[i].down[k],
+                                       CU_EVENT_DISABLE_TIMING), "event");
+                CU_TRY(p_cuCtxSetCurrent(gd->ctx), "ctx");
+                CU_TRY(p_cuEventCreate(&x[i].up[k], CU_EVENT_DISABLE_TIMING),
+                       "event");
+            }
         }
     }
-    p_cuCtxSetCurrent(gpus[0].ctx);
-    if ((res = p_cuMemHostAlloc((void **)&bn.host_flag, 4096,
-                                CU_MEMHOSTALLOC_PORTABLE |
-                                CU_MEMHOSTALLOC_DEVICEMAP)) ||
-        (res = p_cuMemHostGetDevicePointer(&bn.flag_dev, bn.host_flag, 0)) ||
-        (res = p_cuMemHostAlloc(&bn.staging, (gsize)64 << 20,
-                                CU_MEMHOSTALLOC_PORTABLE))) {
-        r->cuda_status = g_strdup_printf("pinned host memory: %s",
-                                         cu_err(res));
-        r->untested = true;
-        goto out;
+    /* Hold every executing GPU, then queue all work behind the holds. */
+    *run->flag = 0;
+    __sync_synchronize();
+    for (g = 0; g < run->n; g++) {
+        if (!used[g]) {
+            continue;
+        }
+        CU_TRY(p_cuCtxSetCurrent(run->gpus[g].ctx), "cuCtxSetCurrent");
+        CU_TRY(launch(run->gpus[g].spin, 1, 1, run->gpus[g].gate, spin_args),
+               "GPU %d: spin", g);
+        CU_TRY(p_cuEventRecord(run->gpus[g].gate_open, run->gpus[g].gate),
+               "cuEventRecord");
     }
+    if (span_ms) {
+        Gpu *go = &run->gpus[x[0].dst];
 
-    for (i = 0; i < count; i++) {
-        for (j = 0; j < count; j++) {
-            VerifyPair p = { .peer_access = -1 };
-            int can = 0, rank = 0, atomics = 0;
-            bool enabled = false;
+        if (!used[x[0].dst]) {
+            /* The observer holds like the others, to start at release. */
+            CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
+            CU_TRY(launch(go->spin, 1, 1, go->gate, spin_args), "spin");
+        }
+        CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
+        CU_TRY(p_cuEventCreate(&span[0], CU_EVENT_DEFAULT), "event");
+        CU_TRY(p_cuEventCreate(&span[1], CU_EVENT_DEFAULT), "event");
+        CU_TRY(p_cuEventRecord(span[0], go->gate), "cuEventRecord");
+    }
+    for (i = 0; i < nx; i++) {
+        Gpu *ge = &run->gpus[exec_gpu(&x[i])];
+        CUstream s = ge->to[exec_peer(&x[i])];
 
-            if (i == j) {
+        CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
+        CU_TRY(p_cuStreamWaitEvent(s, ge->gate_open, 0), "cuStreamWaitEvent");
+        if (x[i].kind == XFER_STAGED) {
+            CU_TRY(p_cuStreamWaitEvent(run->gpus[x[i].dst].to[x[i].src],
+                                       ge->gate_open, 0), "wait");
+        }
+        CU_TRY(p_cuEventRecord(x[i].start, s), "cuEventRecord");
+        if (!enqueue(run, &x[i], loops, errp)) {
+            return false;
+        }
+        CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
+        CU_TRY(p_cuEventRecord(x[i].stop, s), "cuEventRecord");
+    }
+    if (span_ms) {
+        Gpu *go = &run->gpus[x[0].dst];
+
+        CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
+        for (i = 0; i < nx; i++) {
+            CU_TRY(p_cuStreamWaitEvent(go->gate, x[i].stop, 0), "wait");
+        }
+        CU_TRY(p_cuEventRecord(span[1], go->gate), "cuEventRecord");
+    }
+    __sync_synchronize();
+    *run->flag = 1;
+    if (span_ms) {
+        float ms = 0;
+
+        CU_TRY(p_cuEventSynchronize(span[1]), "aggregate");
+        CU_TRY(p_cuEventElapsedTime(&ms, span[0], span[1]),
+               "cuEventElapsedTime");
+        *span_ms = ms;
+    }
+    for (i = 0; i < nx; i++) {
+        float ms = 0;
+
+        CU_TRY(p_cuEventSynchronize(x[i].stop), "transfer %d->%d",
+               x[i].src, x[i].dst);
+        CU_TRY(p_cuEventElapsedTime(&ms, x[i].start, x[i].stop),
+               "cuEventElapsedTime");
+        x[i].ms = ms;
+    }
+    /* Every byte checked at its destination, by the destination GPU. */
+    for (i = 0; i < nx; i++) {
+        Gpu *gd = &run->gpus[x[i].dst];
+        uint64_t *res = &run->results[x[i].dst * (run->n + 2) + x[i].src];
+        CUdeviceptr word = gd->scratch + 8 * x[i].src;
+        CUdeviceptr buf = slot(run, x[i].dst, x[i].src);
+        uint64_t words = run->bytes / 4;
+        uint32_t seed = 0x5eed0000u | (uint32_t)x[i].src;
+        void *args[] = { &buf, &words, &seed, &word };
+
+        if (!moves_data(x[i].kind)) {
+            continue;
+        }
+        CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
+        CU_TRY(p_cuMemsetD32Async(word, 0xffffffffu, 2, gd->gate), "memset");
+        CU_TRY(launch(gd->check, gd->sms * 4, 512, gd->gate, args),
+               "GPU %d: check_pattern", x[i].dst);
+        CU_TRY(p_cuMemcpyDtoHAsync(res, word, 8, gd->gate), "check result");
+    }
+    for (i = 0; i < nx; i++) {
+        Gpu *gs = &run->gpus[x[i].src];
+        Gpu *gd = &run->gpus[x[i].dst];
+        uint64_t *res = &run->results[x[i].dst * (run->n + 2) + x[i].src];
+
+        if (moves_data(x[i].kind)) {
+            CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
+            CU_TRY(p_cuStreamSynchronize(gd->gate), "GPU %d: check_pattern",
+                   x[i].dst);
+            x[i].bad = *res == ~0ull ? -1 : (int64_t)(*res * 4);
+        } else if (x[i].kind == XFER_SM_LATENCY) {
+            uint64_t *ns = &run->results[x[i].src * (run->n + 2) + run->n];
+
+            CU_TRY(p_cuCtxSetCurrent(gs->ctx), "cuCtxSetCurrent");
+            CU_TRY(p_cuMemcpyDtoHAsync(ns, gs->scratch + 2048 +
+                                       16 * x[i].dst + 8, 8, gs->gate),
+                   "chase time");
+            CU_TRY(p_cuStreamSynchronize(gs->gate), "chase time");
+            x[i].ms = *ns / 1e6;
+        }
+    }
+    return true;
+}
+
+static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
+                           double *span_ms, GError **errp)
+{
+    CUevent span[2] = { NULL, NULL };
+    bool ok = run_batch_inner(run, x, nx, loops, span_ms, span, errp);
+
+    if (!ok) {
+        /* Let nothing wait on a spin after an error. */
+        *run->flag = 1;
+        for (int g = 0; g < run->n; g++) {
+            p_cuCtxSetCurrent(run->gpus[g].ctx);
+            p_cuCtxSynchronize();
+        }
+    }
+    xfer_events_free(run, x, nx);
+    if (span[0] || span[1]) {
+        p_cuCtxSetCurrent(run->gpus[x[0].dst].ctx);
+        if (span[0]) {
+            p_cuEventDestroy(span[0]);
+        }
+        if (span[1]) {
+            p_cuEventDestroy(span[1]);
+        }
+    }
+    return ok;
+}
+
+static bool run_batch(Run *run, Xfer *x, int nx, unsigned loops,
+                      GError **errp)
+{
+    return run_batch_span(run, x, nx, loops, NULL, errp);
+}
+
+/* ---- pairs and their schedule ----------------------------------------- */
+
+static VerifyPair *pair_of(Run *run, int a, int b)
+{
+    return verify_pair_find(run->r, run->report_of[a], run->report_of[b]);
+}
+
+static void pair_problem(VerifyPair *p, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+
+static void pair_problem(VerifyPair *p, const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    if (!p->verify_problem[0]) {
+        g_strlcpy(p->verify_problem, msg, sizeof(p->verify_problem));
+    }
+}
+
+/* Host-staged copies all go through host memory: one pair at a time. */
+static bool through_host(int a, int b, int c, int d, gpointer data)
+{
+    (void)a; (void)b; (void)c; (void)d; (void)data;
+    return false;
+}
+
+/* Pairs on NVLink, or on PCIe paths that share no link, run together. */
+static bool independent(int a, int b, int c, int d, gpointer data)
+{
+    Run *run = data;
+    const VerifyGpu *g[4];
+    const int ord[4] = { a, b, c, d };
+
+    if (pair_of(run, a, b)->nvlinks || pair_of(run, c, d)->nvlinks) {
+        return true;
+    }
+    for (int i = 0; i < 4; i++) {
+        g[i] = &g_array_index(run->r->gpus, VerifyGpu, run->report_of[ord[i]]);
+    }
+    return verify_pcie_paths_disjoint(g[0], g[1], g[2], g[3]);
+}
+
+static bool pair_usable(Run *run, int a, int b, const VerifyFigureInfo *f)
+{
+    VerifyPair *p = pair_of(run, a, b);
+
+    if (!p->peer_enabled || p->verified_ce != CHECK_OK) {
+        return false;
+    }
+    return !f->needs_sm ||
+           (p->verified_sm == CHECK_OK && p->verified_sm_read == CHECK_OK);
+}
+
+static void figure_set(Figure *f, double *v, unsigned n)
+{
+    unsigned i, j;
+
+    for (i = 1; i < n; i++) {
+        for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    }
+    f->samples = n;
+    f->min = v[0];
+    f->max = v[n - 1];
+    f->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A figure's value from one finished transfer. */
+static double xfer_value(Run *run, const Xfer *x, unsigned loops)
+{
+    switch (x->kind) {
+    case XFER_CE_LATENCY:
+        return x->ms * 1e3 / CE_LATENCY_REPS;
+    case XFER_SM_LATENCY:
+        return x->ms * 1e3 / CHASE_HOPS;
+    case XFER_STAGED:
+        return (double)run->bytes / (x->ms / 1e3) / 1e9;
+    default:
+        return (double)run->bytes * loops / (x->ms / 1e3) / 1e9;
+    }
+}
+
+/* A destination that came back wrong after a transfer. */
+static void judge_bytes(Run *run, const Xfer *x, const char *what)
+{
+    VerifyPair *p = pair_of(run, x->src, x->dst);
+
+    if (x->bad < 0) {
+        return;
+    }
+    run->r->p2p_broken = true;
+    if (x->kind == XFER_SM_WRITE) {
+        p->verified_sm = CHECK_FAILED;
+    } else if (x->kind == XFER_SM_READ) {
+        p->verified_sm_read = CHECK_FAILED;
+    } else {
+        p->verified_ce = CHECK_FAILED;
+    }
+    pair_problem(p, "%s %u->%u: first bad byte at offset %" G_GINT64_FORMAT,
+                 what, run->report_of[x->src], run->report_of[x->dst],
+                 x->bad);
+}
+
+static void measure_error(Run *run, int a, int b, const char *what,
+                          GError *err)
+{
+    VerifyPair *p = pair_of(run, a, b);
+
+    /* A CUDA error while moving peer data is a P2P failure. */
+    run->r->p2p_broken = true;
+    pair_problem(p, "measuring %s: %s", what, err->message);
+}
+
+/* One figure for every usable ordered pair, in rounds. */
+static void measure_pairs(Run *run, GPtrArray *rounds, int fig)
+{
+    const VerifyFigureInfo *f = &verify_pair_figures[fig];
+    unsigned samples = run->o->samples, s;
+    unsigned loops = f->kind == XFER_STAGED ? 1 : run->loops;
+    int dir;
+
+    for (guint ri = 0; ri < rounds->len; ri++) {
+        GArray *round = g_ptr_array_index(rounds, ri);
+
+        for (dir = 0; dir < (f->kind == XFER_CE_BIDIR ? 1 : 2); dir++) {
+            g_autofree Xfer *x = g_new0(Xfer, round->len);
+            g_autofree double *v = g_new0(double, round->len * samples);
+            g_autofree int *pa = g_new0(int, round->len);
+            int nx = 0, npairs = 0;
+
+            for (guint k = 0; k + 1 < round->len; k += 2) {
+                int a = g_array_index(round, int, k + dir);
+                int b = g_array_index(round, int, k + 1 - dir);
+
+                if (!pair_usable(run, a, b, f) ||
+                    (f->kind == XFER_CE_BIDIR && !pair_usable(run, b, a, f))) {
+                    continue;
+                }
+                pa[npairs++] = nx;
+                x[nx++] = (Xfer){ .kind = f->kind, .src = a, .dst = b };
+                if (f->kind == XFER_CE_BIDIR) {
+                    x[nx++] = (Xfer){ .kind = f->kind, .src = b, .dst = a };
+                }
+            }
+            if (!nx) {
                 continue;
             }
-            p.a = gpu_of_cuda[i];
-            p.b = gpu_of_cuda[j];
+            for (s = 0; s < samples; s++) {
+                g_autoptr(GError) err = NULL;
+
+                if (!run_batch(run, x, nx, loops, &err)) {
+                    for (int i = 0; i < npairs; i++) {
+                        measure_error(run, x[pa[i]].src, x[pa[i]].dst,
+                                      f->key, err);
+                    }
+                    return;
+                }
+                for (int i = 0; i < npairs; i++) {
+                    Xfer *one = &x[pa[i]];
+
+                    judge_bytes(run, one, f->key);
+                    v[i * samples + s] = xfer_value(run, one, loops);
+                    if (f->kind == XFER_CE_BIDIR) {
+                        judge_bytes(run, one + 1, f->key);
+                        /* Both directions' bytes over the longer time. */
+                        v[i * samples + s] = 2.0 * run->bytes * loops /
+                            (MAX(one->ms, one[1].ms) / 1e3) / 1e9;
+                    }
+                }
+            }
+            for (int i = 0; i < npairs; i++) {
+                Xfer *one = &x[pa[i]];
+                VerifyPair *p = pair_of(run, one->src, one->dst);
+
+                figure_set(&p->fig[fig], &v[i * samples], samples);
+                if (f->kind == XFER_CE_BIDIR) {
+                    pair_of(run, one->dst, one->src)->fig[fig] = p->fig[fig];
+                }
+            }
+        }
+    }
+}
+
+/* All-to-one and one-to-all copy-engine figures for GPU @k. */
+static void measure_aggregates(Run *run, int k)
+{
+    VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
+                                   run->report_of[k]);
+    const VerifyFigureInfo *ce = &verify_pair_figures[FIG_UNI_CE];
+    unsigned loops = MAX(run->loops / 4, 1u), s;
+
+    for (int which = 0; which < AGG_COUNT; which++) {
+        g_autofree Xfer *x = g_new0(Xfer, run->n);
+        double v[16];
+        int nx = 0;
+
+        for (int j = 0; j < run->n; j++) {
+            int a = which == AGG_ALL_TO_ONE ? j : k;
+            int b = which == AGG_ALL_TO_ONE ? k : j;
+
+            if (j == k) {
+                continue;
+            }
+            if (!pair_usable(run, a, b, ce)) {
+                nx = 0;
+                break;
+            }
+            x[nx++] = (Xfer){ .kind = XFER_CE, .src = a, .dst = b };
+        }
+        if (nx < 2) {
+            continue;
+        }
+        for (s = 0; s < run->o->samples; s++) {
+            g_autoptr(GError) err = NULL;
+            double span = 0;
+
+            if (!run_batch_span(run, x, nx, loops, &span, &err)) {
+                run->r->p2p_broken = true;
+                verify_note(run->r, "GPU %d: measuring %s: %s",
+                            run->report_of[k], verify_gpu_figures[which].key,
+                            err->message);
+                return;
+            }
+            for (int i = 0; i < nx; i++) {
+                judge_bytes(run, &x[i], verify_gpu_figures[which].key);
+            }
+            /* All bytes over the span on one GPU's clock. */
+            v[s] = (double)run->bytes * loops * nx / (span / 1e3) / 1e9;
+        }
+        figure_set(&vg->agg[which], v, run->o->samples);
+    }
+}
+
+/* Peer access for every ordered pair: enabled where CUDA offers it. */
+static void pair_access(Run *run)
+{
+    VerifyReport *r = run->r;
+    int a, b;
+
+    for (a = 0; a < run->n; a++) {
+        for (b = 0; b < run->n; b++) {
+            VerifyPair p = { .peer_access = -1, .perf_rank = -1,
+                             .native_atomics = -1 };
+            Gpu *ga = &run->gpus[a], *gb = &run->gpus[b];
+            int can = 0;
+            CUresult res;
+
+            if (a == b) {
+                continue;
+            }
+            p.a = run->report_of[a];
+            p.b = run->report_of[b];
             g_strlcpy(p.link, "unknown", sizeof(p.link));
-            if (p_cuDeviceCanAccessPeer(&can, gpus[i].dev, gpus[j].dev) ==
+            if (p_cuDeviceCanAccessPeer(&can, ga->dev, gb->dev) ==
                 CUDA_SUCCESS) {
                 p.peer_access = can;
             }
-            p_cuDeviceGetP2PAttribute(&rank,
-                CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, gpus[i].dev,
-                gpus[j].dev);
-            p_cuDeviceGetP2PAttribute(&atomics,
-                CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, gpus[i].dev,
-                gpus[j].dev);
-            p.perf_rank = rank;
-            p.native_atomics = atomics;
-            if (can) {
-                CUresult e1, e2;
-
-                p_cuCtxSetCurrent(gpus[i].ctx);
-                e1 = p_cuCtxEnablePeerAccess(gpus[j].ctx, 0);
-                p_cuCtxSetCurrent(gpus[j].ctx);
-                e2 = p_cuCtxEnablePeerAccess(gpus[i].ctx, 0);
-                enabled = (e1 == CUDA_SUCCESS ||
-                           e1 == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) &&
-                          (e2 == CUDA_SUCCESS ||
-                           e2 == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+            if (p_cuDeviceGetP2PAttribute(&p.perf_rank,
+                    CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, ga->dev,
+                    gb->dev) != CUDA_SUCCESS) {
+                p.perf_rank = -1;
             }
-            verify_pair_data(&bn, &p, i, j, enabled);
+            if (p_cuDeviceGetP2PAttribute(&p.native_atomics,
+                    CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, ga->dev,
+                    gb->dev) != CUDA_SUCCESS) {
+                p.native_atomics = -1;
+            }
+            if (p.peer_access == 1) {
+                /* Offered peer access that cannot be enabled is broken. */
+                p_cuCtxSetCurrent(ga->ctx);
+                res = p_cuCtxEnablePeerAccess(gb->ctx, 0);
+                if (res != CUDA_SUCCESS &&
+                    res != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+                    r->p2p_broken = true;
+                    pair_problem(&p, "cuCtxEnablePeerAccess %u->%u: %s",
+                                 p.a, p.b, cu_err(res));
+                } else {
+                    p.peer_enabled = true;
+                }
+            }
+            if (!p.peer_enabled) {
+                p.verified_ce = p.verified_sm = p.verified_sm_read =
+                    p.peer_access == 1 ? CHECK_FAILED : CHECK_UNTESTABLE;
+                pair_problem(&p, "no peer access");
+            } else if (!run->r->kernels) {
+                p.verified_ce = p.verified_sm = p.verified_sm_read =
+                    CHECK_UNTESTABLE;
+                pair_problem(&p, "not testable: built without CUDA kernels");
+            } else {
+                p.verified_ce = p.verified_sm = p.verified_sm_read =
+                    CHECK_OK;
+            }
             g_array_append_val(r->pairs, p);
         }
     }
-    verify_nvml_pairs(r);
+}
 
-    /* Figures: each ordered pair with peer access. */
-    for (i = 0; i < (int)r->pairs->len; i++) {
-        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
-        int a = g_array_index(r->gpus, VerifyGpu, p->a).cuda_index;
-        int b = g_array_index(r->gpus, VerifyGpu, p->b).cuda_index;
+/* One verified copy per path and direction; pairs of a round at once. */
+static void data_checks(Run *run, GPtrArray *rounds)
+{
+    VerifyReport *r = run->r;
+    static const XferKind paths[] = { XFER_CE, XFER_SM_WRITE, XFER_SM_READ };
 
-        g_clear_error(&err);
-        if (p->verified_ce != CHECK_OK) {
-            continue;
+    if (!run->r->kernels) {
+        r->untested = true;
+        verify_note(r, "data checks and figures not testable: built without "
+                    "CUDA kernels (no nvcc at build time)");
+        return;
+    }
+    for (guint pi = 0; pi < r->pairs->len; pi++) {
+        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, pi);
+
+        if (p->peer_access == 0) {
+            /* A copy would be staged through the host: nothing proven. */
+            r->untested = true;
+            verify_note(r, "GPUs %u and %u: CUDA grants no peer access; P2P "
+                        "not available between them", p->a, p->b);
         }
-        measure(&bn, &p->uni_ce, errp, bw_ce, a, b);
-        if (p->verified_sm == CHECK_OK) {
-            measure(&bn, &p->uni_sm, errp, bw_sm, a, b);
-            if (!o->quick) {
-                measure(&bn, &p->uni_sm_read, errp, bw_sm_read, a, b);
-                measure(&bn, &p->lat_sm_us, errp, time_sm_latency, a, b);
+    }
+    for (guint pi = 0; pi < G_N_ELEMENTS(paths); pi++) {
+        for (guint ri = 0; ri < rounds->len; ri++) {
+            GArray *round = g_ptr_array_index(rounds, ri);
+
+            for (int dir = 0; dir < 2; dir++) {
+                g_autofree Xfer *x = g_new0(Xfer, round->len);
+                g_autoptr(GError) err = NULL;
+                int nx = 0;
+
+                for (guint k = 0; k + 1 < round->len; k += 2) {
+                    int sa = g_array_index(round, int, k + dir);
+                    int sb = g_array_index(round, int, k + 1 - dir);
+                    VerifyPair *p = pair_of(run, sa, sb);
+
+                    if (p->peer_enabled && p->verified_ce == CHECK_OK) {
+                        x[nx++] = (Xfer){ .kind = paths[pi], .src = sa,
+                                          .dst = sb };
+                    }
+                }
+                if (!nx) {
+                    continue;
+                }
+                if (!run_batch(run, x, nx, 1, &err)) {
+                    for (int i = 0; i < nx; i++) {
+                        VerifyPair *p = pair_of(run, x[i].src, x[i].dst);
+
+                        *(paths[pi] == XFER_CE ? &p->verified_ce :
+                          paths[pi] == XFER_SM_WRITE ? &p->verified_sm :
+                          &p->verified_sm_read) = CHECK_FAILED;
+                        measure_error(run, x[i].src, x[i].dst, "data check",
+                                      err);
+                    }
+                    continue;
+                }
+                for (int i = 0; i < nx; i++) {
+                    judge_bytes(run, &x[i], paths[pi] == XFER_CE ?
+                                "copy engine" : paths[pi] == XFER_SM_WRITE ?
+                                "SM write" : "SM read");
+                }
             }
         }
-        if (!o->quick) {
-            if (a < b) {
-                measure(&bn, &p->bi_ce, errp, bw_bidir, a, b);
-            }
-            measure(&bn, &p->uni_staged, errp, time_staged, a, b);
-            measure(&bn, &p->lat_ce_us, errp, time_ce_latency, a, b);
-        }
-        if (err) {
-            g_snprintf(p->verify_problem, sizeof(p->verify_problem),
-                       "measuring: %s", err->message);
-        }
-    }
-    /* Bidirectional figures belong to both orders of a pair. */
-    for (i = 0; i < (int)r->pairs->len; i++) {
-        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
-
-        for (j = 0; j < (int)r->pairs->len && p->bi_ce.samples; j++) {
-            VerifyPair *q = &g_array_index(r->pairs, VerifyPair, j);
-
-            if (q->a == p->b && q->b == p->a && !q->bi_ce.samples) {
-                q->bi_ce = p->bi_ce;
-            }
-        }
-    }
-out:
-    for (i = 0; i < count; i++) {
-        p_cuCtxSetCurrent(gpus[i].ctx);
-        if (bn.src && bn.src[i]) {
-            p_cuMemFree(bn.src[i]);
-        }
-        if (bn.dst && bn.dst[i]) {
-            p_cuMemFree(bn.dst[i]);
-        }
-        if (bn.scratch && bn.scratch[i]) {
-            p_cuMemFree(bn.scratch[i]);
-        }
-    }
-    if (bn.host_flag) {
-        p_cuMemFreeHost(bn.host_flag);
-    }
-    if (bn.staging) {
-        p_cuMemFreeHost(bn.staging);
-    }
-    g_free(bn.src);
-    g_free(bn.dst);
-    g_free(bn.scratch);
-    for (i = 0; i < count; i++) {
-        gpu_close(&gpus[i]);
     }
 }
 
-/* For GPUDirect RDMA: a dma-buf fd for a GPU allocation, or -1. */
-int verify_cuda_dmabuf(int ordinal, gsize bytes, unsigned long long *ptr,
-                       char **why)
+/* ---- teardown ---------------------------------------------------------- */
+
+static void teardown(Run *run)
 {
+    for (int i = 0; i < run->n; i++) {
+        Gpu *g = &run->gpus[i];
+
+        if (!g->ctx) {
+            continue;
+        }
+        p_cuCtxSetCurrent(g->ctx);
+        p_cuCtxSynchronize();
+        if (g->src) {
+            p_cuMemFree(g->src);
+        }
+        if (g->inbox) {
+            p_cuMemFree(g->inbox);
+        }
+        if (g->chain) {
+            p_cuMemFree(g->chain);
+        }
+        if (g->scratch) {
+            p_cuMemFree(g->scratch);
+        }
+        if (g->staging) {
+            p_cuMemFreeHost(g->staging);
+        }
+        for (int k = 0; g->to && k < run->n; k++) {
+            if (g->to[k]) {
+                p_cuStreamDestroy(g->to[k]);
+            }
+        }
+        g_free(g->to);
+        if (g->gate) {
+            p_cuStreamDestroy(g->gate);
+        }
+        if (g->gate_open) {
+            p_cuEventDestroy(g->gate_open);
+        }
+        if (g->mod) {
+            p_cuModuleUnload(g->mod);
+        }
+        p_cuDevicePrimaryCtxRelease(g->dev);
+    }
+    if (run->flag) {
+        p_cuMemFreeHost((void *)run->flag);
+    }
+    if (run->results) {
+        p_cuMemFreeHost(run->results);
+    }
+    g_free(run->gpus);
+    g_free(run->report_of);
+}
+
+void verify_cuda(const VerifyOptions *o, VerifyReport *r)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) rounds = NULL;
+    g_autoptr(GPtrArray) one_by_one = NULL;
+    Run run = { .o = o, .r = r, .bytes = o->bytes,
+                .loops = o->quick ? 2 : 8 };
+    gint64 t = g_get_monotonic_time();
+#define PHASE(i) do { gint64 now_ = g_get_monotonic_time();               \
+                      r->phase_s[i] = (now_ - t) / 1e6; t = now_; } while (0)
+
+    run.t0 = t;
+
+#ifdef VERIFY_HAVE_KERNELS
+    r->kernels = true;
+#endif
+    r->loops = run.loops;
+    if (!discover(&run, &err)) {
+        r->cuda_status = g_strdup(err->message);
+        r->untested = true;
+        goto out;
+    }
+    if (run.n == 0) {
+        r->cuda_status = g_strdup("CUDA sees no GPU");
+        r->untested = true;
+        goto out;
+    }
+    verify_nvml(r);
+    PHASE(1);
+    r->phase_s[1] -= r->phase_s[0];
+    if (!allocate(&run, &err)) {
+        r->cuda_status = g_strdup(err->message);
+        r->untested = true;
+        goto out;
+    }
+    PHASE(2);
+    pair_access(&run);
+    PHASE(3);
+    verify_nvml_pairs(r);
+    rounds = verify_schedule(run.n, independent, &run);
+    one_by_one = verify_schedule(run.n, through_host, NULL);
+    for (guint i = 0; i < rounds->len; i++) {
+        r->concurrent |= ((GArray *)g_ptr_array_index(rounds, i))->len > 2;
+    }
+    data_checks(&run, rounds);
+    PHASE(4);
+    if (!r->kernels) {
+        goto out;
+    }
+    if (!o->quick && !build_chains(&run, &err)) {
+        r->p2p_broken = true;
+        verify_note(r, "%s", err->message);
+        goto out;
+    }
+    for (int fig = 0; fig < FIG_PAIR_COUNT; fig++) {
+        if (o->quick && !verify_pair_figures[fig].quick) {
+            continue;
+        }
+        measure_pairs(&run, verify_pair_figures[fig].kind == XFER_STAGED ?
+                      one_by_one : rounds, fig);
+    }
+    if (!o->quick) {
+        for (int k = 0; k < run.n; k++) {
+            measure_aggregates(&run, k);
+        }
+    }
+    PHASE(5);
+out:
+    teardown(&run);
+    PHASE(6);
+}
+
+/* ---- GPU memory for the RDMA checks ------------------------------------ */
+
+struct VerifyGpuMem {
     CUdevice dev;
     CUcontext ctx;
-    CUdeviceptr mem;
+    CUdeviceptr ptr;
+    gsize bytes;
+};
+
+VerifyGpuMem *verify_gpu_mem_new(int ordinal, gsize bytes, GError **errp)
+{
+    g_autofree VerifyGpuMem *m = g_new0(VerifyGpuMem, 1);
+    CUresult res;
+
+    if (!cuda_load(errp)) {
+        return NULL;
+    }
+    m->bytes = bytes;
+    if ((res = p_cuInit(0)) || (res = p_cuDeviceGet(&m->dev, ordinal)) ||
+        (res = p_cuDevicePrimaryCtxRetain(&m->ctx, m->dev))) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "CUDA GPU %d: %s", ordinal,
+                    cu_err(res));
+        return NULL;
+    }
+    if ((res = p_cuCtxSetCurrent(m->ctx)) ||
+        (res = p_cuMemAlloc(&m->ptr, bytes))) {
+        p_cuDevicePrimaryCtxRelease(m->dev);
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "allocating GPU memory: %s",
+                    cu_err(res));
+        return NULL;
+    }
+    return g_steal_pointer(&m);
+}
+
+unsigned long long verify_gpu_mem_ptr(const VerifyGpuMem *m)
+{
+    return m->ptr;
+}
+
+int verify_gpu_mem_dmabuf(VerifyGpuMem *m, GError **errp)
+{
     int supported = 0, fd = -1;
     CUresult res;
 
-    if (!p_cuInit && !cuda_load(why)) {
+    p_cuCtxSetCurrent(m->ctx);
+    if (p_cuDeviceGetAttribute(&supported,
+                               CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+                               m->dev) != CUDA_SUCCESS || !supported) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED,
+                    "the GPU or driver does not export dma-buf "
+                    "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0)");
         return -1;
     }
-    if ((res = p_cuInit(0)) || (res = p_cuDeviceGet(&dev, ordinal))) {
-        *why = g_strdup_printf("CUDA: %s", cu_err(res));
+    res = p_cuMemGetHandleForAddressRange(&fd, m->ptr, m->bytes,
+                                          CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                                          0);
+    if (res != CUDA_SUCCESS) {
+        g_set_error(errp, GP_ERROR, res == CUDA_ERROR_NOT_SUPPORTED ?
+                    GP_ERROR_UNSUPPORTED : GP_ERROR_IO,
+                    "exporting GPU memory as dma-buf: %s", cu_err(res));
         return -1;
     }
-    p_cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
-                           dev);
-    if (!supported) {
-        *why = g_strdup("the GPU or driver does not export dma-buf "
-                        "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0)");
-        return -1;
-    }
-    if ((res = p_cuDevicePrimaryCtxRetain(&ctx, dev)) ||
-        (res = p_cuCtxSetCurrent(ctx)) ||
-        (res = p_cuMemAlloc(&mem, bytes)) ||
-        (res = p_cuMemGetHandleForAddressRange(&fd, mem, bytes,
-                CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0))) {
-        *why = g_strdup_printf("exporting GPU memory as dma-buf: %s",
-                               cu_err(res));
-        return -1;
-    }
-    *ptr = mem;
     return fd;
 }
 
-/* Make GPU @ordinal's primary context current. */
-static bool use_gpu(int ordinal)
+bool verify_gpu_mem_read(VerifyGpuMem *m, void *out, GError **errp)
 {
-    CUdevice dev;
-    CUcontext ctx;
-
-    return p_cuDeviceGet(&dev, ordinal) == CUDA_SUCCESS &&
-           p_cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
-           p_cuCtxSetCurrent(ctx) == CUDA_SUCCESS;
+    CU_TRY(p_cuCtxSetCurrent(m->ctx), "cuCtxSetCurrent");
+    CU_TRY(p_cuMemcpyDtoHAsync(out, m->ptr, m->bytes, NULL),
+           "reading GPU memory");
+    CU_TRY(p_cuCtxSynchronize(), "reading GPU memory");
+    return true;
 }
 
-/* Read @bytes of GPU memory at @ptr (after an RDMA write into it). */
-bool verify_cuda_read(int ordinal, unsigned long long ptr, void *out,
-                      gsize bytes)
+bool verify_gpu_mem_write(VerifyGpuMem *m, const void *in, GError **errp)
 {
-    return use_gpu(ordinal) && p_cuMemcpyDtoH(out, ptr, bytes) == CUDA_SUCCESS;
+    CU_TRY(p_cuCtxSetCurrent(m->ctx), "cuCtxSetCurrent");
+    CU_TRY(p_cuMemcpyHtoDAsync(m->ptr, in, m->bytes, NULL),
+           "writing GPU memory");
+    CU_TRY(p_cuCtxSynchronize(), "writing GPU memory");
+    return true;
 }
 
-bool verify_cuda_write(int ordinal, unsigned long long ptr, const void *in,
-                       gsize bytes)
+void verify_gpu_mem_free(VerifyGpuMem *m)
 {
-    return use_gpu(ordinal) && p_cuMemcpyHtoD(ptr, in, bytes) == CUDA_SUCCESS;
+    if (!m) {
+        return;
+    }
+    p_cuCtxSetCurrent(m->ctx);
+    p_cuMemFree(m->ptr);
+    p_cuDevicePrimaryCtxRelease(m->dev);
+    g_free(m);
 }

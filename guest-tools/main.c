@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "gpup2p/mirror.h"
 #include "verify.h"
 
 void verify_note(VerifyReport *r, const char *fmt, ...)
@@ -16,6 +17,20 @@ void verify_note(VerifyReport *r, const char *fmt, ...)
     va_start(ap, fmt);
     g_ptr_array_add(r->notes, g_strdup_vprintf(fmt, ap));
     va_end(ap);
+}
+
+VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b)
+{
+    guint i;
+
+    for (i = 0; i < r->pairs->len; i++) {
+        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
+
+        if (p->a == a && p->b == b) {
+            return p;
+        }
+    }
+    return NULL;
 }
 
 /* What the measurements mean for the verdict. */
@@ -28,7 +43,11 @@ static void judge(const VerifyOptions *o, VerifyReport *r)
         const VerifyGpu *a = &g_array_index(r->gpus, VerifyGpu, p->a);
         const VerifyGpu *b = &g_array_index(r->gpus, VerifyGpu, p->b);
 
-        if (p->verified_ce == CHECK_FAILED || p->verified_sm == CHECK_FAILED) {
+        const Figure *uni = &p->fig[FIG_UNI_CE];
+        const Figure *lat = &p->fig[FIG_LAT_SM];
+
+        if (p->verified_ce == CHECK_FAILED || p->verified_sm == CHECK_FAILED ||
+            p->verified_sm_read == CHECK_FAILED) {
             r->p2p_broken = true;
         }
         if (a->clique >= 0 && a->clique == b->clique && p->peer_access == 0) {
@@ -36,18 +55,17 @@ static void judge(const VerifyOptions *o, VerifyReport *r)
             verify_note(r, "%s and %s share clique %d but CUDA grants no "
                         "peer access", a->bdf, b->bdf, a->clique);
         }
-        if (o->min_bandwidth > 0 && p->peer_access == 1 &&
-            p->uni_ce.samples && p->uni_ce.median < o->min_bandwidth) {
+        if (o->min_bandwidth > 0 && p->peer_access == 1 && uni->samples &&
+            uni->median < o->min_bandwidth) {
             r->p2p_broken = true;
             verify_note(r, "%s -> %s: %.1f GB/s is below the minimum %.1f",
-                        a->bdf, b->bdf, p->uni_ce.median, o->min_bandwidth);
+                        a->bdf, b->bdf, uni->median, o->min_bandwidth);
         }
-        if (o->max_latency > 0 && p->lat_sm_us.samples &&
-            p->lat_sm_us.median > o->max_latency) {
+        if (o->max_latency > 0 && lat->samples &&
+            lat->median > o->max_latency) {
             r->p2p_broken = true;
             verify_note(r, "%s -> %s: latency %.2f us is above the maximum "
-                        "%.2f", a->bdf, b->bdf, p->lat_sm_us.median,
-                        o->max_latency);
+                        "%.2f", a->bdf, b->bdf, lat->median, o->max_latency);
         }
     }
     /* GPUs that share no clique with any other. */
@@ -78,12 +96,14 @@ int main(int argc, char **argv)
           "Run the PCI checks on a captured tree instead of /sys", "DIR" },
         { "json", 0, 0, G_OPTION_ARG_NONE, &o.json, "JSON output", NULL },
         { "quick", 0, 0, G_OPTION_ARG_NONE, &o.quick,
-          "Health check: data checks and one bandwidth figure per pair",
+          "Health check: data checks and the copy-engine bandwidth per pair",
           NULL },
         { "pci-only", 0, 0, G_OPTION_ARG_NONE, &o.pci_only,
           "Only the PCI checks (no CUDA, no RDMA)", NULL },
-        { "no-rdma", 0, 0, G_OPTION_ARG_NONE, &o.no_rdma,
-          "Skip the RDMA checks", NULL },
+        { "skip-rdma", 0, 0, G_OPTION_ARG_NONE, &o.skip_rdma,
+          "Skip the RDMA checks (else untested RDMA is exit 3)", NULL },
+        { "no-rdma", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE,
+          &o.skip_rdma, "Same as --skip-rdma", NULL },
         { "size-mib", 0, 0, G_OPTION_ARG_INT, &mib,
           "Transfer size (default 512, 64 with --quick)", "MIB" },
         { "samples", 0, 0, G_OPTION_ARG_INT, &o.samples,
@@ -107,9 +127,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpup2p-verify: %s\n", err->message);
         return VERIFY_EXIT_USAGE;
     }
-    if (argc > 1 || mib < 0 || o.samples < 1 || o.samples > 16) {
+    if (argc > 1 || mib < 0 || mib > 16384 || o.samples < 1 ||
+        o.samples > 16) {
         fprintf(stderr, "gpup2p-verify: %s\n", argc > 1 ?
-                "unexpected argument" : "--size-mib must be positive and "
+                "unexpected argument" : "--size-mib must be 1 to 16384 and "
                 "--samples 1 to 16");
         return VERIFY_EXIT_USAGE;
     }
@@ -127,14 +148,37 @@ int main(int argc, char **argv)
     verify_pci(&o, &r);
     if (!o.pci_only && !o.sysfs_root) {
         verify_cuda(&o, &r);
-        if (!o.no_rdma) {
+        if (!o.skip_rdma) {
             verify_rdma(&o, &r);
+        } else {
+            r.rdma_status = g_strdup("not run (--skip-rdma)");
         }
+    } else {
+        /* Only the PCI checks were asked for: say what was not run. */
+        const char *why = o.sysfs_root ? "not run (--sysfs-root)" :
+                          "not run (--pci-only)";
+
+        r.cuda_status = g_strdup(why);
+        r.nvml_status = g_strdup(why);
+        r.rdma_status = g_strdup(why);
     }
     judge(&o, &r);
-    if (o.nccl_topo && !verify_nccl_topo(&o, &r, &err)) {
-        verify_note(&r, "NCCL topology: %s", err->message);
-        r.untested = true;
+    if (o.nccl_topo) {
+        bool from_host = false;
+
+        /* The host's file (gpup2p --mirror --nccl-topo) knows the host's
+         * switches and links; the guest's own view is what it sees. */
+        if (!gp_fwcfg_copy(o.sysfs_root ? o.sysfs_root : "/",
+                           GP_FWCFG_NCCL_TOPO, o.nccl_topo, &from_host,
+                           &err) ||
+            (!from_host && !verify_nccl_topo(&o, &r, &err))) {
+            verify_note(&r, "NCCL topology: %s", err->message);
+            r.untested = true;
+        } else {
+            verify_note(&r, "NCCL topology: %s", from_host ?
+                        "the host's, from fw_cfg " GP_FWCFG_NCCL_TOPO :
+                        "the guest's own view");
+        }
     }
     r.seconds = (g_get_monotonic_time() - t0) / 1e6;
     if (o.json) {

@@ -1,45 +1,132 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * An NCCL topology file (NCCL_TOPO_FILE) for this VM: one CPU per NUMA node;
- * under it, GPUs that share a P2P clique sit together behind one virtual
- * switch (as Azure's NDv5 file does), with the RDMA NICs of that node, so
- * NCCL sees PIX between them instead of a flat bus.
+ * An NCCL topology file (NCCL_TOPO_FILE) for this VM, written the way
+ * NCCL's own reader (src/graph/xml.cc) takes it: no XML declaration, one
+ * element per line, attributes as key="value" separated by one space,
+ * values of at most 254 characters and no escapes, only the element names
+ * NCCL loads (system, cpu, pci, gpu, nvlink).
+ *
+ * One CPU per NUMA node, arch and vendor from this machine. GPUs that
+ * share a P2P clique sit together behind one virtual switch (as Azure's
+ * NDv5 file does) so NCCL sees PIX between them instead of a flat bus.
+ * Each GPU carries its NVLinks as NVML reports them. RDMA NICs appear only
+ * where GPUDirect RDMA was verified both ways. Link speeds and widths come
+ * from sysfs and are left out when unknown; NCCL then reads or defaults
+ * them itself.
  */
 #include <errno.h>
 #include <glib/gstdio.h>
-#include <unistd.h>
-#include <libxml/xmlwriter.h>
+#include <string.h>
+#include <sys/utsname.h>
 
 #include "verify.h"
 
-static void attr(xmlTextWriterPtr w, const char *name, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-
-static void attr(xmlTextWriterPtr w, const char *name, const char *fmt, ...)
+/* The link speeds NCCL's table knows (kvDictPciGen). */
+static bool speed_known(const char *s)
 {
-    g_autofree char *v = NULL;
-    va_list ap;
+    static const char *const known[] = {
+        "2.5 GT/s", "5 GT/s", "8 GT/s", "16 GT/s", "32 GT/s",
+        "2.5 GT/s PCIe", "5.0 GT/s PCIe", "8.0 GT/s PCIe", "16.0 GT/s PCIe",
+        "32.0 GT/s PCIe", "64.0 GT/s PCIe",
+    };
 
-    va_start(ap, fmt);
-    v = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    xmlTextWriterWriteAttribute(w, BAD_CAST name, BAD_CAST v);
+    for (guint i = 0; s && i < G_N_ELEMENTS(known); i++) {
+        if (!strcmp(s, known[i])) {
+            return true;
+        }
+    }
+    return false;
 }
 
-static void pci_node(xmlTextWriterPtr w, const char *bdf, unsigned cls,
-                     unsigned vendor, unsigned device, unsigned sv,
-                     unsigned sd, const char *speed, unsigned width)
+static double speed_value(const char *s)
 {
-    xmlTextWriterStartElement(w, BAD_CAST "pci");
-    attr(w, "busid", "%s", bdf);
-    attr(w, "class", "0x%06x", cls);
-    attr(w, "vendor", "0x%04x", vendor);
-    attr(w, "device", "0x%04x", device);
-    attr(w, "subsystem_vendor", "0x%04x", sv);
-    attr(w, "subsystem_device", "0x%04x", sd);
-    attr(w, "link_speed", "%s", speed && *speed ? speed : "16.0 GT/s PCIe");
-    attr(w, "link_width", "%u", width ? width : 16);
-    xmlTextWriterEndElement(w);
+    return speed_known(s) ? g_ascii_strtod(s, NULL) : 0;
+}
+
+static void indent(GString *x, int depth)
+{
+    g_string_append_printf(x, "%*s", 2 * depth, "");
+}
+
+static void pci_open(GString *x, int depth, const char *bdf, unsigned cls,
+                     unsigned vendor, unsigned device, unsigned sv,
+                     unsigned sd, const char *speed, int width)
+{
+    indent(x, depth);
+    g_string_append_printf(x, "<pci busid=\"%s\" class=\"0x%06x\"", bdf, cls);
+    if (vendor) {
+        g_string_append_printf(x, " vendor=\"0x%04x\" device=\"0x%04x\"",
+                               vendor, device);
+    }
+    if (sv) {
+        g_string_append_printf(x, " subsystem_vendor=\"0x%04x\""
+                               " subsystem_device=\"0x%04x\"", sv, sd);
+    }
+    if (speed_known(speed)) {
+        g_string_append_printf(x, " link_speed=\"%s\"", speed);
+    }
+    if (width > 0) {
+        g_string_append_printf(x, " link_width=\"%d\"", width);
+    }
+}
+
+static const VerifyGpu *gpu_by_bdf(const VerifyReport *r, const char *bdf)
+{
+    for (guint i = 0; i < r->gpus->len; i++) {
+        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+
+        if (!g_ascii_strcasecmp(g->bdf, bdf)) {
+            return g;
+        }
+    }
+    return NULL;
+}
+
+static void gpu_node(GString *x, int depth, const VerifyReport *r,
+                     const VerifyGpu *g)
+{
+    bool done[18] = { false };
+    bool any = false;
+    unsigned l, m;
+
+    pci_open(x, depth, g->bdf, g->class_code, g->vendor, g->device,
+             g->subsystem_vendor, g->subsystem_device, g->link_speed,
+             g->link_width);
+    for (l = 0; l < 18; l++) {
+        any |= g->nvlink_peer[l][0] != '\0';
+    }
+    if (!any) {
+        /* No per-link view: NCCL asks NVML itself. */
+        g_string_append(x, "/>\n");
+        return;
+    }
+    g_string_append(x, ">\n");
+    indent(x, depth + 1);
+    g_string_append(x, "<gpu>\n");
+    for (l = 0; l < 18; l++) {
+        const VerifyGpu *peer;
+        unsigned count = 0;
+
+        if (!g->nvlink_peer[l][0] || done[l]) {
+            continue;
+        }
+        for (m = l; m < 18; m++) {
+            if (!g_ascii_strcasecmp(g->nvlink_peer[m], g->nvlink_peer[l])) {
+                done[m] = true;
+                count++;
+            }
+        }
+        /* A far end that is no GPU of this VM: NVSwitch (or hidden). */
+        peer = gpu_by_bdf(r, g->nvlink_peer[l]);
+        indent(x, depth + 2);
+        g_string_append_printf(x, "<nvlink target=\"%s\" count=\"%u\" "
+                               "tclass=\"0x%06x\"/>\n", g->nvlink_peer[l],
+                               count, peer ? peer->class_code : 0x068000);
+    }
+    indent(x, depth + 1);
+    g_string_append(x, "</gpu>\n");
+    indent(x, depth);
+    g_string_append(x, "</pci>\n");
 }
 
 static int node_of(int numa)
@@ -47,70 +134,109 @@ static int node_of(int numa)
     return numa < 0 ? 0 : numa;
 }
 
-bool verify_nccl_topo(const VerifyOptions *o, const VerifyReport *r,
-                      GError **errp)
+/* arch (and on x86 vendor, family, model) as NCCL names them. */
+static void cpu_attrs(GString *x)
 {
-    g_autofree char *tmp = g_strdup_printf("%s.XXXXXX", o->nccl_topo);
-    xmlTextWriterPtr w;
-    int fd, max_node = 0, node, bridge = 0;
+    struct utsname u;
+    g_autofree char *info = NULL;
+    const char *arch = NULL;
+
+    if (uname(&u) == 0) {
+        arch = !strcmp(u.machine, "x86_64") ? "x86_64" :
+               !strcmp(u.machine, "aarch64") ? "arm64" :
+               g_str_has_prefix(u.machine, "ppc64") ? "ppc64" : NULL;
+    }
+    if (!arch) {
+        return;         /* NCCL fills it in from its own probe */
+    }
+    g_string_append_printf(x, " arch=\"%s\"", arch);
+    if (strcmp(arch, "x86_64") ||
+        !g_file_get_contents("/proc/cpuinfo", &info, NULL, NULL)) {
+        return;
+    }
+    {
+        g_auto(GStrv) lines = g_strsplit(info, "\n", -1);
+        char vendor[64] = "";
+        int family = -1, model = -1;
+
+        for (guint i = 0; lines[i] && lines[i][0]; i++) {
+            char *colon = strchr(lines[i], ':');
+            g_autofree char *key = NULL;
+
+            if (!colon) {
+                continue;
+            }
+            key = g_strstrip(g_strndup(lines[i], colon - lines[i]));
+            if (!strcmp(key, "vendor_id")) {
+                g_strlcpy(vendor, g_strstrip(colon + 1), sizeof(vendor));
+            } else if (!strcmp(key, "cpu family")) {
+                family = atoi(colon + 1);
+            } else if (!strcmp(key, "model")) {
+                model = atoi(colon + 1);
+            }
+        }
+        if (vendor[0] && family >= 0 && model >= 0) {
+            g_string_append_printf(x, " vendor=\"%s\" familyid=\"%d\" "
+                                   "modelid=\"%d\"", vendor, family, model);
+        }
+    }
+}
+
+char *verify_nccl_topo_xml(const VerifyReport *r)
+{
+    GString *x = g_string_new("<system version=\"1\">\n");
+    int max_node = 0, node, bridge = 0;
     guint i, j;
 
     for (i = 0; i < r->gpus->len; i++) {
         max_node = MAX(max_node,
                        node_of(g_array_index(r->gpus, VerifyGpu, i).numa_node));
     }
-    fd = g_mkstemp(tmp);
-    if (fd < 0) {
-        g_set_error(errp, G_FILE_ERROR, g_file_error_from_errno(errno),
-                    "%s: cannot create a file beside it: %s", o->nccl_topo,
-                    g_strerror(errno));
-        return false;
-    }
-    close(fd);
-    w = xmlNewTextWriterFilename(tmp, 0);
-    if (!w) {
-        g_unlink(tmp);
-        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_FAILED,
-                    "%s: cannot write", tmp);
-        return false;
-    }
-    xmlTextWriterSetIndent(w, 1);
-    xmlTextWriterStartDocument(w, NULL, NULL, NULL);
-    xmlTextWriterStartElement(w, BAD_CAST "system");
-    attr(w, "version", "1");
     for (node = 0; node <= max_node; node++) {
         bool nics_done = false;
         int clique;
 
-        xmlTextWriterStartElement(w, BAD_CAST "cpu");
-        attr(w, "numaid", "%d", node);
-        attr(w, "arch", "x86_64");
+        indent(x, 1);
+        g_string_append_printf(x, "<cpu numaid=\"%d\"", node);
+        cpu_attrs(x);
+        g_string_append(x, ">\n");
         for (clique = -1; clique <= 15; clique++) {
+            const char *fastest = NULL;
+            int widest = 0, depth = 2;
             bool any = false;
 
             for (i = 0; i < r->gpus->len; i++) {
                 const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
 
-                any |= g->clique == clique && node_of(g->numa_node) == node;
+                if (g->clique != clique || node_of(g->numa_node) != node) {
+                    continue;
+                }
+                any = true;
+                if (speed_value(g->link_speed) > speed_value(fastest)) {
+                    fastest = g->link_speed;
+                }
+                widest = MAX(widest, g->link_width);
             }
             if (!any) {
                 continue;
             }
             if (clique >= 0) {
-                /* A virtual switch for the clique, and this node's NICs. */
-                xmlTextWriterStartElement(w, BAD_CAST "pci");
-                attr(w, "busid", "ffff:ff:%02x.0", bridge++);
-                attr(w, "class", "0x060400");
-                attr(w, "link_speed", "32.0 GT/s PCIe");
-                attr(w, "link_width", "16");
+                /* The clique's virtual switch: as fast as its fastest GPU
+                 * link, as sysfs reports it. */
+                char busid[16];
+
+                g_snprintf(busid, sizeof(busid), "ffff:ff:%02x.0", bridge++);
+                pci_open(x, depth, busid, 0x060400, 0, 0, 0, 0, fastest,
+                         widest);
+                g_string_append(x, ">\n");
+                depth++;
             }
             for (i = 0; i < r->gpus->len; i++) {
                 const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
 
-                if (g->clique == clique && node_of(g->numa_node) == node) {
-                    pci_node(w, g->bdf, 0x030200, g->vendor, g->device,
-                             g->subsystem_vendor, g->subsystem_device,
-                             g->link_speed, g->pcie_width);
+                if (g->clique == clique && node_of(g->numa_node) == node &&
+                    !g->hidden) {
+                    gpu_node(x, depth, r, g);
                 }
             }
             if (clique >= 0 && !nics_done) {
@@ -118,40 +244,40 @@ bool verify_nccl_topo(const VerifyOptions *o, const VerifyReport *r,
                 for (j = 0; j < r->nics->len; j++) {
                     const VerifyNic *n = &g_array_index(r->nics, VerifyNic, j);
 
-                    if (node_of(n->numa_node) == node) {
-                        pci_node(w, n->bdf, n->class_code, n->vendor,
-                                 n->device, 0, 0, NULL, 0);
+                    if (n->gpu_rdma_ok && node_of(n->numa_node) == node) {
+                        pci_open(x, depth, n->bdf, n->class_code, n->vendor,
+                                 n->device, 0, 0, n->link_speed,
+                                 n->link_width);
+                        g_string_append(x, "/>\n");
                     }
                 }
             }
             if (clique >= 0) {
-                xmlTextWriterEndElement(w);
+                indent(x, 2);
+                g_string_append(x, "</pci>\n");
             }
         }
         for (j = 0; j < r->nics->len && !nics_done; j++) {
             const VerifyNic *n = &g_array_index(r->nics, VerifyNic, j);
 
-            if (node_of(n->numa_node) == node) {
-                pci_node(w, n->bdf, n->class_code, n->vendor, n->device, 0, 0,
-                         NULL, 0);
+            if (n->gpu_rdma_ok && node_of(n->numa_node) == node) {
+                pci_open(x, 2, n->bdf, n->class_code, n->vendor, n->device,
+                         0, 0, n->link_speed, n->link_width);
+                g_string_append(x, "/>\n");
             }
         }
-        xmlTextWriterEndElement(w);
+        indent(x, 1);
+        g_string_append(x, "</cpu>\n");
     }
-    xmlTextWriterEndElement(w);
-    if (xmlTextWriterEndDocument(w) < 0) {
-        xmlFreeTextWriter(w);
-        g_unlink(tmp);
-        g_set_error(errp, G_FILE_ERROR, G_FILE_ERROR_FAILED,
-                    "%s: writing failed", tmp);
-        return false;
-    }
-    xmlFreeTextWriter(w);
-    if (g_rename(tmp, o->nccl_topo) < 0) {
-        g_unlink(tmp);
-        g_set_error(errp, G_FILE_ERROR, g_file_error_from_errno(errno),
-                    "%s: %s", o->nccl_topo, g_strerror(errno));
-        return false;
-    }
-    return true;
+    g_string_append(x, "</system>\n");
+    return g_string_free(x, FALSE);
+}
+
+bool verify_nccl_topo(const VerifyOptions *o, const VerifyReport *r,
+                      GError **errp)
+{
+    g_autofree char *xml = verify_nccl_topo_xml(r);
+
+    /* g_file_set_contents writes beside the file and renames it in. */
+    return g_file_set_contents(o->nccl_topo, xml, -1, errp);
 }

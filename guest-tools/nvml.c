@@ -27,6 +27,7 @@ static nvmlReturn_t (*p_by_bus)(const char *, nvmlDevice_t *);
 static nvmlReturn_t (*p_link_state)(nvmlDevice_t, unsigned, int *);
 static nvmlReturn_t (*p_remote_pci)(nvmlDevice_t, unsigned, nvmlPciInfo_t *);
 static nvmlReturn_t (*p_p2p_status)(nvmlDevice_t, nvmlDevice_t, int, int *);
+static nvmlReturn_t (*p_driver_version)(char *, unsigned);
 
 #define NVML_P2P_CAPS_INDEX_NVLINK 2
 #define NVML_P2P_STATUS_OK 0
@@ -48,6 +49,8 @@ void verify_nvml(VerifyReport *r)
     p_remote_pci = (__typeof__(p_remote_pci))dlsym(h,
                        "nvmlDeviceGetNvLinkRemotePciInfo_v2");
     p_p2p_status = (__typeof__(p_p2p_status))dlsym(h, "nvmlDeviceGetP2PStatus");
+    p_driver_version = (__typeof__(p_driver_version))dlsym(h,
+                           "nvmlSystemGetDriverVersion");
     if (!p_init || !p_by_bus || !p_link_state || !p_remote_pci) {
         r->nvml_status = g_strdup("NVML lacks the NVLink queries");
         return;
@@ -55,6 +58,10 @@ void verify_nvml(VerifyReport *r)
     if (p_init() != 0) {
         r->nvml_status = g_strdup("nvmlInit failed");
         return;
+    }
+    if (p_driver_version &&
+        p_driver_version(r->driver_version, sizeof(r->driver_version)) != 0) {
+        r->driver_version[0] = '\0';
     }
     for (i = 0; i < r->gpus->len; i++) {
         VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);

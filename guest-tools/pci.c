@@ -28,9 +28,12 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
             (dev->class_code >> 8 == 0x0200 && dev->vendor == 0x15b3)) {
             VerifyNic nic = { .vendor = dev->vendor, .device = dev->device,
                               .class_code = dev->class_code,
-                              .numa_node = dev->numa_node };
+                              .numa_node = dev->numa_node,
+                              .link_width = MAX(dev->link_width, 0) };
 
             g_strlcpy(nic.bdf, dev->bdf, sizeof(nic.bdf));
+            g_strlcpy(nic.link_speed, dev->link_speed ? dev->link_speed : "",
+                      sizeof(nic.link_speed));
             g_array_append_val(r->nics, nic);
             continue;
         }
@@ -40,6 +43,12 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
         g_strlcpy(g.bdf, dev->bdf, sizeof(g.bdf));
         g.vendor = dev->vendor;
         g.device = dev->device;
+        g.class_code = dev->class_code;
+        g.link_width = MAX(dev->link_width, 0);
+        for (const GpDevice *up = dev; up && g.n_uplinks < VERIFY_MAX_UPLINKS;
+             up = up->parent) {
+            g_strlcpy(g.uplinks[g.n_uplinks++], up->bdf, sizeof(g.uplinks[0]));
+        }
         g.pcie_gen = dev->pcie.link_speed;
         g.pcie_width = dev->pcie.link_width;
         g.numa_node = dev->numa_node;

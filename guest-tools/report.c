@@ -47,45 +47,18 @@ static const char *verdict(const VerifyReport *r)
     return names[verify_exit_code(r)];
 }
 
-static const VerifyPair *pair_of(const VerifyReport *r, guint a, guint b)
-{
-    guint i;
-
-    for (i = 0; i < r->pairs->len; i++) {
-        const VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
-
-        if (p->a == a && p->b == b) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
-typedef double (*PairValue)(const VerifyPair *p);
-
-static double v_uni_ce(const VerifyPair *p) { return p->uni_ce.median; }
-static double v_uni_sm(const VerifyPair *p) { return p->uni_sm.median; }
-static double v_bi_ce(const VerifyPair *p) { return p->bi_ce.median; }
-static double v_uni_sm_read(const VerifyPair *p)
-{
-    return p->uni_sm_read.median;
-}
-static double v_staged(const VerifyPair *p) { return p->uni_staged.median; }
-static double v_lat_ce(const VerifyPair *p) { return p->lat_ce_us.median; }
-static double v_lat_sm(const VerifyPair *p) { return p->lat_sm_us.median; }
-
-static void matrix(const VerifyReport *r, const char *title, PairValue fn)
+static void matrix(const VerifyReport *r, int fig)
 {
     guint a, b;
     bool any = false;
 
     for (a = 0; a < r->pairs->len; a++) {
-        any |= fn(&g_array_index(r->pairs, VerifyPair, a)) > 0;
+        any |= g_array_index(r->pairs, VerifyPair, a).fig[fig].samples > 0;
     }
     if (!any) {
         return;
     }
-    printf("\n%s\n%6s", title, "");
+    printf("\n%s\n%6s", verify_pair_figures[fig].title, "");
     for (b = 0; b < r->gpus->len; b++) {
         printf(" %9u", b);
     }
@@ -93,10 +66,10 @@ static void matrix(const VerifyReport *r, const char *title, PairValue fn)
     for (a = 0; a < r->gpus->len; a++) {
         printf("%6u", a);
         for (b = 0; b < r->gpus->len; b++) {
-            const VerifyPair *p = a == b ? NULL : pair_of(r, a, b);
+            const VerifyPair *p = a == b ? NULL : verify_pair_find(r, a, b);
 
-            if (p && fn(p) > 0) {
-                printf(" %9.2f", fn(p));
+            if (p && p->fig[fig].samples) {
+                printf(" %9.2f", p->fig[fig].median);
             } else {
                 printf(" %9s", a == b ? "-" : "n/a");
             }
@@ -105,11 +78,41 @@ static void matrix(const VerifyReport *r, const char *title, PairValue fn)
     }
 }
 
+static void aggregates(const VerifyReport *r)
+{
+    guint g;
+    int k;
+
+    for (k = 0; k < AGG_COUNT; k++) {
+        bool any = false;
+
+        for (g = 0; g < r->gpus->len; g++) {
+            any |= g_array_index(r->gpus, VerifyGpu, g).agg[k].samples > 0;
+        }
+        if (!any) {
+            continue;
+        }
+        printf("\n%s\n", verify_gpu_figures[k].title);
+        for (g = 0; g < r->gpus->len; g++) {
+            const Figure *f = &g_array_index(r->gpus, VerifyGpu, g).agg[k];
+
+            if (f->samples) {
+                printf("  %u %9.2f\n", g, f->median);
+            }
+        }
+    }
+}
+
+static const char *access_name(int v)
+{
+    return v < 0 ? "unknown" : v ? "yes" : "no";
+}
+
 void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
 {
     guint i;
+    int fig;
 
-    (void)o;
     printf("GPUs\n");
     for (i = 0; i < r->gpus->len; i++) {
         const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
@@ -120,7 +123,8 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
             g_snprintf(clique, sizeof(clique), "%d", g->clique);
         }
         if (g->has_cap) {
-            cap = g_strdup_printf("P2P capability at 0x%02x %s%s", g->cap_offset,
+            cap = g_strdup_printf("P2P capability at 0x%02x %s%s",
+                                  g->cap_offset,
                                   g->cap_valid ? "valid" : "INVALID: ",
                                   g->cap_valid ? "" : g->cap_problem);
         } else {
@@ -128,7 +132,9 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
                            "no P2P capability");
         }
         printf("  %u %s %-20s clique %-4s %s\n", i, g->bdf,
-               g->name[0] ? g->name : "(not seen by CUDA)",
+               g->name[0] ? g->name : g->hidden ?
+               "(left out by CUDA_VISIBLE_DEVICES)" : r->cuda_status ?
+               "(no CUDA view)" : "(not seen by CUDA)",
                clique, cap);
     }
     if (r->cuda_status) {
@@ -141,42 +147,49 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
         printf("\nPairs (a -> b)\n");
         for (i = 0; i < r->pairs->len; i++) {
             const VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
+            g_autofree char *rank = p->perf_rank >= 0 ?
+                g_strdup_printf("%d", p->perf_rank) : g_strdup("unknown");
+            g_autofree char *limit = p->link_limit_gbps > 0 ?
+                g_strdup_printf("%.0f GB/s", p->link_limit_gbps) :
+                g_strdup("unknown");
 
-            printf("  %u -> %u peer access %s, rank %d, atomics %d, link %s"
-                   " (limit %.0f GB/s); data CE %s, SM %s%s%s\n", p->a, p->b,
-                   p->peer_access < 0 ? "unknown" :
-                   p->peer_access ? "yes" : "no", p->perf_rank,
-                   p->native_atomics, p->link, p->link_limit_gbps,
+            printf("  %u -> %u peer access %s, rank %s, atomics %s, link %s"
+                   " (limit %s); data CE %s, SM write %s, SM read %s%s%s\n",
+                   p->a, p->b, access_name(p->peer_access), rank,
+                   access_name(p->native_atomics), p->link, limit,
                    state_name(p->verified_ce), state_name(p->verified_sm),
+                   state_name(p->verified_sm_read),
                    p->verify_problem[0] ? ": " : "", p->verify_problem);
         }
     }
-    matrix(r, "Unidirectional bandwidth, copy engine (GB/s)", v_uni_ce);
-    matrix(r, "Unidirectional bandwidth, SM copy kernel writing to the peer "
-           "(GB/s)", v_uni_sm);
-    matrix(r, "Unidirectional bandwidth, SM copy kernel reading from the "
-           "peer (GB/s)", v_uni_sm_read);
-    matrix(r, "Bidirectional bandwidth, copy engine (GB/s, both ways)",
-           v_bi_ce);
-    matrix(r, "Host-staged, P2P off (GB/s)", v_staged);
-    matrix(r, "Latency, 16-byte copy-engine copy (us)", v_lat_ce);
-    matrix(r, "Latency, SM pointer chase, loads bypass L1 (us)", v_lat_sm);
+    for (fig = 0; fig < FIG_PAIR_COUNT; fig++) {
+        matrix(r, fig);
+    }
+    aggregates(r);
     printf("\nRDMA%s%s\n", r->rdma_status ? ": " : "",
            r->rdma_status ? r->rdma_status : "");
     for (i = 0; i < r->rdma->len; i++) {
         const VerifyRdma *d = &g_array_index(r->rdma, VerifyRdma, i);
 
         printf("  %s: %u active port(s); host MR %s, host RDMA write %s; "
-               "GPU dma-buf %s, peer memory %s, GPU RDMA write %s%s%s\n",
+               "GPU dma-buf %s, peer memory %s, RDMA write into GPU %s, "
+               "RDMA from GPU %s%s%s\n",
                d->name, d->ports_active, state_name(d->host_mr),
                state_name(d->host_write), state_name(d->dmabuf),
                state_name(d->peermem), state_name(d->gpu_write),
-               d->why[0] ? ": " : "", d->why);
+               state_name(d->gpu_read), d->why[0] ? ": " : "", d->why);
     }
     for (i = 0; i < r->notes->len; i++) {
         printf("note: %s\n", (char *)g_ptr_array_index(r->notes, i));
     }
-    printf("\nverdict: %s (%.1f s)\n", verdict(r), r->seconds);
+    if (r->loops) {
+        printf("\n%" G_GSIZE_FORMAT " MiB x %u loops, %u sample(s)%s\n",
+               o->bytes >> 20, r->loops, o->samples, r->concurrent ?
+               "; pairs on independent links measured together" : "");
+    }
+    printf("verdict: %s%s (%.1f s)\n", verdict(r),
+           o->pci_only || o->sysfs_root ? ", PCI checks only" : "",
+           r->seconds);
 }
 
 static void add_figure(JsonBuilder *b, const char *name, const Figure *f)
@@ -198,96 +211,161 @@ static void add_figure(JsonBuilder *b, const char *name, const Figure *f)
     json_builder_end_object(b);
 }
 
+static void add_int_or_null(JsonBuilder *b, const char *name, gint64 v,
+                            bool known)
+{
+    json_builder_set_member_name(b, name);
+    if (known) {
+        json_builder_add_int_value(b, v);
+    } else {
+        json_builder_add_null_value(b);
+    }
+}
+
+static void add_bool_or_null(JsonBuilder *b, const char *name, int v)
+{
+    json_builder_set_member_name(b, name);
+    if (v < 0) {
+        json_builder_add_null_value(b);
+    } else {
+        json_builder_add_boolean_value(b, v);
+    }
+}
+
+static void add_double_or_null(JsonBuilder *b, const char *name, double v,
+                               bool known)
+{
+    json_builder_set_member_name(b, name);
+    if (known) {
+        json_builder_add_double_value(b, v);
+    } else {
+        json_builder_add_null_value(b);
+    }
+}
+
+static void json_gpu(JsonBuilder *b, const VerifyReport *r, guint i)
+{
+    const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+    int k;
+
+    json_builder_begin_object(b);
+    add_int_or_null(b, "index", i, true);
+    gp_json_add_string_or_null(b, "bdf", g->bdf);
+    gp_json_add_string_or_null(b, "name", g->name[0] ? g->name : NULL);
+    add_int_or_null(b, "cuda_index", g->cuda_index, g->cuda_index >= 0);
+    json_builder_set_member_name(b, "hidden_by_cuda_visible_devices");
+    json_builder_add_boolean_value(b, g->hidden);
+    add_int_or_null(b, "clique", g->clique, g->clique >= 0);
+    json_builder_set_member_name(b, "capability");
+    if (!g->has_cap && !g->cap_problem[0]) {
+        json_builder_add_null_value(b);
+    } else {
+        json_builder_begin_object(b);
+        add_int_or_null(b, "offset", g->cap_offset, g->has_cap);
+        json_builder_set_member_name(b, "valid");
+        json_builder_add_boolean_value(b, g->has_cap && g->cap_valid);
+        if (!g->cap_valid) {
+            gp_json_add_string_or_null(b, "problem", g->cap_problem);
+        }
+        json_builder_end_object(b);
+    }
+    /* NVML's count, known only when NVML answered. */
+    add_int_or_null(b, "nvlinks", g->nvlinks_total,
+                    !r->nvml_status && g->cuda_index >= 0);
+    add_int_or_null(b, "pcie_gen", g->pcie_gen, g->pcie_gen > 0);
+    add_int_or_null(b, "pcie_width", g->pcie_width, g->pcie_width > 0);
+    add_int_or_null(b, "numa_node", g->numa_node, g->numa_node >= 0);
+    for (k = 0; k < AGG_COUNT; k++) {
+        add_figure(b, verify_gpu_figures[k].key, &g->agg[k]);
+    }
+    json_builder_end_object(b);
+}
+
+static void json_pair(JsonBuilder *b, const VerifyReport *r,
+                      const VerifyPair *p)
+{
+    const Figure *uni = &p->fig[FIG_UNI_CE];
+    int k;
+
+    json_builder_begin_object(b);
+    add_int_or_null(b, "a", p->a, true);
+    add_int_or_null(b, "b", p->b, true);
+    add_bool_or_null(b, "peer_access", p->peer_access);
+    json_builder_set_member_name(b, "peer_access_enabled");
+    json_builder_add_boolean_value(b, p->peer_enabled);
+    add_int_or_null(b, "performance_rank", p->perf_rank, p->perf_rank >= 0);
+    add_bool_or_null(b, "native_atomics", p->native_atomics);
+    gp_json_add_string_or_null(b, "link", p->link);
+    add_double_or_null(b, "link_limit_gbps", p->link_limit_gbps,
+                       p->link_limit_gbps > 0);
+    /* Verified means P2P moved the bytes on every path: never without
+     * peer access, where a copy would be staged through the host. */
+    json_builder_set_member_name(b, "verified");
+    json_builder_add_boolean_value(b, p->peer_enabled &&
+                                   p->verified_ce == CHECK_OK &&
+                                   p->verified_sm == CHECK_OK &&
+                                   p->verified_sm_read == CHECK_OK);
+    gp_json_add_string_or_null(b, "verified_ce", state_name(p->verified_ce));
+    gp_json_add_string_or_null(b, "verified_sm_write",
+                               state_name(p->verified_sm));
+    gp_json_add_string_or_null(b, "verified_sm_read",
+                               state_name(p->verified_sm_read));
+    gp_json_add_string_or_null(b, "problem",
+                               p->verify_problem[0] ? p->verify_problem :
+                               NULL);
+    for (k = 0; k < FIG_PAIR_COUNT; k++) {
+        add_figure(b, verify_pair_figures[k].key, &p->fig[k]);
+    }
+    add_double_or_null(b, "unidirectional_ce_of_limit",
+                       uni->samples && p->link_limit_gbps > 0 ?
+                       uni->median / p->link_limit_gbps : 0,
+                       uni->samples && p->link_limit_gbps > 0);
+    json_builder_end_object(b);
+    (void)r;
+}
+
 void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autoptr(JsonNode) root = NULL;
     g_autofree char *text = NULL;
+    g_autofree char *cuda = NULL;
     guint i;
 
     json_builder_begin_object(b);
+    add_int_or_null(b, "schema_version", VERIFY_JSON_SCHEMA, true);
+    gp_json_add_string_or_null(b, "tool", "gpup2p-verify");
+    gp_json_add_string_or_null(b, "tool_version", VERIFY_VERSION);
+    gp_json_add_string_or_null(b, "driver_version",
+                               r->driver_version[0] ? r->driver_version :
+                               NULL);
+    if (r->cuda_driver_version > 0) {
+        cuda = g_strdup_printf("%d.%d", r->cuda_driver_version / 1000,
+                               r->cuda_driver_version % 1000 / 10);
+    }
+    gp_json_add_string_or_null(b, "cuda_driver_api_version", cuda);
+    json_builder_set_member_name(b, "built_with_kernels");
+    json_builder_add_boolean_value(b, r->kernels);
+    add_int_or_null(b, "size_bytes", o->bytes, true);
+    add_int_or_null(b, "loops", r->loops, r->loops > 0);
+    add_int_or_null(b, "samples", o->samples, true);
+    json_builder_set_member_name(b, "quick");
+    json_builder_add_boolean_value(b, o->quick);
+    json_builder_set_member_name(b, "concurrent_pairs");
+    json_builder_add_boolean_value(b, r->concurrent);
+
     json_builder_set_member_name(b, "gpus");
     json_builder_begin_array(b);
     for (i = 0; i < r->gpus->len; i++) {
-        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
-
-        json_builder_begin_object(b);
-        gp_json_add_string_or_null(b, "bdf", g->bdf);
-        gp_json_add_string_or_null(b, "name", g->name[0] ? g->name : NULL);
-        json_builder_set_member_name(b, "cuda_index");
-        json_builder_add_int_value(b, g->cuda_index);
-        json_builder_set_member_name(b, "clique");
-        if (g->clique < 0) {
-            json_builder_add_null_value(b);
-        } else {
-            json_builder_add_int_value(b, g->clique);
-        }
-        json_builder_set_member_name(b, "capability");
-        if (!g->has_cap && !g->cap_problem[0]) {
-            json_builder_add_null_value(b);
-        } else {
-            json_builder_begin_object(b);
-            json_builder_set_member_name(b, "offset");
-            if (g->has_cap) {
-                json_builder_add_int_value(b, g->cap_offset);
-            } else {
-                json_builder_add_null_value(b);
-            }
-            json_builder_set_member_name(b, "valid");
-            json_builder_add_boolean_value(b, g->has_cap && g->cap_valid);
-            if (!g->cap_valid) {
-                gp_json_add_string_or_null(b, "problem", g->cap_problem);
-            }
-            json_builder_end_object(b);
-        }
-        json_builder_set_member_name(b, "nvlinks");
-        json_builder_add_int_value(b, g->nvlinks_total);
-        json_builder_end_object(b);
+        json_gpu(b, r, i);
     }
     json_builder_end_array(b);
 
     json_builder_set_member_name(b, "pairs");
     json_builder_begin_array(b);
     for (i = 0; i < r->pairs->len; i++) {
-        const VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
-
-        json_builder_begin_object(b);
-        gp_json_add_string_or_null(b, "a", g_array_index(r->gpus, VerifyGpu, p->a).bdf);
-        gp_json_add_string_or_null(b, "b", g_array_index(r->gpus, VerifyGpu, p->b).bdf);
-        json_builder_set_member_name(b, "peer_access");
-        if (p->peer_access < 0) {
-            json_builder_add_null_value(b);
-        } else {
-            json_builder_add_boolean_value(b, p->peer_access);
-        }
-        json_builder_set_member_name(b, "performance_rank");
-        json_builder_add_int_value(b, p->perf_rank);
-        json_builder_set_member_name(b, "native_atomics");
-        json_builder_add_boolean_value(b, p->native_atomics);
-        gp_json_add_string_or_null(b, "link", p->link);
-        json_builder_set_member_name(b, "link_limit_gbps");
-        json_builder_add_double_value(b, p->link_limit_gbps);
-        json_builder_set_member_name(b, "verified");
-        json_builder_add_boolean_value(b, p->verified_ce == CHECK_OK &&
-                                       p->verified_sm != CHECK_FAILED);
-        gp_json_add_string_or_null(b, "verified_ce", state_name(p->verified_ce));
-        gp_json_add_string_or_null(b, "verified_sm", state_name(p->verified_sm));
-        if (p->verify_problem[0]) {
-            gp_json_add_string_or_null(b, "problem", p->verify_problem);
-        }
-        add_figure(b, "unidirectional_ce_gbps", &p->uni_ce);
-        add_figure(b, "unidirectional_sm_gbps", &p->uni_sm);
-        add_figure(b, "unidirectional_sm_read_gbps", &p->uni_sm_read);
-        add_figure(b, "bidirectional_ce_gbps", &p->bi_ce);
-        add_figure(b, "host_staged_gbps", &p->uni_staged);
-        add_figure(b, "latency_ce_us", &p->lat_ce_us);
-        add_figure(b, "latency_sm_us", &p->lat_sm_us);
-        json_builder_set_member_name(b, "unidirectional_ce_of_limit");
-        json_builder_add_double_value(b, p->link_limit_gbps > 0 ?
-                                      p->uni_ce.median / p->link_limit_gbps :
-                                      0);
-        json_builder_end_object(b);
+        json_pair(b, r, &g_array_index(r->pairs, VerifyPair, i));
     }
     json_builder_end_array(b);
 
@@ -298,19 +376,25 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
 
         json_builder_begin_object(b);
         gp_json_add_string_or_null(b, "device", d->name);
+        gp_json_add_string_or_null(b, "bdf", d->bdf[0] ? d->bdf : NULL);
         json_builder_set_member_name(b, "active_ports");
         json_builder_add_int_value(b, d->ports_active);
         gp_json_add_string_or_null(b, "host_mr", state_name(d->host_mr));
-        gp_json_add_string_or_null(b, "host_rdma_write", state_name(d->host_write));
+        gp_json_add_string_or_null(b, "host_rdma_write",
+                                   state_name(d->host_write));
         gp_json_add_string_or_null(b, "gpu_dmabuf", state_name(d->dmabuf));
         gp_json_add_string_or_null(b, "gpu_peermem", state_name(d->peermem));
-        gp_json_add_string_or_null(b, "gpu_rdma_write", state_name(d->gpu_write));
+        gp_json_add_string_or_null(b, "gpu_rdma_write",
+                                   state_name(d->gpu_write));
+        gp_json_add_string_or_null(b, "gpu_rdma_read",
+                                   state_name(d->gpu_read));
         gp_json_add_string_or_null(b, "reason", d->why[0] ? d->why : NULL);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
 
-    gp_json_add_string_or_null(b, "cuda", r->cuda_status ? r->cuda_status : "ok");
+    gp_json_add_string_or_null(b, "cuda",
+                               r->cuda_status ? r->cuda_status : "ok");
     gp_json_add_string_or_null(b, "nvml", r->nvml_status ? r->nvml_status :
             r->cuda_status ? "not used (CUDA unavailable)" : "ok");
     gp_json_add_string_or_null(b, "rdma_status", r->rdma_status);
@@ -323,10 +407,21 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
     gp_json_add_string_or_null(b, "verdict", verdict(r));
     json_builder_set_member_name(b, "exit_code");
     json_builder_add_int_value(b, verify_exit_code(r));
-    json_builder_set_member_name(b, "quick");
-    json_builder_add_boolean_value(b, o->quick);
     json_builder_set_member_name(b, "seconds");
     json_builder_add_double_value(b, r->seconds);
+    json_builder_set_member_name(b, "phase_seconds");
+    if (r->loops && r->phase_s[0] > 0) {
+        static const char *const phases[] = VERIFY_PHASES;
+
+        json_builder_begin_object(b);
+        for (i = 0; i < G_N_ELEMENTS(phases); i++) {
+            json_builder_set_member_name(b, phases[i]);
+            json_builder_add_double_value(b, r->phase_s[i]);
+        }
+        json_builder_end_object(b);
+    } else {
+        json_builder_add_null_value(b);
+    }
     json_builder_end_object(b);
 
     root = json_builder_get_root(b);

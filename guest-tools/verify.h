@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * gpup2p-verify: the result model. Every check fills this model; the text
- * report and the JSON come from it alone.
+ * report and the JSON come from it alone. GPUs are numbered by their
+ * position in VerifyReport.gpus (PCI order) everywhere: pairs, matrices
+ * and JSON; the CUDA ordinal is only an attribute of a GPU.
  */
 #ifndef GPUP2P_VERIFY_H
 #define GPUP2P_VERIFY_H
 
 #include <stdbool.h>
 #include <glib.h>
+
+#include "gpup2p/error.h"
+
+#define VERIFY_JSON_SCHEMA 2
+#define VERIFY_PHASES { "cuda_init", "discover", "allocate", "peer_access", \
+                        "pair_checks", "figures", "teardown" }
 
 /* Exit codes, in order of precedence (docs/guest-tool.md). */
 enum {
@@ -25,54 +33,98 @@ typedef enum {
     CHECK_UNTESTABLE,   /* could not be tested here, with a reason */
 } CheckState;
 
+/* How a figure moves its bytes (cuda.c runs each kind). */
+typedef enum {
+    XFER_CE,            /* copy engine, queued on the source GPU */
+    XFER_CE_BIDIR,      /* copy engine both ways, each on its source GPU */
+    XFER_SM_WRITE,      /* source GPU's SMs store into the peer */
+    XFER_SM_READ,       /* destination GPU's SMs load from the peer */
+    XFER_STAGED,        /* through pinned host memory, P2P off */
+    XFER_CE_LATENCY,    /* 16-byte copy-engine copies */
+    XFER_SM_LATENCY,    /* pointer chase through the peer's memory */
+} XferKind;
+
+/* One row of the figure table: it drives measuring, text and JSON. */
+typedef struct {
+    const char *key;            /* JSON member */
+    const char *title;          /* text matrix heading */
+    XferKind kind;
+    bool quick;                 /* measured with --quick too */
+    bool needs_sm;              /* needs SM access to peer memory */
+    bool latency;               /* microseconds, lower is better */
+} VerifyFigureInfo;
+
+enum {
+    FIG_UNI_CE, FIG_UNI_SM, FIG_UNI_SM_READ, FIG_BI_CE, FIG_STAGED,
+    FIG_LAT_CE, FIG_LAT_SM, FIG_PAIR_COUNT
+};
+enum { AGG_ALL_TO_ONE, AGG_ONE_TO_ALL, AGG_COUNT };
+
+extern const VerifyFigureInfo verify_pair_figures[FIG_PAIR_COUNT];
+extern const VerifyFigureInfo verify_gpu_figures[AGG_COUNT];
+
 typedef struct {
     double median, min, max;    /* over samples */
-    unsigned samples;
+    unsigned samples;           /* 0: not measured */
 } Figure;
+
+#define VERIFY_MAX_UPLINKS 8
 
 typedef struct VerifyGpu {
     char bdf[16];
-    unsigned vendor, device;
+    unsigned vendor, device, class_code;
     int clique;                 /* -1: none */
     bool has_cap;
     unsigned cap_offset;
     bool cap_valid;
     char cap_problem[128];
     int cuda_index;             /* -1: CUDA does not see it */
+    bool hidden;                /* left out by CUDA_VISIBLE_DEVICES */
     char name[96];
+    int sm_major, sm_minor;     /* compute capability, 0 unknown */
     unsigned nvlinks_total;
     unsigned pcie_gen, pcie_width;      /* negotiated link, 0 unknown */
     int numa_node;
     unsigned subsystem_vendor, subsystem_device;
-    char link_speed[32];
+    char link_speed[32];                /* sysfs current_link_speed */
+    int link_width;                     /* sysfs current_link_width, 0 */
     char nvlink_peer[18][16];           /* remote BDF of each active link */
+    /* The GPU and its upstream bridges, nearest first: the PCIe links
+     * above each (core library topology). */
+    char uplinks[VERIFY_MAX_UPLINKS][16];
+    unsigned n_uplinks;
+    Figure agg[AGG_COUNT];
 } VerifyGpu;
 
 typedef struct VerifyPair {
     unsigned a, b;              /* indices into gpus */
     int peer_access;            /* -1 unknown, 0 no, 1 yes */
-    int perf_rank, native_atomics;
+    bool peer_enabled;          /* cuCtxEnablePeerAccess succeeded */
+    int perf_rank, native_atomics;      /* -1 unknown */
     unsigned nvlinks;           /* links between a and b (NVML) */
     char link[32];              /* "NV18", "PCIe Gen5 x16", "unknown" */
     double link_limit_gbps;     /* per direction, 0 unknown */
-    CheckState verified_ce, verified_sm;
-    char verify_problem[160];
-    Figure uni_ce, uni_sm, uni_sm_read, bi_ce, uni_staged, lat_ce_us,
-        lat_sm_us;
+    CheckState verified_ce, verified_sm, verified_sm_read;
+    char verify_problem[192];
+    Figure fig[FIG_PAIR_COUNT];
 } VerifyPair;
 
 typedef struct VerifyNic {
     char bdf[16];
     unsigned vendor, device, class_code;
     int numa_node;
+    char link_speed[32];
+    int link_width;
+    char rdma_device[64];       /* verbs device on this function, or "" */
+    bool gpu_rdma_ok;           /* GPU memory both ways by RDMA, checked */
 } VerifyNic;
 
 typedef struct VerifyRdma {
     char name[64];
-    char transport[16];
+    char bdf[16];               /* PCI function, "" when virtual (rxe) */
     unsigned ports_active;
     CheckState host_mr, host_write;
-    CheckState dmabuf, peermem, gpu_write;
+    CheckState dmabuf, peermem, gpu_write, gpu_read;
     char why[192];
 } VerifyRdma;
 
@@ -85,13 +137,20 @@ typedef struct VerifyReport {
     char *cuda_status;          /* NULL when CUDA was used */
     char *nvml_status;
     char *rdma_status;
+    int cuda_driver_version;    /* cuDriverGetVersion, 0 unknown */
+    char driver_version[32];    /* NVML's driver version, "" unknown */
+    bool kernels;               /* built with the GPU kernels */
+    bool concurrent;            /* pairs measured together */
+    unsigned loops;
     bool p2p_broken, rdma_broken, untested;
     double seconds;
+    /* Wall time of the CUDA phases (VERIFY_PHASES). */
+    double phase_s[7];
 } VerifyReport;
 
 typedef struct VerifyOptions {
     char *sysfs_root;
-    gboolean json, quick, pci_only, no_rdma;   /* GOption writes gboolean */
+    gboolean json, quick, pci_only, skip_rdma;  /* GOption writes gboolean */
     double min_bandwidth;       /* GB/s, 0: none */
     double max_latency;         /* us, 0: none */
     char *nccl_topo;
@@ -100,19 +159,35 @@ typedef struct VerifyOptions {
 } VerifyOptions;
 
 void verify_note(VerifyReport *r, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b);
 
 bool verify_pci(const VerifyOptions *o, VerifyReport *r);
 void verify_cuda(const VerifyOptions *o, VerifyReport *r);
 void verify_nvml(VerifyReport *r);
 void verify_nvml_pairs(VerifyReport *r);
-/* GPU memory for the RDMA checks (cuda.c). */
-int verify_cuda_dmabuf(int ordinal, gsize bytes, unsigned long long *ptr,
-                       char **why);
-bool verify_cuda_read(int ordinal, unsigned long long ptr, void *out,
-                      gsize bytes);
-bool verify_cuda_write(int ordinal, unsigned long long ptr, const void *in,
-                       gsize bytes);
+
+/* GPU memory for the RDMA checks (cuda.c); all report through GError. */
+typedef struct VerifyGpuMem VerifyGpuMem;
+VerifyGpuMem *verify_gpu_mem_new(int ordinal, gsize bytes, GError **errp);
+unsigned long long verify_gpu_mem_ptr(const VerifyGpuMem *m);
+/* A dma-buf fd; GP_ERROR_UNSUPPORTED when the GPU or driver exports none. */
+int verify_gpu_mem_dmabuf(VerifyGpuMem *m, GError **errp);
+bool verify_gpu_mem_read(VerifyGpuMem *m, void *out, GError **errp);
+bool verify_gpu_mem_write(VerifyGpuMem *m, const void *in, GError **errp);
+void verify_gpu_mem_free(VerifyGpuMem *m);
+
+/* May pairs {a, b} and {c, d} (disjoint) move data at the same time? */
+typedef bool (*VerifyIndependentFn)(int a, int b, int c, int d,
+                                    gpointer data);
+/* Batches (GArray of int, two per pair) covering every unordered pair of
+ * 0..n-1 once; pairs of one batch are disjoint and independent. */
+GPtrArray *verify_schedule(guint n, VerifyIndependentFn independent,
+                           gpointer data);
+bool verify_pcie_paths_disjoint(const VerifyGpu *a, const VerifyGpu *b,
+                                const VerifyGpu *c, const VerifyGpu *d);
+
 void verify_rdma(const VerifyOptions *o, VerifyReport *r);
+char *verify_nccl_topo_xml(const VerifyReport *r);
 bool verify_nccl_topo(const VerifyOptions *o, const VerifyReport *r,
                       GError **errp);
 void verify_print_text(const VerifyOptions *o, const VerifyReport *r);

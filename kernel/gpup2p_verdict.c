@@ -1,127 +1,221 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * gpup2p: the P2P path verdict as the kernel sees it, by the rules of
- * drivers/pci/p2pdma.c (which Debian's kernel does not build): a common
- * upstream bridge with no ACS redirect on the path is direct; otherwise
- * only a host bridge known to forward P2P (the list shared with user
- * space) or an AMD Zen CPU makes it possible.
+ * gpup2p: the P2P path verdict as this kernel's PCI device tree sees it.
+ * This file only gathers each device's path (the device, then each
+ * pci_upstream_bridge(), with ACS Control read from config space) and its
+ * host bridge; the rule is gpup2p/p2p-rule.h, the same code the core
+ * library runs over its sysfs model.
  */
+#include <linux/build_bug.h>
 #include <linux/pci.h>
+#include <linux/slab.h>
 #include <asm/processor.h>
 
 #include "gpup2p.h"
-#include "gpup2p/p2p-hostbridge.h"
+#include "gpup2p/p2p-rule.h"
 
-static bool redirects(struct pci_dev *pdev)
+static_assert(GPUP2P_VERDICT_DIRECT == GP_P2P_RULE_DIRECT);
+static_assert(GPUP2P_VERDICT_HOST_BRIDGE == GP_P2P_RULE_HOST_BRIDGE);
+static_assert(GPUP2P_VERDICT_NONE == GP_P2P_RULE_NONE);
+static_assert(GPUP2P_PATH_COMMON_BRIDGE == GP_P2P_PATH_COMMON_BRIDGE);
+static_assert(GPUP2P_PATH_ACS_REDIRECT == GP_P2P_PATH_ACS_REDIRECT);
+static_assert(GPUP2P_PATH_NO_COMMON == GP_P2P_PATH_NO_COMMON);
+static_assert(GPUP2P_HOST_NOT_NEEDED == GP_P2P_HOST_NOT_NEEDED);
+static_assert(GPUP2P_HOST_AMD_ZEN == GP_P2P_HOST_AMD_ZEN);
+static_assert(GPUP2P_HOST_SAME_LISTED == GP_P2P_HOST_SAME_LISTED);
+static_assert(GPUP2P_HOST_BOTH_LISTED == GP_P2P_HOST_BOTH_LISTED);
+static_assert(GPUP2P_HOST_CPU_UNKNOWN == GP_P2P_HOST_CPU_UNKNOWN);
+static_assert(GPUP2P_HOST_A_NOT_LISTED == GP_P2P_HOST_A_NOT_LISTED);
+static_assert(GPUP2P_HOST_B_NOT_LISTED == GP_P2P_HOST_B_NOT_LISTED);
+static_assert(GPUP2P_HOST_SAME_ONLY == GP_P2P_HOST_SAME_ONLY);
+
+/* Both paths and the references on their hops, kept off the stack. */
+struct gpup2p_paths {
+	struct gp_p2p_path a, b;
+	struct pci_dev *held_a[GP_P2P_MAX_HOPS];
+	struct pci_dev *held_b[GP_P2P_MAX_HOPS];
+	struct gp_p2p_outcome out;
+};
+
+static u32 gpup2p_pci_addr(const struct pci_dev *pdev)
 {
-	u16 ctrl;
-
-	if (!pdev->acs_cap)
-		return false;
-	pci_read_config_word(pdev, pdev->acs_cap + PCI_ACS_CTRL, &ctrl);
-	return ctrl & (PCI_ACS_RR | PCI_ACS_CR | PCI_ACS_EC);
+	return GPUP2P_PCI_ADDR(pci_domain_nr(pdev->bus), pdev->bus->number,
+			       pdev->devfn);
 }
 
-/* The device at devfn 0 of the root bus, as p2pdma matches host bridges. */
-static const struct gp_hostbridge_entry *host_entry(struct pci_dev *pdev,
-						    struct pci_bus **rootp)
+static struct pci_dev *gpup2p_pci_get(u32 addr)
 {
-	struct pci_host_bridge *host = pci_find_host_bridge(pdev->bus);
-	const struct gp_hostbridge_entry *e = NULL;
+	return pci_get_domain_bus_and_slot(addr >> 16, (addr >> 8) & 0xff,
+					   addr & 0xff);
+}
+
+/**
+ * gpup2p_host_dev() - the device p2pdma matches its host bridge list on
+ * @bus: the root bus, whose host bridge a referenced device keeps alive
+ *
+ * pci_host_bridge_dev() takes the head of @bus->devices when it sits at
+ * devfn 0 or is a root port. pci_bus_sem, which guards that list, is not
+ * exported; pci_get_slot() takes it for each lookup instead. A bus lists
+ * its devices in scan order, lowest devfn first, so the first devfn that
+ * answers is the head of the list; only a device hot-added to a root bus
+ * below the devfn of its first one (listed last by the kernel) would make
+ * the two differ.
+ *
+ * Return: a referenced device, or NULL when p2pdma would find none.
+ */
+static struct pci_dev *gpup2p_host_dev(struct pci_bus *bus)
+{
+	struct pci_dev *first = NULL;
+	unsigned int devfn;
+
+	for (devfn = 0; devfn < 256 && !first; devfn++)
+		first = pci_get_slot(bus, devfn);
+	if (first && first->devfn != PCI_DEVFN(0, 0) &&
+	    pci_pcie_type(first) != PCI_EXP_TYPE_ROOT_PORT) {
+		pci_dev_put(first);
+		first = NULL;
+	}
+	return first;
+}
+
+static void gpup2p_host_gather(struct pci_dev *pdev,
+			       struct gp_p2p_host *host)
+{
+	struct pci_host_bridge *bridge = pci_find_host_bridge(pdev->bus);
 	struct pci_dev *root;
 
-	*rootp = host->bus;
-	root = pci_get_slot(host->bus, PCI_DEVFN(0, 0));
-	if (root) {
-		e = gp_hostbridge_lookup(root->vendor, root->device);
-		pci_dev_put(root);
-	}
-	return e;
+	host->domain = pci_domain_nr(bridge->bus);
+	host->bus = bridge->bus->number;
+	root = gpup2p_host_dev(bridge->bus);
+	host->has_root_dev = !!root;
+	host->vendor = root ? root->vendor : 0;
+	host->device = root ? root->device : 0;
+	pci_dev_put(root);
 }
 
-static u32 host_bridge_rule(struct pci_dev *a, struct pci_dev *b,
-			    char *why, size_t len, size_t used)
+/**
+ * gpup2p_path_gather() - read a device's path up to its host bridge
+ * @pdev: the device, referenced by the caller
+ * @path: out
+ * @held: out: a reference on every hop, for gpup2p_path_put()
+ *
+ * Return: 0, -ELOOP for a path deeper than GP_P2P_MAX_HOPS, or -ENODEV
+ * for a hop in a segment that GPUP2P_PCI_ADDR() cannot hold.
+ */
+static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
+			      struct pci_dev **held)
 {
-	const struct gp_hostbridge_entry *ea, *eb;
-	struct pci_bus *ra, *rb;
+	struct pci_dev *hop;
 
-#ifdef CONFIG_X86
-	if (boot_cpu_data.x86_vendor == X86_VENDOR_AMD &&
-	    boot_cpu_data.x86 >= GP_AMD_P2P_MIN_FAMILY) {
-		scnprintf(why + used, len - used,
-			  "AMD CPU family %xh forwards P2P", boot_cpu_data.x86);
-		return GPUP2P_VERDICT_HOST_BRIDGE;
+	path->nhops = 0;
+	for (hop = pdev; hop; hop = pci_upstream_bridge(hop)) {
+		struct gp_p2p_hop *h;
+		u16 ctrl = 0;
+
+		if (path->nhops == GP_P2P_MAX_HOPS)
+			return -ELOOP;
+		if (pci_domain_nr(hop->bus) > GPUP2P_PCI_DOMAIN_MAX)
+			return -ENODEV;
+		held[path->nhops] = pci_dev_get(hop);
+		h = &path->hops[path->nhops++];
+		h->addr = gpup2p_pci_addr(hop);
+		h->acs_state = hop->acs_cap ? GP_P2P_ACS_PRESENT :
+					      GP_P2P_ACS_ABSENT;
+		if (hop->acs_cap)
+			pci_read_config_word(hop, hop->acs_cap + PCI_ACS_CTRL,
+					     &ctrl);
+		h->acs_ctrl = ctrl;
 	}
-#endif
-	ea = host_entry(a, &ra);
-	eb = host_entry(b, &rb);
-	if (ra == rb && ea) {
-		scnprintf(why + used, len - used, "host bridge %04x:%02x (%s) "
-			  "forwards P2P", pci_domain_nr(ra), ra->number, ea->name);
-		return GPUP2P_VERDICT_HOST_BRIDGE;
-	}
-	if (ra != rb && ea && eb &&
-	    !(ea->flags & GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE) &&
-	    !(eb->flags & GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE)) {
-		scnprintf(why + used, len - used, "host bridges forward P2P "
-			  "between each other");
-		return GPUP2P_VERDICT_HOST_BRIDGE;
-	}
-	scnprintf(why + used, len - used, "host bridge %04x:%02x is not known "
-		  "to forward P2P", pci_domain_nr(ea || ra == rb ? ra : rb),
-		  (ea || ra == rb ? ra : rb)->number);
-	return GPUP2P_VERDICT_NONE;
+	gpup2p_host_gather(pdev, &path->host);
+	return 0;
 }
 
+static void gpup2p_path_put(struct pci_dev **held)
+{
+	unsigned int i;
+
+	for (i = 0; i < GP_P2P_MAX_HOPS && held[i]; i++)
+		pci_dev_put(held[i]);
+}
+
+static void gpup2p_cpu_gather(struct gp_p2p_cpu *cpu)
+{
+	cpu->vendor = GP_P2P_CPU_OTHER;
+	cpu->family = 0;
+#ifdef CONFIG_X86
+	if (boot_cpu_data.x86_vendor == X86_VENDOR_AMD)
+		cpu->vendor = GP_P2P_CPU_AMD;
+	else if (boot_cpu_data.x86_vendor == X86_VENDOR_INTEL)
+		cpu->vendor = GP_P2P_CPU_INTEL;
+	cpu->family = boot_cpu_data.x86;
+#endif
+}
+
+static void gpup2p_verdict_fill(struct gpup2p_verdict *v,
+				const struct gpup2p_paths *p)
+{
+	const struct gp_p2p_outcome *out = &p->out;
+	int which, i;
+
+	v->verdict = out->kind;
+	v->distance = out->distance;
+	v->path_reason = out->path_reason;
+	v->host_reason = out->host_reason;
+	v->out_flags = 0;
+	v->common = 0;
+	v->redirect = 0;
+	if (out->common_a >= 0) {
+		v->out_flags |= GPUP2P_VERDICT_HAS_COMMON;
+		v->common = p->a.hops[out->common_a].addr;
+	}
+	i = gp_p2p_first_redirect(out, &which);
+	if (i >= 0) {
+		v->out_flags |= GPUP2P_VERDICT_HAS_REDIRECT;
+		v->redirect = (which ? &p->b : &p->a)->hops[i].addr;
+	}
+}
+
+/**
+ * gpup2p_verdict() - GPUP2P_VERDICT on a copied-in argument
+ * @v: in: the two addresses; out: the verdict
+ *
+ * Holds a reference on each device of both paths while it reads them; no
+ * lock of its own, nothing kept after it returns.
+ *
+ * Return: 0, -ENODEV, -ELOOP or -ENOMEM.
+ */
 long gpup2p_verdict(struct gpup2p_verdict *v)
 {
-	struct pci_dev *a = gpup2p_pci_get(v->a), *b = gpup2p_pci_get(v->b);
-	struct pci_dev *pa, *pb, *common = NULL, *redir = NULL;
-	int dist_a = 0, dist_b = 0;
-	size_t used = 0;
+	struct pci_dev *a, *b = NULL;
+	struct gpup2p_paths *p;
+	struct gp_p2p_cpu cpu;
+	long ret = -ENODEV;
 
-	if (!a || !b) {
-		pci_dev_put(a);
-		pci_dev_put(b);
-		return -ENODEV;
-	}
-	memset(v->reason, 0, sizeof(v->reason));
-	/* The walk of calc_map_type_and_dist(), provider = a. */
-	for (pa = a; pa && !common; pa = pci_upstream_bridge(pa), dist_a++) {
-		if (redirects(pa) && !redir)
-			redir = pa;
-		for (pb = b, dist_b = 0; pb; pb = pci_upstream_bridge(pb),
-		     dist_b++) {
-			if (pa == pb) {
-				common = pa;
-				break;
-			}
-		}
-		if (common)
-			break;
-	}
-	if (common) {
-		for (pb = b; pb && pb != common; pb = pci_upstream_bridge(pb))
-			if (redirects(pb) && !redir)
-				redir = pb;
-	}
-	v->distance = dist_a + dist_b;
-	if (common && !redir) {
-		v->verdict = GPUP2P_VERDICT_DIRECT;
-		scnprintf(v->reason, sizeof(v->reason), "common upstream bridge "
-			  "%s, no ACS redirect on the path", pci_name(common));
-	} else {
-		if (common)
-			used = scnprintf(v->reason, sizeof(v->reason),
-					 "ACS redirect (RR/CR/EC) at %s; ",
-					 pci_name(redir));
-		else
-			used = scnprintf(v->reason, sizeof(v->reason),
-					 "no common upstream bridge; ");
-		v->verdict = host_bridge_rule(a, b, v->reason, sizeof(v->reason),
-					      used);
-	}
-	pci_dev_put(a);
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p)
+		return -ENOMEM;
+	a = gpup2p_pci_get(v->a);
+	if (!a)
+		goto out_free;
+	b = gpup2p_pci_get(v->b);
+	if (!b)
+		goto out_put;
+	ret = gpup2p_path_gather(a, &p->a, p->held_a);
+	if (ret)
+		goto out_put;
+	ret = gpup2p_path_gather(b, &p->b, p->held_b);
+	if (ret)
+		goto out_put;
+	gpup2p_cpu_gather(&cpu);
+	gp_p2p_rule(&p->a, &p->b, &cpu, &p->out);
+	/* Every ACS register is read and the CPU known: never UNKNOWN. */
+	gpup2p_verdict_fill(v, p);
+out_put:
+	gpup2p_path_put(p->held_b);
+	gpup2p_path_put(p->held_a);
 	pci_dev_put(b);
-	return 0;
+	pci_dev_put(a);
+out_free:
+	kfree(p);
+	return ret;
 }

@@ -46,6 +46,7 @@ static void build_device(JsonBuilder *b, const GpDevice *dev)
     add_hex(b, "subsystem_device", dev->subsystem_device, 4);
     json_builder_set_member_name(b, "numa_node");
     json_builder_add_int_value(b, dev->numa_node);
+    gp_json_add_string_or_null(b, "cpu_affinity", dev->cpu_affinity);
     add_int_or_null(b, "iommu_group", dev->iommu_group);
     gp_json_add_string_or_null(b, "driver", dev->driver);
     json_builder_set_member_name(b, "host_bridge");
@@ -94,6 +95,8 @@ static void build_device(JsonBuilder *b, const GpDevice *dev)
     }
     json_builder_set_member_name(b, "config_bytes");
     json_builder_add_int_value(b, (gint64)dev->config->len);
+    gp_json_add_string_or_null(b, "config_unreadable",
+                               dev->config_unreadable);
 
     json_builder_set_member_name(b, "bars");
     json_builder_begin_array(b);
@@ -132,17 +135,26 @@ JsonNode *gp_json_device(const GpDevice *dev)
     return json_builder_get_root(b);
 }
 
+/*
+ * Links between each pair of @devs, in BDF order (a before b, pairs sorted
+ * by a then b) whatever order the devices were named in.
+ */
 static void build_links(JsonBuilder *b, const GpTopology *topo,
                         const GPtrArray *devs)
 {
+    g_autoptr(GPtrArray) sorted = g_ptr_array_copy((GPtrArray *)devs, NULL,
+                                                   NULL);
+    g_auto(GStrv) names = NULL;
     guint i, j;
 
+    gp_devices_sort(sorted);
+    names = gp_device_names(sorted);
     json_builder_set_member_name(b, "links");
     json_builder_begin_array(b);
-    for (i = 0; i < devs->len; i++) {
-        for (j = i + 1; j < devs->len; j++) {
-            const GpDevice *a = g_ptr_array_index(devs, i);
-            const GpDevice *d = g_ptr_array_index(devs, j);
+    for (i = 0; i < sorted->len; i++) {
+        for (j = i + 1; j < sorted->len; j++) {
+            const GpDevice *a = g_ptr_array_index(sorted, i);
+            const GpDevice *d = g_ptr_array_index(sorted, j);
             GpP2pVerdict v;
 
             gp_p2p_verdict(topo, a, d, &v);
@@ -151,6 +163,10 @@ static void build_links(JsonBuilder *b, const GpTopology *topo,
             json_builder_add_string_value(b, a->bdf);
             json_builder_set_member_name(b, "b");
             json_builder_add_string_value(b, d->bdf);
+            json_builder_set_member_name(b, "a_name");
+            json_builder_add_string_value(b, names[i]);
+            json_builder_set_member_name(b, "b_name");
+            json_builder_add_string_value(b, names[j]);
             json_builder_set_member_name(b, "type");
             json_builder_add_string_value(b,
                 gp_path_type_name(gp_path_classify(a, d)));
@@ -186,6 +202,8 @@ static void build_header(JsonBuilder *b, const GpTopology *topo)
 {
     guint i;
 
+    json_builder_set_member_name(b, "schema_version");
+    json_builder_add_int_value(b, GP_JSON_SCHEMA_VERSION);
     json_builder_set_member_name(b, "root");
     json_builder_add_string_value(b, topo->root);
     json_builder_set_member_name(b, "cpu");
@@ -194,9 +212,17 @@ static void build_header(JsonBuilder *b, const GpTopology *topo)
     json_builder_set_member_name(b, "family");
     json_builder_add_int_value(b, topo->cpu_family);
     gp_json_add_string_or_null(b, "model_name", topo->cpu_model_name);
+    json_builder_set_member_name(b, "phys_bits");
+    if (topo->cpu_phys_bits) {
+        json_builder_add_int_value(b, topo->cpu_phys_bits);
+    } else {
+        json_builder_add_null_value(b);
+    }
     json_builder_end_object(b);
     json_builder_set_member_name(b, "config_truncated");
     json_builder_add_int_value(b, topo->config_truncated);
+    json_builder_set_member_name(b, "config_unreadable");
+    json_builder_add_int_value(b, topo->config_unreadable);
     json_builder_set_member_name(b, "host_bridges");
     json_builder_begin_array(b);
     for (i = 0; i < topo->host_bridges->len; i++) {
@@ -239,9 +265,9 @@ JsonNode *gp_json_plan(const GpTopology *topo, const GpPlan *plan)
     guint i, j;
 
     json_builder_begin_object(b);
+    build_header(b, topo);
     json_builder_set_member_name(b, "policy");
     json_builder_add_string_value(b, gp_plan_policy_name(plan->policy));
-    build_header(b, topo);
     json_builder_set_member_name(b, "devices");
     json_builder_begin_array(b);
     for (i = 0; i < plan->devices->len; i++) {

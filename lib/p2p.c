@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "gpup2p/p2p.h"
-#include "gpup2p/p2p-hostbridge.h"
 
 /* Linux's pci_upstream_bridge(): a VF's upstream bridge is its PF's. */
 static const GpDevice *upstream(const GpDevice *dev)
@@ -117,26 +116,93 @@ void gp_p2p_verdict_clear(GpP2pVerdict *v)
     g_clear_pointer(&v->reason, g_free);
 }
 
+/* A device's path for the shared rule, with the model's device per hop. */
 typedef struct {
-    GString *redirects;         /* "0000:02:01.0 (RR CR)" ... */
-    GString *unknown;           /* devices whose ACS could not be read */
-} AcsScan;
+    struct gp_p2p_path path;
+    const GpDevice *dev[GP_P2P_MAX_HOPS];
+} RulePath;
 
-static void acs_check(AcsScan *scan, const GpDevice *dev)
+/*
+ * A hop's addr only has to tell devices apart for the rule: the model's
+ * index does, for any domain. GP_P2P_ADDR() keeps 16 bits of domain, and
+ * Intel VMD domains (10000 and up) would alias domain 0.
+ */
+static unsigned hop_id(const GpDevice *dev)
 {
-    if (!dev->acs_known) {
-        g_string_append_printf(scan->unknown, "%s%s",
-                               scan->unknown->len ? ", " : "", dev->bdf);
-        return;
-    }
-    if (dev->acs.present && (dev->acs.ctrl & GP_ACS_REDIRECT_MASK)) {
-        g_autofree char *bits =
-            gp_acs_bits_string(dev->acs.ctrl & GP_ACS_REDIRECT_MASK);
+    return dev->model_index;
+}
 
-        g_string_append_printf(scan->redirects, "%s%s (%s)",
-                               scan->redirects->len ? ", " : "", dev->bdf,
-                               bits);
+static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
+{
+    const GpDevice *d;
+
+    rp->path.nhops = 0;
+    for (d = dev; d; d = upstream(d)) {
+        struct gp_p2p_hop *h;
+
+        if (rp->path.nhops == GP_P2P_MAX_HOPS) {
+            return false;
+        }
+        rp->dev[rp->path.nhops] = d;
+        h = &rp->path.hops[rp->path.nhops++];
+        h->addr = hop_id(d);
+        h->acs_state = !d->acs_known ? GP_P2P_ACS_UNKNOWN :
+                       d->acs.present ? GP_P2P_ACS_PRESENT : GP_P2P_ACS_ABSENT;
+        h->acs_ctrl = d->acs.present ? d->acs.ctrl : 0;
     }
+    rp->path.host.domain = dev->host->domain;
+    rp->path.host.bus = dev->host->bus;
+    rp->path.host.has_root_dev = dev->host->root_bdf[0] != 0;
+    rp->path.host.vendor = dev->host->vendor;
+    rp->path.host.device = dev->host->device;
+    return true;
+}
+
+static void rule_cpu(const GpTopology *topo, struct gp_p2p_cpu *cpu)
+{
+    static const unsigned vendors[] = {
+        [GP_CPU_VENDOR_UNKNOWN] = GP_P2P_CPU_UNKNOWN,
+        [GP_CPU_VENDOR_INTEL] = GP_P2P_CPU_INTEL,
+        [GP_CPU_VENDOR_AMD] = GP_P2P_CPU_AMD,
+        [GP_CPU_VENDOR_OTHER] = GP_P2P_CPU_OTHER,
+    };
+
+    cpu->vendor = vendors[topo->cpu_vendor];
+    cpu->family = topo->cpu_family;
+}
+
+/* "bdf (RR CR), ..." of the hops of @rp whose bit is set in @mask. */
+static void append_hops(GString *out, const RulePath *rp, unsigned mask,
+                        bool with_bits)
+{
+    unsigned i;
+
+    for (i = 0; i < rp->path.nhops; i++) {
+        if (!(mask & (1u << i))) {
+            continue;
+        }
+        g_string_append_printf(out, "%s%s", out->len ? ", " : "",
+                               rp->dev[i]->bdf);
+        if (with_bits) {
+            g_autofree char *bits = gp_acs_bits_string(
+                rp->path.hops[i].acs_ctrl & GP_ACS_REDIRECT_MASK);
+
+            g_string_append_printf(out, " (%s)", bits);
+        }
+    }
+}
+
+/* Why the first hop of @rp in @mask has no usable config space, or NULL. */
+static const char *first_unreadable(const RulePath *rp, unsigned mask)
+{
+    unsigned i;
+
+    for (i = 0; i < rp->path.nhops; i++) {
+        if ((mask & (1u << i)) && rp->dev[i]->config_unreadable) {
+            return rp->dev[i]->config_unreadable;
+        }
+    }
+    return NULL;
 }
 
 static const char *hb_desc(const GpHostBridge *hb, char *buf, size_t len)
@@ -145,122 +211,128 @@ static const char *hb_desc(const GpHostBridge *hb, char *buf, size_t len)
         g_snprintf(buf, len, "%s (%04x:%04x at %s)", hb->name, hb->vendor,
                    hb->device, hb->root_bdf);
     } else {
-        g_snprintf(buf, len, "%s (no device at 00.0 of its bus)", hb->name);
+        g_snprintf(buf, len, "%s (its bus has neither a device at "
+                   "00.0 nor a root port first)", hb->name);
     }
     return buf;
 }
 
-/* Linux's cpu_supports_p2pdma() and host_bridge_whitelist(). */
-static GpP2pKind host_bridge_rule(const GpTopology *topo, const GpDevice *a,
-                                  const GpDevice *b, GString *why)
+/* The words for the host bridge half of the rule's outcome. */
+static void host_reason_text(const GpTopology *topo, const GpDevice *a,
+                             const GpDevice *b,
+                             const struct gp_p2p_outcome *out, GString *why)
 {
-    const struct gp_hostbridge_entry *ea, *eb;
     char da[96], db[96];
 
-    if (topo->cpu_vendor == GP_CPU_VENDOR_AMD &&
-        topo->cpu_family >= GP_AMD_P2P_MIN_FAMILY) {
-        g_string_append_printf(why, "AMD CPU family %xh forwards P2P between "
-                               "root ports", topo->cpu_family);
-        return GP_P2P_HOST_BRIDGE;
-    }
-    ea = a->host->root_bdf[0] ?
-         gp_hostbridge_lookup(a->host->vendor, a->host->device) : NULL;
-    eb = b->host->root_bdf[0] ?
-         gp_hostbridge_lookup(b->host->vendor, b->host->device) : NULL;
     hb_desc(a->host, da, sizeof(da));
     hb_desc(b->host, db, sizeof(db));
-    if (a->host == b->host && ea) {
+    switch (out->host_reason) {
+    case GP_P2P_HOST_AMD_ZEN:
+        g_string_append_printf(why, "AMD CPU family %xh forwards P2P between "
+                               "root ports", topo->cpu_family);
+        break;
+    case GP_P2P_HOST_SAME_LISTED:
         g_string_append_printf(why, "host bridge %s (%s) forwards P2P", da,
-                               ea->name);
-        return GP_P2P_HOST_BRIDGE;
-    }
-    if (a->host != b->host && ea && eb &&
-        !(ea->flags & GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE) &&
-        !(eb->flags & GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE)) {
+                               out->host_a_name);
+        break;
+    case GP_P2P_HOST_BOTH_LISTED:
         g_string_append_printf(why, "host bridges %s and %s forward P2P "
                                "between each other", da, db);
-        return GP_P2P_HOST_BRIDGE;
-    }
-    if (topo->cpu_vendor == GP_CPU_VENDOR_UNKNOWN) {
+        break;
+    case GP_P2P_HOST_CPU_UNKNOWN:
         g_string_append_printf(why, "host bridge %s is not on the P2P list "
                                "and the CPU vendor is unknown (no "
                                "proc/cpuinfo), so AMD Zen forwarding cannot "
                                "be ruled in or out", da);
-        return GP_P2P_UNKNOWN;
-    }
-    if (a->host == b->host || !ea) {
+        break;
+    case GP_P2P_HOST_A_NOT_LISTED:
         g_string_append_printf(why, "host bridge %s is not known to forward "
                                "P2P", da);
-    } else if (!eb) {
+        break;
+    case GP_P2P_HOST_B_NOT_LISTED:
         g_string_append_printf(why, "host bridge %s is not known to forward "
                                "P2P", db);
-    } else {
+        break;
+    case GP_P2P_HOST_SAME_ONLY:
         g_string_append_printf(why, "host bridges %s and %s forward P2P only "
                                "within one host bridge", da, db);
+        break;
     }
-    return GP_P2P_NONE;
 }
 
+static void reason_text(const GpTopology *topo, const GpDevice *a,
+                        const GpDevice *b, const RulePath *pa,
+                        const RulePath *pb, const GpP2pVerdict *v,
+                        GString *why)
+{
+    const struct gp_p2p_outcome *out = &v->rule;
+    g_autoptr(GString) hops = g_string_new(NULL);
+
+    switch (out->path_reason) {
+    case GP_P2P_PATH_COMMON_BRIDGE:
+        if (v->common == a || v->common == b) {
+            g_string_append_printf(why, "same device path through %s",
+                                   v->common->bdf);
+        } else {
+            g_string_append_printf(why, "common upstream bridge %s, no ACS "
+                                   "redirect on the path", v->common->bdf);
+        }
+        return;
+    case GP_P2P_PATH_ACS_UNKNOWN: {
+        const char *dead = first_unreadable(pa, out->unknown_a);
+
+        dead = dead ? dead : first_unreadable(pb, out->unknown_b);
+        append_hops(hops, pa, out->unknown_a, false);
+        append_hops(hops, pb, out->unknown_b, false);
+        if (dead) {
+            g_string_append_printf(why, "ACS state unknown at %s: %s",
+                                   hops->str, dead);
+        } else {
+            g_string_append_printf(why, "ACS state unknown: extended config "
+                                   "space of %s not readable (needs root)",
+                                   hops->str);
+        }
+        return;
+    }
+    case GP_P2P_PATH_ACS_REDIRECT:
+        append_hops(hops, pa, out->redirect_a, true);
+        append_hops(hops, pb, out->redirect_b, true);
+        g_string_append_printf(why, "common upstream bridge %s but ACS "
+                               "Control redirects P2P upstream at %s; ",
+                               v->common->bdf, hops->str);
+        break;
+    case GP_P2P_PATH_NO_COMMON:
+        g_string_append(why, "no common upstream bridge; ");
+        break;
+    }
+    host_reason_text(topo, a, b, out, why);
+}
+
+/* The shared rule (gpup2p/p2p-rule.h) over this model's paths. */
 void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
                     const GpDevice *b, GpP2pVerdict *v)
 {
-    AcsScan scan = { g_string_new(NULL), g_string_new(NULL) };
+    g_autofree RulePath *pa = g_new0(RulePath, 1);
+    g_autofree RulePath *pb = g_new0(RulePath, 1);
     g_autoptr(GString) why = g_string_new(NULL);
-    const GpDevice *pa, *pb, *common = NULL;
-    int dist_a = 0, dist_b = 0;
+    struct gp_p2p_cpu cpu;
+    int which, i;
 
     memset(v, 0, sizeof(*v));
-    /* The walk of p2pdma's calc_map_type_and_dist(), provider = a. */
-    for (pa = a; pa; pa = upstream(pa), dist_a++) {
-        acs_check(&scan, pa);
-        for (pb = b, dist_b = 0; pb; pb = upstream(pb), dist_b++) {
-            if (pa == pb) {
-                common = pa;
-                break;
-            }
-        }
-        if (common) {
-            break;
-        }
-    }
-    if (common) {
-        for (pb = b; pb && pb != common; pb = upstream(pb)) {
-            acs_check(&scan, pb);
-        }
-        v->common = common;
-    } else {
-        dist_b = 0;
-        for (pb = b; pb; pb = upstream(pb)) {
-            dist_b++;
-        }
-    }
-    v->distance = dist_a + dist_b;
-
-    if (scan.unknown->len) {
+    if (!rule_path_gather(a, pa) || !rule_path_gather(b, pb)) {
         v->kind = GP_P2P_UNKNOWN;
-        g_string_append_printf(why, "ACS state unknown: extended config "
-                               "space of %s not readable (needs root)",
-                               scan.unknown->str);
-    } else if (common && !scan.redirects->len) {
-        v->kind = GP_P2P_DIRECT;
-        if (common == a || common == b) {
-            g_string_append_printf(why, "same device path through %s",
-                                   common->bdf);
-        } else {
-            g_string_append_printf(why, "common upstream bridge %s, no ACS "
-                                   "redirect on the path", common->bdf);
-        }
-    } else {
-        if (common) {
-            g_string_append_printf(why, "common upstream bridge %s but ACS "
-                                   "Control redirects P2P upstream at %s; ",
-                                   common->bdf, scan.redirects->str);
-        } else {
-            g_string_append(why, "no common upstream bridge; ");
-        }
-        v->kind = host_bridge_rule(topo, a, b, why);
+        v->reason = g_strdup_printf("the path of %s or %s is deeper than %d "
+                                    "bridges", a->bdf, b->bdf,
+                                    GP_P2P_MAX_HOPS);
+        return;
     }
+    rule_cpu(topo, &cpu);
+    gp_p2p_rule(&pa->path, &pb->path, &cpu, &v->rule);
+    v->kind = (GpP2pKind)v->rule.kind;
+    v->distance = (int)v->rule.distance;
+    v->common = v->rule.common_a >= 0 ? pa->dev[v->rule.common_a] : NULL;
+    i = gp_p2p_first_redirect(&v->rule, &which);
+    v->redirect = i < 0 ? NULL : (which ? pb : pa)->dev[i];
+    reason_text(topo, a, b, pa, pb, v, why);
     v->reason = g_string_free(g_steal_pointer(&why), FALSE);
-    g_string_free(scan.redirects, TRUE);
-    g_string_free(scan.unknown, TRUE);
 }

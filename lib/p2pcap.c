@@ -4,10 +4,6 @@
 
 #include "gpup2p/p2pcap.h"
 
-#define PCI_STATUS              0x06
-#define PCI_STATUS_CAP_LIST     0x10
-#define PCI_CAPABILITY_LIST     0x34
-
 void gp_p2pcap_encode(uint8_t out[GP_P2PCAP_LENGTH], unsigned clique,
                       uint8_t next)
 {
@@ -184,8 +180,8 @@ bool gp_p2pcap_insert(GpPciConfig *cfg, unsigned clique, uint16_t *offset,
     if (list.count) {
         cfg->bytes[list.caps[list.count - 1].offset + 1] = (uint8_t)off;
     } else {
-        cfg->bytes[PCI_CAPABILITY_LIST] = (uint8_t)off;
-        cfg->bytes[PCI_STATUS] |= PCI_STATUS_CAP_LIST;
+        cfg->bytes[GP_PCI_CAPABILITY_LIST] = (uint8_t)off;
+        cfg->bytes[GP_PCI_STATUS] |= GP_PCI_STATUS_CAP_LIST;
     }
     if (offset) {
         *offset = off;

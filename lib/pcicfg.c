@@ -4,11 +4,6 @@
 
 #include "gpup2p/pcicfg.h"
 
-#define PCI_STATUS              0x06
-#define PCI_STATUS_CAP_LIST     0x10
-#define PCI_HEADER_TYPE         0x0e
-#define PCI_CAPABILITY_LIST     0x34
-
 void gp_pcicfg_init(GpPciConfig *cfg, const uint8_t *bytes, size_t len)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -54,7 +49,7 @@ uint8_t gp_pcicfg_header_type(const GpPciConfig *cfg)
 {
     uint8_t ht = 0;
 
-    gp_pcicfg_read8(cfg, PCI_HEADER_TYPE, &ht);
+    gp_pcicfg_read8(cfg, GP_PCI_HEADER_TYPE, &ht);
     return ht & 0x7f;
 }
 
@@ -98,7 +93,24 @@ uint16_t gp_pcicfg_std_cap_length(const GpPciConfig *cfg, uint16_t off)
         if (!gp_pcicfg_read16(cfg, off + 2, &flags)) {
             return 0;
         }
-        return (flags & 0xf) >= 2 ? 0x3c : 0x24;
+        if ((flags & 0xf) >= 2) {
+            return 0x3c;
+        }
+        /*
+         * Version 1 ends after the last register block its port type
+         * has: link (endpoints, 14h), slot (downstream ports, 1Ch), root
+         * (root ports and event collectors, 24h).
+         */
+        switch ((flags >> 4) & 0xf) {
+        case 0x4:               /* root port */
+        case 0xa:               /* root complex event collector */
+            return 0x24;
+        case 0x6:               /* switch downstream port */
+        case 0x8:               /* PCIe to PCI/PCI-X bridge */
+            return 0x1c;
+        default:
+            return 0x14;
+        }
     case GP_PCI_CAP_ID_MSIX:
         return 12;
     case 0x12:                  /* SATA */
@@ -119,14 +131,14 @@ bool gp_pcicfg_walk_caps(const GpPciConfig *cfg, GpPciCapList *list,
     size_t i;
 
     list->count = 0;
-    if (!gp_pcicfg_read16(cfg, PCI_STATUS, &status) ||
-        !gp_pcicfg_read8(cfg, PCI_CAPABILITY_LIST, &ptr)) {
+    if (!gp_pcicfg_read16(cfg, GP_PCI_STATUS, &status) ||
+        !gp_pcicfg_read8(cfg, GP_PCI_CAPABILITY_LIST, &ptr)) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INCOMPLETE,
                     "config space holds %zu bytes, too few for the header",
                     cfg->len);
         return false;
     }
-    if (!(status & PCI_STATUS_CAP_LIST)) {
+    if (!(status & GP_PCI_STATUS_CAP_LIST)) {
         return true;
     }
     ptr &= 0xfc;

@@ -26,9 +26,11 @@ static gboolean copy_file(const char *src, const char *dst, GError **errp)
     gsize len;
 
     if (!g_file_get_contents(src, &data, &len, NULL)) {
-        return TRUE;            /* absent or unreadable attributes are skipped */
+        return TRUE;    /* absent or unreadable attributes are skipped */
     }
-    return g_file_set_contents(dst, data, (gssize)len, errp);
+    return g_file_set_contents_full(dst, data, (gssize)len,
+                                    G_FILE_SET_CONTENTS_CONSISTENT, 0644,
+                                    errp);
 }
 
 static gboolean make_link(const char *src, const char *dst, GError **errp)
@@ -175,10 +177,23 @@ static gboolean copy_cpuinfo(const char *root, const char *out, GError **errp)
         end[1] = '\0';
     }
     return mkdirs(dir, errp) &&
-           g_file_set_contents(dst, text, -1, errp);
+           g_file_set_contents_full(dst, text, -1,
+                                    G_FILE_SET_CONTENTS_CONSISTENT, 0644,
+                                    errp);
 }
 
-static void remove_tree(const char *path)
+/* Interrupt chips: "IR-" ones tell that interrupt remapping is on. */
+static gboolean copy_interrupts(const char *root, const char *out,
+                                GError **errp)
+{
+    g_autofree char *src = g_build_filename(root, "proc", "interrupts", NULL);
+    g_autofree char *dir = g_build_filename(out, "proc", NULL);
+    g_autofree char *dst = g_build_filename(dir, "interrupts", NULL);
+
+    return mkdirs(dir, errp) && copy_file(src, dst, errp);
+}
+
+void gp_remove_tree(const char *path)
 {
     g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
     const char *name;
@@ -189,7 +204,7 @@ static void remove_tree(const char *path)
 
             if (g_file_test(child, G_FILE_TEST_IS_DIR) &&
                 !g_file_test(child, G_FILE_TEST_IS_SYMLINK)) {
-                remove_tree(child);
+                gp_remove_tree(child);
             } else {
                 g_unlink(child);
             }
@@ -231,14 +246,15 @@ gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp)
     if (!copy_links_dir(sys, out_sys, "bus/pci/devices", TRUE, errp) ||
         !copy_links_dir(sys, out_sys, "class/pci_bus", FALSE, errp) ||
         !copy_numa(sys, out_sys, errp) ||
-        !copy_cpuinfo(root, tmp, errp)) {
-        remove_tree(tmp);
+        !copy_cpuinfo(root, tmp, errp) ||
+        !copy_interrupts(root, tmp, errp)) {
+        gp_remove_tree(tmp);
         return FALSE;
     }
     if (g_chmod(tmp, 0755) < 0 || g_rename(tmp, dest) < 0) {
         g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: cannot move into "
                     "place: %s", dest, g_strerror(errno));
-        remove_tree(tmp);
+        gp_remove_tree(tmp);
         return FALSE;
     }
     return TRUE;

@@ -123,17 +123,61 @@ static bool read_hex_attr(const char *dir, const char *name, unsigned max,
     return true;
 }
 
-static int read_int_attr(const char *dir, const char *name, int dflt)
+/*
+ * A decimal attribute: @dflt when the file is absent, an error naming the
+ * file and the text when it holds anything but a number in [@min, @max].
+ */
+static bool read_int_attr(const char *dir, const char *name, int dflt,
+                          int min, int max, int *val, GError **errp)
 {
     g_autofree char *text = read_attr(dir, name);
     char *end;
     long v;
 
     if (!text) {
-        return dflt;
+        *val = dflt;
+        return true;
     }
-    v = strtol(text, &end, 0);
-    return (end == text || *end) ? dflt : (int)v;
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s/%s: '%s' is not a number from %d to %d", dir, name,
+                    text, min, max);
+        return false;
+    }
+    *val = (int)v;
+    return true;
+}
+
+/* A CPU list ("0-31,64-95"), NULL when absent. */
+static bool read_cpulist(const char *dir, const char *name, char **out,
+                         GError **errp)
+{
+    g_autofree char *text = read_attr(dir, name);
+
+    *out = NULL;
+    if (!text || !text[0]) {
+        return true;            /* absent, or no CPU listed */
+    }
+    if (strspn(text, "0123456789,-") != strlen(text)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s/%s: '%s' is not a CPU list", dir, name, text);
+        return false;
+    }
+    *out = g_steal_pointer(&text);
+    return true;
+}
+
+/* A hex attribute that some kernels lack: 0 when absent. */
+static bool read_optional_hex(const char *dir, const char *name,
+                              unsigned max, unsigned *val, GError **errp)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+
+    *val = 0;
+    return !g_file_test(path, G_FILE_TEST_EXISTS) ||
+           read_hex_attr(dir, name, max, val, errp);
 }
 
 static char *link_basename(const char *dir, const char *name)
@@ -147,9 +191,11 @@ static char *link_basename(const char *dir, const char *name)
 bool gp_bar_parse_resource_line(const char *line, unsigned index, GpBar *bar)
 {
     unsigned long long start, end, flags;
+    int used = 0;
 
     memset(bar, 0, sizeof(*bar));
-    if (sscanf(line, "%llx %llx %llx", &start, &end, &flags) != 3) {
+    if (sscanf(line, "%llx %llx %llx%n", &start, &end, &flags, &used) != 3 ||
+        line[used] != '\0') {
         return false;
     }
     bar->index = index;
@@ -165,7 +211,7 @@ bool gp_bar_parse_resource_line(const char *line, unsigned index, GpBar *bar)
     return true;
 }
 
-static void read_bars(GpDevice *dev, const char *dir)
+static bool read_bars(GpDevice *dev, const char *dir, GError **errp)
 {
     g_autofree char *text = read_attr(dir, "resource");
     g_auto(GStrv) lines = NULL;
@@ -173,46 +219,155 @@ static void read_bars(GpDevice *dev, const char *dir)
     unsigned i;
 
     if (!text) {
-        return;
+        return true;
     }
     lines = g_strsplit(text, "\n", -1);
-    for (i = 0; lines[i] && i < nbars; i++) {
+    for (i = 0; lines[i]; i++) {
         GpBar bar;
 
-        if (gp_bar_parse_resource_line(lines[i], i, &bar) && bar.size) {
+        g_strstrip(lines[i]);
+        if (!gp_bar_parse_resource_line(lines[i], i, &bar)) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s/resource: line %u '%s' is not 'start end "
+                        "flags' in hex", dir, i + 1, lines[i]);
+            return false;
+        }
+        if (i < nbars && bar.size) {
             g_array_append_val(dev->bars, bar);
         }
     }
+    return true;
 }
 
-static void read_config(GpDevice *dev, const char *dir, GpTopology *topo)
+static bool is_vf(const char *dir)
+{
+    g_autofree char *physfn = g_build_filename(dir, "physfn", NULL);
+    g_autofree char *target = gp_sysfs_read_link_text(physfn);
+
+    return target != NULL;
+}
+
+/* Keep @why for @dev and read its config space as empty. */
+static void config_mark_unreadable(GpDevice *dev, GpTopology *topo,
+                                   char *why)
+{
+    dev->config_unreadable = why;
+    topo->config_unreadable++;
+    gp_pcicfg_init(dev->config, NULL, 0);
+}
+
+/*
+ * Config space as read: short (an unprivileged read gives 64 bytes) is
+ * fine and counted. A file that cannot be read, or all ones from a device
+ * that no longer answers (Xid 79: fallen off the bus), marks that device
+ * unreadable, naming the file, and the rest of the host still reads.
+ * Bytes that contradict the vendor attribute otherwise, or hold a broken
+ * capability list, are an error naming the file.
+ */
+static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
+                        GError **errp)
 {
     g_autofree char *path = g_build_filename(dir, "config", NULL);
     g_autofree gchar *bytes = NULL;
     g_autoptr(GError) err = NULL;
     GpPciCapList caps;
     gsize len = 0;
+    uint16_t vendor;
 
-    if (!g_file_get_contents(path, &bytes, &len, NULL)) {
+    if (!g_file_get_contents(path, &bytes, &len, &err)) {
+        config_mark_unreadable(dev, topo, g_strdup_printf(
+            "%s: not readable: %s", path, err->message));
+        g_clear_error(&err);
         len = 0;
+    } else {
+        gp_pcicfg_init(dev->config, (const uint8_t *)bytes, len);
+        if (len < GP_PCICFG_STD_SIZE) {
+            topo->config_truncated++;
+        }
     }
-    gp_pcicfg_init(dev->config, (const uint8_t *)bytes, len);
-    if (len < GP_PCICFG_STD_SIZE) {
-        topo->config_truncated++;
+    /* A VF's config space reads vendor 0xffff (PCIe SR-IOV): only sysfs
+     * names it. */
+    if (gp_pcicfg_read16(dev->config, 0, &vendor) && vendor != dev->vendor &&
+        !(vendor == 0xffff && is_vf(dir))) {
+        if (vendor == 0xffff) {
+            config_mark_unreadable(dev, topo, g_strdup_printf(
+                "%s: reads all ones (vendor id 0xffff) but the vendor "
+                "attribute says 0x%04x: the device does not answer (fallen "
+                "off the bus?)", path, dev->vendor));
+            len = 0;
+        } else {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s: vendor id 0x%04x in config space, but the "
+                        "vendor attribute says 0x%04x", path, vendor,
+                        dev->vendor);
+            return false;
+        }
     }
     dev->is_bridge = len > 0x0e && gp_pcicfg_header_type(dev->config) == 1;
     dev->pcie.type = GP_PCIE_TYPE_NONE;
-    if (gp_pcicfg_walk_caps(dev->config, &caps, NULL)) {
+    if (gp_pcicfg_walk_caps(dev->config, &caps, &err)) {
         gp_pcicfg_pcie_info(dev->config, &caps, &dev->pcie);
+    } else if (len && !g_error_matches(err, GP_ERROR, GP_ERROR_INCOMPLETE)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: %s", path,
+                    err->message);
+        return false;
     }
+    g_clear_error(&err);
     dev->acs_known = gp_pcicfg_acs_info(dev->config, &dev->acs, &err);
+    if (!dev->acs_known &&
+        !g_error_matches(err, GP_ERROR, GP_ERROR_INCOMPLETE)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: %s", path,
+                    err->message);
+        return false;
+    }
+    return true;
 }
 
+/* The group number a device's iommu_group link names; -1 with no link. */
+static bool read_iommu_group(const char *dir, int *group, GError **errp)
+{
+    g_autofree char *path = g_build_filename(dir, "iommu_group", NULL);
+    g_autofree char *target = gp_sysfs_read_link_text(path);
+    g_autofree char *base = NULL;
+    guint64 v;
+
+    *group = -1;
+    if (!target) {
+        if (g_file_test(path, G_FILE_TEST_EXISTS)) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s: not a link to an IOMMU group", path);
+            return false;
+        }
+        return true;
+    }
+    base = g_path_get_basename(target);
+    if (!g_ascii_string_to_unsigned(base, 10, 0, G_MAXINT, &v, NULL)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s: link '%s' does not end in a group number", path,
+                    target);
+        return false;
+    }
+    *group = (int)v;
+    return true;
+}
+
+/* Without local_cpulist, a device's CPUs are its NUMA node's. */
+static bool read_node_affinity(GpTopology *topo, GpDevice *dev,
+                               GError **errp)
+{
+    g_autofree char *node = NULL;
+
+    if (dev->cpu_affinity || dev->numa_node < 0) {
+        return true;
+    }
+    node = g_strdup_printf("%s/devices/system/node/node%d", topo->sys,
+                           dev->numa_node);
+    return read_cpulist(node, "cpulist", &dev->cpu_affinity, errp);
+}
 
 static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
 {
     g_autofree char *dir = g_build_filename(topo->sys, dev->sysfs_path, NULL);
-    g_autofree char *group = NULL;
     unsigned v;
 
     if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
@@ -232,26 +387,54 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
         return false;
     }
     dev->class_code = v;
-    if (read_hex_attr(dir, "subsystem_vendor", 0xffff, &v, NULL)) {
-        dev->subsystem_vendor = v;
+    if (!read_optional_hex(dir, "subsystem_vendor", 0xffff, &v, errp)) {
+        return false;
     }
-    if (read_hex_attr(dir, "subsystem_device", 0xffff, &v, NULL)) {
-        dev->subsystem_device = v;
+    dev->subsystem_vendor = v;
+    if (!read_optional_hex(dir, "subsystem_device", 0xffff, &v, errp)) {
+        return false;
     }
-    dev->numa_node = read_int_attr(dir, "numa_node", -1);
+    dev->subsystem_device = v;
     dev->driver = link_basename(dir, "driver");
-    group = link_basename(dir, "iommu_group");
-    dev->iommu_group = group ? atoi(group) : -1;
+    if (!read_cpulist(dir, "local_cpulist", &dev->cpu_affinity, errp)) {
+        return false;
+    }
     dev->link_speed = read_attr(dir, "current_link_speed");
     dev->max_link_speed = read_attr(dir, "max_link_speed");
-    dev->link_width = read_int_attr(dir, "current_link_width", 0);
-    dev->max_link_width = read_int_attr(dir, "max_link_width", 0);
-    read_config(dev, dir, topo);
-    read_bars(dev, dir);
+    return read_int_attr(dir, "numa_node", -1, -1, 65535, &dev->numa_node,
+                         errp) &&
+           read_iommu_group(dir, &dev->iommu_group, errp) &&
+           read_int_attr(dir, "current_link_width", 0, 0, 63,
+                         &dev->link_width, errp) &&
+           read_int_attr(dir, "max_link_width", 0, 0, 63,
+                         &dev->max_link_width, errp) &&
+           read_config(dev, dir, topo, errp) &&
+           read_bars(dev, dir, errp) &&
+           read_node_affinity(topo, dev, errp);
+}
+
+static bool cpuinfo_number(const char *path, const char *key,
+                           const char *value, const char *suffix,
+                           unsigned max, unsigned *out, GError **errp)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(value, &end, 10);
+    if (errno || end == value || v > max || !g_str_has_prefix(end, suffix) ||
+        (!suffix[0] && *end)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s: %s '%s' is not a number up to %u%s%s", path, key,
+                    value, max, suffix[0] ? " followed by " : "", suffix);
+        return false;
+    }
+    *out = (unsigned)v;
     return true;
 }
 
-static void read_cpuinfo(GpTopology *topo)
+/* The first processor's vendor, family, model name and address width. */
+static bool read_cpuinfo(GpTopology *topo, GError **errp)
 {
     g_autofree char *path = g_build_filename(topo->root, "proc", "cpuinfo",
                                              NULL);
@@ -260,12 +443,13 @@ static void read_cpuinfo(GpTopology *topo)
     size_t i;
 
     if (!g_file_get_contents(path, &text, NULL, NULL)) {
-        return;
+        return true;            /* a capture without it: vendor unknown */
     }
     lines = g_strsplit(text, "\n", -1);
     for (i = 0; lines[i] && lines[i][0]; i++) {   /* first processor only */
         char *colon = strchr(lines[i], ':');
         char *value;
+        bool ok = true;
 
         if (!colon) {
             continue;
@@ -280,12 +464,22 @@ static void read_cpuinfo(GpTopology *topo)
                                !strcmp(value, "GenuineIntel") ?
                                GP_CPU_VENDOR_INTEL : GP_CPU_VENDOR_OTHER;
         } else if (!strcmp(lines[i], "cpu family")) {
-            topo->cpu_family = (unsigned)atoi(value);
+            ok = cpuinfo_number(path, "cpu family", value, "", 0xfff,
+                                &topo->cpu_family, errp);
+        } else if (!strcmp(lines[i], "address sizes")) {
+            /* "46 bits physical, 57 bits virtual" */
+            ok = cpuinfo_number(path, "address sizes", value,
+                                " bits physical", 64, &topo->cpu_phys_bits,
+                                errp);
         } else if (!strcmp(lines[i], "model name")) {
             g_free(topo->cpu_model_name);
             topo->cpu_model_name = g_strdup(value);
         }
+        if (!ok) {
+            return false;
+        }
     }
+    return true;
 }
 
 typedef struct {
@@ -354,23 +548,47 @@ static GPtrArray *list_device_links(const char *devdir, GError **errp)
     return g_steal_pointer(&links);
 }
 
+/* A "pciDDDD:BB" host bridge directory name; the domain may have 8 digits. */
+static bool host_bridge_dir(const char *name, unsigned *domain, unsigned *bus)
+{
+    char tail;
+
+    return g_str_has_prefix(name, "pci") &&
+           strspn(name + 3, "0123456789abcdef") <= 8 &&
+           sscanf(name, "pci%x:%x%c", domain, bus, &tail) == 2 && *bus <= 0xff;
+}
+
+/*
+ * The last host bridge directory on the path is the device's root: Intel
+ * VMD puts a root bus of its own (pci10000:e0) below an endpoint of
+ * another domain, with no bridge joining the two.
+ */
 static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
                               GError **errp)
 {
-    guint n = g_strv_length(l->parts);
+    guint n = g_strv_length(l->parts), root = 1, i;
     GpDevice *parent = NULL, *dev;
     GpHostBridge *host;
     unsigned domain, bus;
-    char bdf[GP_BDF_LEN], tail;
+    char bdf[GP_BDF_LEN];
 
-    if (sscanf(l->parts[1], "pci%x:%x%c", &domain, &bus, &tail) != 2) {
+    if (!host_bridge_dir(l->parts[1], &domain, &bus)) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
                     "%s/bus/pci/devices/%s: '%s' is not a host bridge "
                     "directory", topo->sys, l->entry, l->parts[1]);
         return false;
     }
+    for (i = 2; i + 1 < n; i++) {
+        unsigned d, b;
+
+        if (host_bridge_dir(l->parts[i], &d, &b)) {
+            root = i;
+            domain = d;
+            bus = b;
+        }
+    }
     host = gp_topo_add_host_bridge(topo, domain, bus);
-    if (n > 3) {
+    if (n - 2 > root) {
         if (!gp_bdf_normalize(l->parts[n - 2], bdf) ||
             !(parent = gp_topo_find(topo, bdf))) {
             g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
@@ -389,7 +607,12 @@ static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
     return device_read_attrs(topo, dev, errp);
 }
 
-static void link_physfns(GpTopology *topo)
+/*
+ * A VF's physfn link names its PF, which sits beside it (same upstream
+ * bridge) and is no VF itself; anything else would make the upstream walk
+ * of the P2P rules loop, so it is refused naming the link.
+ */
+static bool link_physfns(GpTopology *topo, GError **errp)
 {
     guint i;
 
@@ -398,11 +621,32 @@ static void link_physfns(GpTopology *topo)
         g_autofree char *dir = g_build_filename(topo->sys, dev->sysfs_path,
                                                 NULL);
         g_autofree char *pf = link_basename(dir, "physfn");
+        GpDevice *pfdev;
 
-        if (pf) {
-            dev->physfn = gp_topo_find(topo, pf);
+        if (!pf) {
+            continue;
+        }
+        pfdev = gp_topo_find(topo, pf);
+        if (!pfdev || pfdev == dev || pfdev->parent != dev->parent ||
+            pfdev->host != dev->host) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s/physfn: '%s' is not a device beside %s",
+                        dir, pf, dev->bdf);
+            return false;
+        }
+        dev->physfn = pfdev;
+    }
+    for (i = 0; i < topo->devices->len; i++) {
+        GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+        if (dev->physfn && dev->physfn->physfn) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s/physfn: the PF %s is itself a VF",
+                        dev->sysfs_path, dev->physfn->bdf);
+            return false;
         }
     }
+    return true;
 }
 
 GpTopology *gp_topo_read(const char *root, GError **errp)
@@ -437,8 +681,12 @@ GpTopology *gp_topo_read(const char *root, GError **errp)
             return NULL;
         }
     }
-    link_physfns(topo);
+    if (!link_physfns(topo, errp)) {
+        return NULL;
+    }
     gp_topo_finish(topo);
-    read_cpuinfo(topo);
+    if (!read_cpuinfo(topo, errp)) {
+        return NULL;
+    }
     return g_steal_pointer(&topo);
 }

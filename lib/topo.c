@@ -10,8 +10,10 @@ static void device_free(gpointer p)
     GpDevice *dev = p;
 
     g_free(dev->driver);
+    g_free(dev->cpu_affinity);
     g_free(dev->sysfs_path);
     g_free(dev->config);
+    g_free(dev->config_unreadable);
     g_free(dev->link_speed);
     g_free(dev->max_link_speed);
     if (dev->bars) {
@@ -72,6 +74,7 @@ GpDevice *gp_topo_add_device(GpTopology *topo, GpHostBridge *host,
     memcpy(dev->bdf, norm, sizeof(norm));
     sscanf(norm, "%x:%x:%x.%x", &dev->domain, &dev->bus, &dev->slot,
            &dev->function);
+    dev->model_index = topo->devices->len;
     dev->host = host;
     dev->parent = parent;
     dev->numa_node = -1;
@@ -84,31 +87,70 @@ GpDevice *gp_topo_add_device(GpTopology *topo, GpHostBridge *host,
     return dev;
 }
 
+/* By domain, bus, slot, function: text order breaks with 5-digit domains. */
 static gint device_cmp(gconstpointer a, gconstpointer b)
 {
     const GpDevice *da = *(GpDevice *const *)a;
     const GpDevice *db = *(GpDevice *const *)b;
+    unsigned ka[] = { da->domain, da->bus, da->slot, da->function };
+    unsigned kb[] = { db->domain, db->bus, db->slot, db->function };
+    size_t i;
 
-    return strcmp(da->bdf, db->bdf);
+    for (i = 0; i < G_N_ELEMENTS(ka); i++) {
+        if (ka[i] != kb[i]) {
+            return ka[i] < kb[i] ? -1 : 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Whether @dev, the first device of its root bus, identifies its host
+ * bridge as p2pdma's pci_host_bridge_dev() (Linux 5.19 and later) takes
+ * it: at devfn 00.0, or a root port at any devfn. A config space too short
+ * to hold the PCIe capability (an unprivileged read) leaves the port type
+ * unknown; then a bridge-class device stands for a root port, as on a
+ * root bus nothing else bridges to PCIe.
+ */
+static bool host_bridge_dev_ok(const GpDevice *dev)
+{
+    if (dev->slot == 0 && dev->function == 0) {
+        return true;
+    }
+    if (dev->pcie.type != GP_PCIE_TYPE_NONE) {
+        return dev->pcie.type == GP_PCIE_TYPE_ROOT_PORT;
+    }
+    return dev->config->len < GP_PCICFG_STD_SIZE &&
+           (dev->class_code >> 8) == 0x0604;
 }
 
 void gp_topo_finish(GpTopology *topo)
 {
-    guint i;
+    guint i, j;
 
     g_ptr_array_sort(topo->devices, device_cmp);
+    for (i = 0; i < topo->devices->len; i++) {
+        ((GpDevice *)g_ptr_array_index(topo->devices, i))->model_index = i;
+    }
     for (i = 0; i < topo->host_bridges->len; i++) {
         GpHostBridge *hb = g_ptr_array_index(topo->host_bridges, i);
-        char bdf[GP_BDF_LEN];
-        GpDevice *root;
 
-        /* Linux matches the device at devfn 0 of the host bridge's bus. */
-        g_snprintf(bdf, sizeof(bdf), "%04x:%02x:00.0", hb->domain, hb->bus);
-        root = gp_topo_find(topo, bdf);
-        if (root && root->host == hb && !root->parent) {
-            memcpy(hb->root_bdf, bdf, sizeof(bdf));
-            hb->vendor = root->vendor;
-            hb->device = root->device;
+        /* Linux lists a bus's devices in scan order, lowest devfn first;
+         * devices are sorted by BDF, so the first one on the root bus is
+         * the head of that list. */
+        for (j = 0; j < topo->devices->len; j++) {
+            GpDevice *root = g_ptr_array_index(topo->devices, j);
+
+            if (root->host != hb || root->parent || root->bus != hb->bus ||
+                root->domain != hb->domain) {
+                continue;
+            }
+            if (host_bridge_dev_ok(root)) {
+                memcpy(hb->root_bdf, root->bdf, sizeof(root->bdf));
+                hb->vendor = root->vendor;
+                hb->device = root->device;
+            }
+            break;
         }
     }
 }
@@ -166,7 +208,7 @@ bool gp_bdf_normalize(const char *text, char out[GP_BDF_LEN])
     }
     /* Three colons-or-dot separated fields, or four with the domain. */
     if (strchr(text, ':') != strrchr(text, ':') &&
-        !parse_hex_field(&p, 4, ':', &domain)) {
+        !parse_hex_field(&p, 8, ':', &domain)) {
         return false;
     }
     if (!parse_hex_field(&p, 2, ':', &bus) ||
@@ -189,6 +231,35 @@ bool gp_device_is_gpu(const GpDevice *dev)
 bool gp_device_is_nvidia_gpu(const GpDevice *dev)
 {
     return dev->vendor == 0x10de && gp_device_is_gpu(dev);
+}
+
+bool gp_device_is_nic(const GpDevice *dev)
+{
+    unsigned cls = dev->class_code >> 8;
+
+    return (cls >> 8) == 0x02 && dev->vendor != 0x1af4 &&
+           (cls == 0x0200 || cls == 0x0207 || cls == 0x0280);
+}
+
+void gp_devices_sort(GPtrArray *devices)
+{
+    g_ptr_array_sort(devices, device_cmp);
+}
+
+char **gp_device_names(const GPtrArray *devices)
+{
+    char **names = g_new0(char *, devices->len + 1);
+    unsigned gpus = 0, nics = 0, others = 0;
+    guint i;
+
+    for (i = 0; i < devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(devices, i);
+
+        names[i] = gp_device_is_gpu(dev) ? g_strdup_printf("GPU%u", gpus++) :
+                   gp_device_is_nic(dev) ? g_strdup_printf("NIC%u", nics++) :
+                   g_strdup_printf("DEV%u", others++);
+    }
+    return names;
 }
 
 const GpDevice *gp_device_switch(const GpDevice *dev)
@@ -227,4 +298,43 @@ const GpBar *gp_device_bar(const GpDevice *dev, unsigned index)
         }
     }
     return NULL;
+}
+
+static gint size_desc_cmp(gconstpointer a, gconstpointer b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+uint64_t gp_devices_mmio64_size(const GPtrArray *devices)
+{
+    g_autoptr(GArray) sizes = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    uint64_t end = 0;
+    guint i, j;
+
+    for (i = 0; i < devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(devices, i);
+
+        for (j = 0; j < dev->bars->len; j++) {
+            const GpBar *bar = &g_array_index(dev->bars, GpBar, j);
+
+            if (bar->is64 && !bar->io && bar->size) {
+                g_array_append_val(sizes, bar->size);
+            }
+        }
+    }
+    /* Largest first: each BAR then starts aligned without a gap. */
+    g_array_sort(sizes, size_desc_cmp);
+    for (i = 0; i < sizes->len; i++) {
+        uint64_t size = g_array_index(sizes, uint64_t, i);
+        uint64_t align = 1;
+
+        while (align < size) {
+            align <<= 1;
+        }
+        end = (end + align - 1) & ~(align - 1);
+        end += size;
+    }
+    return end;
 }

@@ -1,15 +1,25 @@
 #!/bin/sh
 # Install what vfio-gpu-p2p needs on a fresh Debian 12 (bookworm) machine.
-# Idempotent: running it again installs nothing new.
+# Idempotent: running it again installs nothing new. Every program the
+# scripts and tests call is listed in tests/unit/programs.txt, and
+# tests/unit/test_setup.py checks that this script installs it.
 set -eu
 
-if [ "$(id -u)" -ne 0 ]; then
+# GPUP2P_APT_ETC (another /etc/apt) and GPUP2P_SETUP_SOURCES_ONLY=1 (stop
+# after the sources and the pin) exist for tests.
+apt_etc=${GPUP2P_APT_ETC:-/etc/apt}
+if [ -z "${GPUP2P_APT_ETC:-}" ] && [ "$(id -u)" -ne 0 ]; then
     echo "setup-debian.sh: run as root (it calls apt-get)" >&2
     exit 1
 fi
 
-backports=/etc/apt/sources.list.d/vfio-gpu-p2p-backports.sources
-if [ ! -f "$backports" ]; then
+# bookworm-backports, unless a source already names it: apt refuses one
+# suite listed twice with different Signed-By values.
+backports=$apt_etc/sources.list.d/vfio-gpu-p2p-backports.sources
+if [ ! -f "$backports" ] &&
+   ! grep -qsE '^[^#]*[[:space:]]bookworm-backports([[:space:]]|$)' \
+        "$apt_etc/sources.list" "$apt_etc"/sources.list.d/*.list \
+        "$apt_etc"/sources.list.d/*.sources; then
     cat > "$backports.tmp" <<'SRC'
 Types: deb deb-src
 URIs: http://deb.debian.org/debian
@@ -20,14 +30,35 @@ SRC
     mv "$backports.tmp" "$backports"
 fi
 
+# libvirt from backports, to match QEMU 10.0 from there; everything else
+# libvirt needs (systemd among them) stays at bookworm's version.
+pin=$apt_etc/preferences.d/vfio-gpu-p2p-libvirt
+if [ ! -f "$pin" ]; then
+    cat > "$pin.tmp" <<'PIN'
+Package: libvirt* libnss-libvirt
+Pin: release n=bookworm-backports
+Pin-Priority: 600
+PIN
+    mv "$pin.tmp" "$pin"
+fi
+[ "${GPUP2P_SETUP_SOURCES_ONLY:-0}" != 1 ] || exit 0
+
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 
 # Build and unit tests.
 apt-get install -y -q --no-install-recommends \
-    gcc libc6-dev pkg-config ninja-build git ca-certificates \
+    gcc libc6-dev make binutils pkg-config ninja-build git ca-certificates \
     libglib2.0-dev libjson-glib-dev libxml2-dev libxml2-utils \
     libvirt-dev libibverbs-dev rdma-core ibverbs-providers
+# The libvirt tests: virt-xml-validate, virsh and libvirtd; the host
+# topology service's unit is checked by systemd-analyze.
+apt-get install -y -q --no-install-recommends \
+    libvirt-clients libvirt-daemon-system systemd
+# libFuzzer targets (tests/fuzz), the kernel helper's DKMS package, and
+# groff, which judges the man pages.
+apt-get install -y -q --no-install-recommends \
+    clang libclang-rt-dev dkms groff-base
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     meson python3-pycotap
 
@@ -35,9 +66,15 @@ apt-get install -y -q --no-install-recommends -t bookworm-backports \
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     qemu-system-x86 qemu-system-data seabios ipxe-qemu
 apt-get install -y -q --no-install-recommends \
-    busybox-static cpio xz-utils zstd kmod pciutils python3
+    busybox-static cpio xz-utils zstd kmod pciutils procps python3
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     linux-headers-amd64
+
+# Debian packages (debian/, tests/package/), the host topology unit's
+# checks (systemd-analyze) and the libvirt tests' judges.
+apt-get install -y -q --no-install-recommends \
+    debhelper dh-dkms dkms systemd udev libvirt-clients util-linux binutils \
+    libvirt-daemon-system apparmor
 
 # Building QEMU 10.0.2 with the extension (hw/vfio-gpu-p2p/build-qemu.sh).
 apt-get install -y -q --no-install-recommends \

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build warning-free (-Werror) and run every test suite that runs here:
-# unit tests plain and under ASan/UBSan, then the integration suite on the
-# virtual GPU host. Ends with one line "N passed, N failed".
+# unit tests plain and under ASan/UBSan, the libFuzzer targets, then the
+# integration suite on the virtual GPU host. Ends with one line
+# "N passed, N failed".
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -36,6 +37,9 @@ ninja -C build-asan
 
 suite build unit
 suite build-asan unit
+# libFuzzer targets (clang), a fixed time each: executions and crashes.
+suite build fuzz
+grep '^fuzz ' build/meson-logs/testlog.txt || true
 if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     # Integration tests boot the virtual GPU host and run our QEMU in it.
     python3 tests/vhost/vhost.py prepare
@@ -43,6 +47,10 @@ if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     kernel/build.sh
     suite build integration --num-processes 1
 fi
+
+# Builds the Debian packages and installs them in a throwaway overlay, and
+# DKMS builds kernel/ alone (tests/kernel/dkms-build.sh).
+suite build package
 
 echo "$passed passed, $failed failed"
 exit $status

@@ -98,7 +98,7 @@ for f in error.c pcicfg.c p2pcap.c topo.c sysfs.c p2p.c plan.c \
          sysfs-internal.h; do
     sync_file "$top/lib/$f" "$dst/core/lib/$f"
 done
-for f in "$top"/include/gpup2p/*.h; do
+for f in "$top"/include/gpup2p/*.h "$top"/kernel/include/gpup2p/*.h; do
     sync_file "$f" "$dst/core/include/gpup2p/$(basename "$f")"
 done
 

@@ -7,12 +7,20 @@
 
 #include "gpup2p/plan.h"
 
+/*
+ * Version of the topo and plan JSON: it grows when a member changes
+ * meaning or goes away (new members do not change it). Keys are names;
+ * BDFs appear only as values.
+ */
+#define GP_JSON_SCHEMA_VERSION 1
+
 /* One device as the topo and plan views show it. */
 JsonNode *gp_json_device(const GpDevice *dev);
 
 /*
  * The topology: host bridges, every device, and links (path class and P2P
- * verdict) between each pair of @pair_devices.
+ * verdict) between each pair of @pair_devices, in BDF order, each end
+ * also named as the matrix names it (GPU0, NIC0, ...).
  */
 JsonNode *gp_json_topology(const GpTopology *topo,
                            const GPtrArray *pair_devices);

@@ -6,6 +6,7 @@
 #ifndef GPUP2P_P2P_H
 #define GPUP2P_P2P_H
 
+#include "gpup2p/p2p-rule.h"
 #include "gpup2p/topo.h"
 
 typedef enum {
@@ -17,17 +18,20 @@ typedef enum {
     GP_PATH_SYS,        /* across the SMP interconnect between NUMA nodes */
 } GpPathType;
 
+/* The shared rule's verdicts (gpup2p/p2p-rule.h), by name. */
 typedef enum {
-    GP_P2P_DIRECT,      /* bus addresses under a common upstream bridge */
-    GP_P2P_HOST_BRIDGE, /* forwarded by a host bridge known to do it */
-    GP_P2P_NONE,        /* not supported */
-    GP_P2P_UNKNOWN,     /* the input lacks what the rules need */
+    GP_P2P_DIRECT = GP_P2P_RULE_DIRECT,
+    GP_P2P_HOST_BRIDGE = GP_P2P_RULE_HOST_BRIDGE,
+    GP_P2P_NONE = GP_P2P_RULE_NONE,
+    GP_P2P_UNKNOWN = GP_P2P_RULE_UNKNOWN,
 } GpP2pKind;
 
 typedef struct GpP2pVerdict {
     GpP2pKind kind;
     int distance;       /* bridge hops, as p2pdma counts them */
     const GpDevice *common;     /* common upstream bridge, or NULL */
+    const GpDevice *redirect;   /* first hop whose ACS redirects, or NULL */
+    struct gp_p2p_outcome rule; /* the shared rule's codes */
     char *reason;
 } GpP2pVerdict;
 

@@ -20,6 +20,12 @@
 #define GP_PCICFG_STD_SIZE      0x100
 #define GP_PCICFG_EXT_SIZE      0x1000
 
+/* Standard header registers (offsets) and bits the library reads. */
+#define GP_PCI_STATUS           0x06
+#define GP_PCI_STATUS_CAP_LIST  0x10
+#define GP_PCI_HEADER_TYPE      0x0e
+#define GP_PCI_CAPABILITY_LIST  0x34
+
 #define GP_PCI_CAP_ID_PM        0x01
 #define GP_PCI_CAP_ID_MSI       0x05
 #define GP_PCI_CAP_ID_VNDR      0x09

@@ -10,7 +10,8 @@
 
 #include "gpup2p/pcicfg.h"
 
-#define GP_BDF_LEN 13           /* "dddd:bb:dd.f" + NUL */
+/* "dddddddd:bb:dd.f" + NUL: Intel VMD domains start at 10000. */
+#define GP_BDF_LEN 17
 
 typedef struct GpHostBridge GpHostBridge;
 typedef struct GpDevice GpDevice;
@@ -19,8 +20,9 @@ struct GpHostBridge {
     char name[24];              /* sysfs directory, e.g. "pci0000:00" */
     unsigned domain;
     unsigned bus;
-    /* Identity of the device at bus:00.0 of the root bus, as Linux's
-     * p2pdma host bridge list is matched; 0 when there is none. */
+    /* Identity of the device Linux's p2pdma matches its host bridge list
+     * on: the first device of the root bus, when it is at 00.0 or is a
+     * root port; 0 (and root_bdf empty) when there is none. */
     uint16_t vendor;
     uint16_t device;
     char root_bdf[GP_BDF_LEN];
@@ -44,12 +46,14 @@ typedef enum {
 
 struct GpDevice {
     char bdf[GP_BDF_LEN];
+    unsigned model_index;       /* place in GpTopology.devices */
     unsigned domain, bus, slot, function;
     uint16_t vendor, device, subsystem_vendor, subsystem_device;
     uint32_t class_code;        /* 24-bit class, e.g. 0x030200 */
     int numa_node;              /* -1: none reported */
     int iommu_group;            /* -1: none */
     char *driver;               /* NULL: not bound */
+    char *cpu_affinity;         /* local_cpulist, else the node's; NULL */
     char *sysfs_path;           /* e.g. "devices/pci0000:00/0000:00:01.0" */
 
     GpDevice *parent;           /* upstream bridge, NULL on a root bus */
@@ -57,6 +61,13 @@ struct GpDevice {
     const GpHostBridge *host;
 
     GpPciConfig *config;
+    /*
+     * Why the config space could not be used, naming the file: not
+     * readable, or all ones where the vendor attribute says otherwise (the
+     * device no longer answers, e.g. fell off the bus). NULL when read;
+     * else config is empty, so ACS and capabilities read as unknown.
+     */
+    char *config_unreadable;
     bool is_bridge;             /* header type 1 */
     GpPcieInfo pcie;
     GpAcsInfo acs;
@@ -78,8 +89,11 @@ typedef struct GpTopology {
     GpCpuVendor cpu_vendor;
     unsigned cpu_family;
     char *cpu_model_name;
+    unsigned cpu_phys_bits;     /* "address sizes" of cpuinfo; 0: unknown */
     /* Devices whose config space was cut short (unprivileged read). */
     unsigned config_truncated;
+    /* Devices with config_unreadable set. */
+    unsigned config_unreadable;
 } GpTopology;
 
 /*
@@ -105,16 +119,37 @@ void gp_topo_finish(GpTopology *topo);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpTopology, gp_topo_free)
 
 GpDevice *gp_topo_find(const GpTopology *topo, const char *bdf);
-/* Accepts "bb:dd.f" (domain 0) or "dddd:bb:dd.f"; NULL for bad text. */
+/*
+ * Accepts "bb:dd.f" (domain 0) or "d:bb:dd.f" with up to 8 domain digits;
+ * writes the domain with at least 4 digits, as Linux names devices.
+ */
 bool gp_bdf_normalize(const char *text, char out[GP_BDF_LEN]);
 
 bool gp_device_is_nvidia_gpu(const GpDevice *dev);
 bool gp_device_is_gpu(const GpDevice *dev);
+/* A network or InfiniBand controller, not a paravirtual (virtio) one. */
+bool gp_device_is_nic(const GpDevice *dev);
+
+/* Sort GpDevice pointers by BDF: the order every view lists them in. */
+void gp_devices_sort(GPtrArray *devices);
+/*
+ * Short names for @devices (sorted) as `nvidia-smi topo -m` gives them:
+ * GPU0, GPU1, ... for display-class devices, NIC0, ... for NICs, DEV0, ...
+ * for others. A NULL-terminated vector in the order of @devices.
+ */
+char **gp_device_names(const GPtrArray *devices);
 /* The switch a port belongs to: its upstream port, else NULL. */
 const GpDevice *gp_device_switch(const GpDevice *dev);
 /* The root port above a device, or NULL when it sits on a root bus. */
 const GpDevice *gp_device_root_port(const GpDevice *dev);
 const GpBar *gp_device_bar(const GpDevice *dev, unsigned index);
+
+/*
+ * The smallest window that holds every 64-bit memory BAR of @devices
+ * (GpDevice *), each at its natural alignment: the 64-bit PCI hole a VM
+ * given these devices needs.
+ */
+uint64_t gp_devices_mmio64_size(const GPtrArray *devices);
 
 /* Parse one line of a sysfs "resource" file into @bar. */
 bool gp_bar_parse_resource_line(const char *line, unsigned index, GpBar *bar);

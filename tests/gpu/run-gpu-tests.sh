@@ -1,45 +1,97 @@
-#!/bin/sh
-# The guest tool on a machine with NVIDIA GPUs (not in CI): the whole tool,
-# its --quick mode, and beside it in the same run the reference
-# measurements (cudaMemcpyPeer loop, PyTorch copy) so results are ratios.
+#!/bin/bash
+# The guest tool on a machine with NVIDIA GPUs (not in CI), on all GPUs and
+# on the first 4 and 2 (CUDA_VISIBLE_DEVICES), --quick and default, with
+# wall times; runs alternating with the independent references
+# (nvbandwidth, cuda-samples' p2pBandwidthLatencyTest, built by
+# build-references.sh) so results are ratios; NCCL (PyTorch's) loading the
+# topology file the tool wrote; exit codes.
 #
-#   tests/gpu/run-gpu-tests.sh GPUP2P_VERIFY OUTDIR
+#   tests/gpu/run-gpu-tests.sh VERIFY REFDIR OUTDIR [SETS]
 #
-# GPUP2P_VERIFY is a built gpup2p-verify; OUTDIR receives the JSON and logs.
+# VERIFY is a built gpup2p-verify; REFDIR holds the reference binaries;
+# SETS is a list of GPU counts (default "8 4 2", counts above the machine's
+# are left out). OUTDIR receives, per count N, a folder gpusN/.
 set -u
 verify=$1
-out=$2
+ref=$2
+out=$3
+sets=${4:-"8 4 2"}
 here=$(cd "$(dirname "$0")" && pwd)
+# Multicast stays off on shared machines.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+    NVSHMEM_DISABLE_NVLS=1
 mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-
+total=$(nvidia-smi -L | grep -c '^GPU')
 nvidia-smi topo -m > "$out/nvidia-smi-topo.txt" 2>&1
-nvcc -O2 -arch=sm_90 -o "$out/ref_memcpy_peer" "$here/ref_memcpy_peer.cu" ||
-    echo "nvcc failed" >&2
+nvidia-smi -q | grep -E 'Driver Version|CUDA Version' | sort -u \
+    >> "$out/nvidia-smi-topo.txt"
 
-t0=$(date +%s.%N)
-"$verify" --json --nccl-topo "$out/nccl-topo.xml" > "$out/verify.json"
-echo "verify exit $?" > "$out/exit-codes.txt"
-t1=$(date +%s.%N)
-"$verify" > "$out/verify.txt"
-t2=$(date +%s.%N)
-"$verify" --quick --json > "$out/verify-quick.json"
-echo "quick exit $?" >> "$out/exit-codes.txt"
-t3=$(date +%s.%N)
-"$out/ref_memcpy_peer" 512 > "$out/ref-memcpy-peer.jsonl"
-python3 "$here/ref_torch_copy.py" 512 > "$out/ref-torch.jsonl"
-# A broken threshold must fail with exit 1 (P2P broken).
-"$verify" --quick --min-bandwidth 100000 --json > "$out/verify-threshold.json"
-echo "threshold exit $?" >> "$out/exit-codes.txt"
-python3 - "$t0" "$t1" "$t2" "$t3" > "$out/wall.json" <<'PY'
-import json, sys
-t = [float(x) for x in sys.argv[1:]]
-print(json.dumps({"default_json_s": t[1] - t[0], "default_text_s": t[2] - t[1],
-                  "quick_s": t[3] - t[2]}))
-PY
-cat "$out/verify.txt" "$out/exit-codes.txt" "$out/wall.json" \
-    "$out/ref-memcpy-peer.jsonl" "$out/ref-torch.jsonl"
-rm -f "$out/ref_memcpy_peer"
+# Run and time one command: timed NAME CMD... -> NAME.out, exit and wall
+# time appended to $dir/runs.tsv.
+timed() {
+    local name=$1
+    shift
+    local t0 t1 rc
+    t0=$(date +%s.%N)
+    timeout 150 "$@" > "$dir/$name.out" 2> "$dir/$name.err"
+    rc=$?
+    t1=$(date +%s.%N)
+    awk -v n="$name" -v rc="$rc" -v a="$t0" -v b="$t1" \
+        'BEGIN { printf "%s\t%s\t%.2f\n", n, rc, b - a }' >> "$dir/runs.tsv"
+    [ -s "$dir/$name.err" ] || rm -f "$dir/$name.err"
+}
+
+nvb_tests="device_to_device_memcpy_write_ce device_to_device_memcpy_read_ce
+device_to_device_bidirectional_memcpy_write_ce device_to_device_memcpy_write_sm
+device_to_device_memcpy_read_sm device_to_device_latency_sm
+all_to_one_write_ce one_to_all_write_ce"
+
+for n in $sets; do
+    [ "$n" -le "$total" ] || continue
+    dir=$out/gpus$n
+    mkdir -p "$dir"
+    printf 'run\texit\twall_s\n' > "$dir/runs.tsv"
+    CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))
+    export CUDA_VISIBLE_DEVICES
+    timed verify-quick "$verify" --quick --skip-rdma --json
+    timed verify-1 "$verify" --skip-rdma --json --nccl-topo "$dir/nccl-topo.xml"
+    # shellcheck disable=SC2086
+    timed nvbandwidth "$ref/nvbandwidth" -j -t $nvb_tests
+    timed verify-2 "$verify" --skip-rdma --json
+    if [ "$n" = "$total" ]; then
+        timed p2pBandwidthLatencyTest "$ref/p2pBandwidthLatencyTest"
+        timed verify-3 "$verify" --skip-rdma --json
+        timed torch-copy python3 "$here/ref_torch_copy.py" 512
+    fi
+    timed verify-text "$verify" --skip-rdma
+    # Exit codes: untested RDMA is 3 unless skipped; a threshold no link
+    # meets is 1.
+    timed verify-rdma-untested "$verify" --quick --json
+    timed verify-threshold "$verify" --quick --skip-rdma --json \
+        --min-bandwidth 100000
+    # NCCL with the tool's file: loaded (its log says so) and used.
+    NCCL_TOPO_FILE=$dir/nccl-topo.xml NCCL_DEBUG=INFO \
+        NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV \
+        timed nccl-allreduce python3 "$here/nccl_allreduce.py"
+    {
+        echo "file: $dir/nccl-topo.xml"
+        # NCCL logs to stdout unless told otherwise.
+        cat "$dir/nccl-allreduce.out" "$dir/nccl-allreduce.err" 2>/dev/null |
+            grep -c "Loading topology file $dir/nccl-topo.xml" |
+            sed 's/^/loaded lines (one per rank): /'
+        cat "$dir/nccl-allreduce.out" "$dir/nccl-allreduce.err" 2>/dev/null |
+            grep -E "XML|Parse|opology|NVLS|WARN|via P2P|Connected all" |
+            sed 's/^[^ ]* [^ ]* //' | sort | uniq -c | head -30
+    } > "$dir/nccl-check.txt"
+    unset CUDA_VISIBLE_DEVICES
+    python3 "$here/compare-references.py" "$dir" > "$dir/ratios.md"
+done
+for d in "$out"/gpus*; do
+    echo "== $d"
+    cat "$d/runs.tsv" "$d/ratios.md"
+    head -3 "$d/nccl-check.txt"
+    tail -1 "$d/nccl-allreduce.out"
+done
 # The device tool brings back few files: pack them.
 tar czf /tmp/gpu-results.tar.gz -C "$out" . &&
     find "$out" -mindepth 1 -delete && mv /tmp/gpu-results.tar.gz "$out/"

@@ -1,7 +1,10 @@
 #!/bin/sh
 # Runs inside the virtual host (topologies/vfio-gpus.json): a real libvirt
-# daemon with the QEMU driver runs our QEMU unprivileged (libvirt-qemu) for
-# a domain that `gpup2p libvirt` prepared with --host-plan.
+# daemon with its default security drivers starts our QEMU as libvirt-qemu
+# for a domain with plain <hostdev>s and no per-device override (zero
+# touch); QEMU reads the host from the snapshot the topology service keeps.
+# Then the libvirt hook refuses a domain whose clique ids the host
+# contradicts. Results go to $VHOST_OUT, one file per step.
 set -u
 O=$VHOST_OUT
 G=$PWD/build/tools/gpup2p/gpup2p
@@ -10,76 +13,114 @@ QEMU=$PWD/build/qemu/qemu-system-x86_64
 load_module kvm_amd
 # What udev would do for /dev/kvm (there is no udev here).
 chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
-G0=$(bdf gpu0); G1=$(bdf gpu1)
-bind_vfio $G0 $G1
+G0=$(bdf gpu0); G1=$(bdf gpu1); G2=$(bdf gpu2)
+bind_vfio $G0 $G1 $G2
 # libvirt needs writable state; the root is shared read-only.
 cp -a /etc/libvirt /tmp/etc-libvirt
 for d in /etc/libvirt /var/lib/libvirt /var/cache/libvirt /var/log/libvirt; do
     mount -t tmpfs tmpfs $d
 done
 cp -a /tmp/etc-libvirt/. /etc/libvirt/
+# The security driver stays libvirt's default. Mount namespaces and cgroups
+# are off: the root here is a read-only 9p share and no cgroup tree is
+# mounted.
 cat >> /etc/libvirt/qemu.conf <<'CONF'
 namespaces = [ ]
-security_driver = "none"
 cgroup_controllers = [ ]
 stdio_handler = "file"
 CONF
+# The hook as the package installs it, calling this build's gpup2p.
+mkdir -p /etc/libvirt/hooks/qemu.d
+sed "s|@GPUP2P@|$G|" data/libvirt-hook-qemu.in > /etc/libvirt/hooks/qemu.d/gpup2p
+chmod 0755 /etc/libvirt/hooks/qemu.d/gpup2p
 /usr/sbin/libvirtd --daemon
 i=0; while [ ! -S /run/libvirt/libvirt-sock ] && [ $i -lt 100 ]; do
     sleep 0.2; i=$((i + 1)); done
 export LIBVIRT_DEFAULT_URI=qemu:///system
+virsh capabilities > $O/capabilities.xml 2>&1
+
 addr() { echo "domain='0x$(echo $1 | cut -c1-4)' bus='0x$(echo $1 | cut -c6-7)' slot='0x$(echo $1 | cut -c9-10)' function='0x$(echo $1 | cut -c12)'"; }
-cat > $O/dom.xml <<XML
-<domain type='kvm'>
-  <name>gpu-vm</name>
+hostdev() {
+    echo "    <hostdev mode='subsystem' type='pci' managed='no'>"
+    echo "      <source><address $(addr $1)/></source>${2:+<alias name='$2'/>}"
+    echo "    </hostdev>"
+}
+# domain NAME HOSTDEVS [EXTRA]: the stand-ins show NVIDIA's vendor id to
+# the guest (domain-wide, -global); auto comes from -global too in case
+# this QEMU was built with the default off.
+domain() {
+    cat <<XML
+<domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>$1</name>
   <memory unit='MiB'>256</memory>
   <os><type arch='x86_64' machine='q35'>hvm</type></os>
   <features><acpi/></features>
   <devices>
     <emulator>$QEMU</emulator>
-    <hostdev mode='subsystem' type='pci' managed='no'>
-      <source><address $(addr $G0)/></source>
-      <driver name='vfio'/>
-    </hostdev>
-    <hostdev mode='subsystem' type='pci' managed='no'>
-      <source><address $(addr $G1)/></source>
-      <driver name='vfio'/>
-    </hostdev>
+$2
   </devices>
+  <qemu:commandline>
+    <qemu:arg value='-global'/>
+    <qemu:arg value='vfio-pci.x-pci-vendor-id=0x10de'/>
+    <qemu:arg value='-global'/>
+    <qemu:arg value='vfio-pci.x-gpu-p2p-clique=auto'/>
+  </qemu:commandline>
+${3:-}
 </domain>
 XML
-mkdir -p /run/gpup2p
-$G libvirt --host-plan /run/gpup2p/gpu-vm-plan.json $O/dom.xml > $O/out.xml
-echo $? > $O/libvirt.rc
-# The stand-ins show NVIDIA's vendor id to the guest, as the extension needs.
-python3 - $O/out.xml <<'PY'
-import sys
-p = sys.argv[1]
-s = open(p).read()
-s = s.replace('<qemu:property name="x-gpu-p2p-clique"',
-              '<qemu:property name="x-pci-vendor-id" type="unsigned" '
-              'value="4318"/>\n        <qemu:property name="x-gpu-p2p-clique"')
-open(p, "w").write(s)
-PY
-virsh define $O/out.xml > $O/define.txt 2>&1; echo $? > $O/define.rc
-virsh dumpxml gpu-vm > $O/dump.xml 2>&1
-virsh domxml-to-native qemu-argv $O/out.xml > $O/argv.txt 2>&1
+}
+qom() {     # qom DOMAIN ALIAS PROPERTY
+    virsh qemu-monitor-command $1 "{\"execute\":\"qom-get\",\"arguments\":{\"path\":\"/machine/peripheral/$2\",\"property\":\"$3\"}}"
+}
+
+# Zero touch: plain hostdevs; the tool adds no override.
+domain gpu-vm "$(hostdev $G0; hostdev $G1)" > $O/dom.xml
+$G libvirt --qemu-default-auto $O/dom.xml > $O/zt.xml 2> $O/zt-nosnap.err
+echo $? > $O/zt.rc
+virsh define $O/zt.xml > $O/define.txt 2>&1; echo $? > $O/define.rc
+
+# 1. No snapshot yet: the tool warned; QEMU, unprivileged, cannot judge
+# the GPUs and starts the guest without a clique.
+virsh start gpu-vm > $O/start-nosnap.txt 2>&1; echo $? > $O/start-nosnap.rc
+for a in hostdev0 hostdev1; do
+    qom gpu-vm $a x-gpu-p2p-clique-in-effect
+    qom gpu-vm $a x-gpu-p2p-source
+done > $O/qom-nosnap.txt 2>&1
+cp /var/log/libvirt/qemu/gpu-vm.log $O/qemu-nosnap.log 2>/dev/null
+virsh destroy gpu-vm > /dev/null 2>&1
+
+# 2. The topology service's script, as systemd runs it.
+GPUP2P=$G sh build/data/gpup2p-host-snapshot > $O/snapshot.txt 2>&1
+echo $? > $O/snapshot.rc
+$G libvirt --qemu-default-auto $O/dom.xml > /dev/null 2> $O/zt-snap.err
 virsh start gpu-vm > $O/start.txt 2>&1; echo $? > $O/start.rc
-for a in ua-gpup2p-$(echo $G0 | tr ':.' '--') ua-gpup2p-$(echo $G1 | tr ':.' '--'); do
-    for p in x-gpu-p2p-clique-in-effect x-gpu-p2p-source; do
-        virsh qemu-monitor-command gpu-vm \
-            "{\"execute\":\"qom-get\",\"arguments\":{\"path\":\"/machine/peripheral/$a\",\"property\":\"$p\"}}"
-    done
+ps -o user= -C qemu-system-x86_64 > $O/qemu-user.txt 2>&1
+for a in hostdev0 hostdev1; do
+    qom gpu-vm $a x-gpu-p2p-clique-in-effect
+    qom gpu-vm $a x-gpu-p2p-source
 done > $O/qom.txt 2>&1
-ps -o user= -C qemu-system-x86_64 > $O/qemu-user.txt 2>&1 || true
+virsh dumpxml gpu-vm > $O/dump.xml 2>&1
 cp /var/log/libvirt/qemu/gpu-vm.log $O/qemu.log 2>/dev/null
 virsh destroy gpu-vm > /dev/null 2>&1
-# Without the plan, the unprivileged QEMU sees 64 bytes of config space
-# and must refuse auto, saying why.
-sed -e '/x-gpu-p2p-host-plan/d' $O/out.xml > $O/out-noplan.xml
-virsh undefine gpu-vm > /dev/null 2>&1
-virsh define $O/out-noplan.xml > $O/define-noplan.txt 2>&1
-set +e
-virsh start gpu-vm > $O/start-noplan.txt 2>&1; echo $? > $O/start-noplan.rc
-virsh destroy gpu-vm > /dev/null 2>&1
+
+# 3. The hook: one explicit clique across two host bridges is refused
+# before QEMU runs; across one switch it passes to QEMU.
+ids() {
+    echo "  <qemu:override>"
+    for a in "$@"; do
+        echo "    <qemu:device alias='$a'><qemu:frontend><qemu:property name='x-gpu-p2p-clique' type='string' value='5'/></qemu:frontend></qemu:device>"
+    done
+    echo "  </qemu:override>"
+}
+domain bad-ids "$(hostdev $G0 ua-a; hostdev $G2 ua-b)" "$(ids ua-a ua-b)" \
+    > $O/bad-ids.xml
+virsh define $O/bad-ids.xml > /dev/null 2>&1
+virsh start bad-ids > $O/start-bad.txt 2>&1; echo $? > $O/start-bad.rc
+ps -o pid= -C qemu-system-x86_64 > $O/qemu-after-bad.txt 2>&1
+domain good-ids "$(hostdev $G0 ua-a; hostdev $G1 ua-b)" "$(ids ua-a ua-b)" \
+    > $O/good-ids.xml
+virsh define $O/good-ids.xml > /dev/null 2>&1
+virsh start good-ids > $O/start-good.txt 2>&1; echo $? > $O/start-good.rc
+qom good-ids ua-a x-gpu-p2p-clique-in-effect > $O/qom-good.txt 2>&1
+virsh destroy good-ids > /dev/null 2>&1
 exit 0

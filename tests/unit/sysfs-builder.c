@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "gpup2p/p2pcap.h"
+#include "gpup2p/snapshot.h"
 #include "sysfs-builder.h"
 
 struct SysfsBuilder {
@@ -35,6 +36,15 @@ static void write_text(const char *dir, const char *name, const char *text)
 {
     g_autofree char *path = g_build_filename(dir, name, NULL);
 
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
+void sb_write(SysfsBuilder *sb, const char *rel, const char *text)
+{
+    g_autofree char *path = g_build_filename(sb->root, rel, NULL);
+    g_autofree char *dir = g_path_get_dirname(path);
+
+    g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
     g_assert_true(g_file_set_contents(path, text, -1, NULL));
 }
 
@@ -89,10 +99,13 @@ void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
                   kind == SB_SWITCH_DOWN;
 
     if (parent) {
-        const char *prel = g_hash_table_lookup(sb->paths, parent);
+        g_auto(GStrv) split = g_strsplit(parent, "/", 2);
+        const char *prel = g_hash_table_lookup(sb->paths, split[0]);
 
         g_assert_nonnull(prel);
-        rel = g_build_filename(prel, bdf, NULL);
+        /* "BDF/pciDDDDD:BB": a root bus below a device (Intel VMD). */
+        rel = g_build_filename(prel, split[1] ? split[1] : bdf,
+                               split[1] ? bdf : NULL, NULL);
     } else {
         unsigned domain, bus;
 
@@ -208,22 +221,7 @@ void sb_truncate_config(SysfsBuilder *sb, const char *bdf, size_t len)
 
 void sb_remove_tree(const char *path)
 {
-    g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
-    const char *name;
-
-    if (dir) {
-        while ((name = g_dir_read_name(dir))) {
-            g_autofree char *child = g_build_filename(path, name, NULL);
-
-            if (g_file_test(child, G_FILE_TEST_IS_DIR) &&
-                !g_file_test(child, G_FILE_TEST_IS_SYMLINK)) {
-                sb_remove_tree(child);
-            } else {
-                g_unlink(child);
-            }
-        }
-    }
-    g_rmdir(path);
+    gp_remove_tree(path);
 }
 
 void sb_free(SysfsBuilder *sb)

@@ -27,7 +27,9 @@ const char *sb_root(const SysfsBuilder *sb);
 void sb_cpu(SysfsBuilder *sb, const char *vendor_id, unsigned family);
 /*
  * Add a device under @parent (a BDF already added) or, with @parent NULL,
- * on the root bus of host bridge "pciDDDD:BB" taken from @bdf.
+ * on the root bus of host bridge "pciDDDD:BB" taken from @bdf. A @parent
+ * "BDF/pciDDDDD:BB" puts @bdf on a root bus that sits below BDF's
+ * directory, as Intel VMD's do.
  */
 void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
             SbKind kind, uint16_t vendor, uint16_t device, uint32_t class_code,
@@ -37,6 +39,8 @@ void sb_set_acs(SysfsBuilder *sb, const char *bdf, uint16_t cap,
                 uint16_t ctrl);
 /* Cut @bdf's config file to @len bytes (as an unprivileged read shows). */
 void sb_truncate_config(SysfsBuilder *sb, const char *bdf, size_t len);
+/* Write @text to the file @rel (e.g. "proc/interrupts") under the root. */
+void sb_write(SysfsBuilder *sb, const char *rel, const char *text);
 /* Path of @bdf's device directory. */
 char *sb_device_dir(const SysfsBuilder *sb, const char *bdf);
 void sb_free(SysfsBuilder *sb);

@@ -3,6 +3,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sysfs-builder.h"
 
@@ -114,17 +115,114 @@ static void test_topo_json_fixture(void)
                             "CPU vendor is unknown"));
 }
 
+/* A device whose config space reads all ones: named in text and JSON. */
+static void test_topo_unreadable(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_auto(Run) text = { 0 }, json = { 0 };
+    g_autofree char *dir = NULL, *path = NULL;
+    g_autofree gchar *cfg = NULL;
+    JsonObject *root, *dev;
+    gsize len;
+
+    sb_two_node_host(sb, 0x29c0);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+    memset(cfg, 0xff, len);
+    g_assert_true(g_file_set_contents(path, cfg, (gssize)len, NULL));
+    run(&text, "topo", "--sysfs-root", sb_root(sb), NULL);
+    g_assert_cmpint(text.status, ==, 0);
+    g_assert_nonnull(strstr(text.out, "warning: " SB_GPU_B ": config space "
+                            "unusable: "));
+    g_assert_nonnull(strstr(text.out, "all ones"));
+    run(&json, "topo", "--sysfs-root", sb_root(sb), "--json", NULL);
+    g_assert_cmpint(json.status, ==, 0);
+    root = parse_object(p, json.out);
+    g_assert_cmpint(json_object_get_int_member(root, "config_unreadable"), ==,
+                    1);
+    dev = find_by(json_object_get_array_member(root, "devices"), "bdf",
+                  SB_GPU_B);
+    g_assert_nonnull(dev);
+    g_assert_nonnull(strstr(json_object_get_string_member(
+        dev, "config_unreadable"), "0000:04:00.0/config"));
+}
+
 static void test_topo_text(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
-    g_auto(Run) r = { 0 };
+    g_auto(Run) r = { 0 }, all = { 0 }, some = { 0 }, both = { 0 };
 
     sb_two_node_host(sb, 0x29c0);
-    run(&r, "topo", "--sysfs-root", sb_root(sb), "--devices",
-        SB_GPU_A "," SB_GPU_B "," SB_GPU_D, NULL);
+    sb_write(sb, "sys/devices/system/node/node0/cpulist", "0-15\n");
+    sb_write(sb, "sys/devices/system/node/node1/cpulist", "16-31\n");
+    /* Default: GPUs and NICs only, named, with CPU and NUMA affinity. */
+    run(&r, "topo", "--sysfs-root", sb_root(sb), NULL);
     g_assert_cmpint(r.status, ==, 0);
-    g_assert_nonnull(strstr(r.out, "0000:03:00.0  X       PIX     SYS"));
-    g_assert_nonnull(strstr(r.out, SB_GPU_A " " SB_GPU_B " direct"));
+    g_assert_nonnull(strstr(r.out, "GPU0    X      PIX    PHB    NODE   "
+                                   "SYS    SYS    0-15           0\n"));
+    g_assert_nonnull(strstr(r.out, "NIC0    SYS"));
+    g_assert_nonnull(strstr(r.out, "16-31          1\n"));
+    g_assert_nonnull(strstr(r.out, "GPU0    " SB_GPU_A "  10de:2335"));
+    g_assert_nonnull(strstr(r.out, "NIC0    " SB_NIC "  15b3:101d"));
+    g_assert_nonnull(strstr(r.out, "P2P     GPU0"));
+    g_assert_nonnull(strstr(r.out, "  OK GPU0-GPU1: common upstream bridge "
+                                   "0000:01:00.0"));
+    g_assert_null(strstr(r.out, "0000:01:00.0  "));     /* no bridges */
+    g_assert_null(strstr(r.out, "DEVICE"));
+    /* One reason line holds every pair it applies to. */
+    g_assert_nonnull(strstr(r.out, "GPU0-GPU2, GPU0-GPU3"));
+
+    /* --all: every device, and every endpoint in the matrix. */
+    run(&all, "topo", "--sysfs-root", sb_root(sb), "--all", NULL);
+    g_assert_cmpint(all.status, ==, 0);
+    g_assert_nonnull(strstr(all.out, "DEVICE"));
+    g_assert_nonnull(strstr(all.out, "0000:01:00.0  1000:c010"));
+
+    /* --devices: the matrix of those, in BDF order whatever the order given. */
+    run(&some, "topo", "--sysfs-root", sb_root(sb), "--devices",
+        SB_GPU_D "," SB_GPU_A, NULL);
+    g_assert_cmpint(some.status, ==, 0);
+    g_assert_nonnull(strstr(some.out, "GPU0    " SB_GPU_A));
+    g_assert_nonnull(strstr(some.out, "GPU1    " SB_GPU_D));
+    g_assert_null(strstr(some.out, "GPU2"));
+
+    run(&both, "topo", "--sysfs-root", sb_root(sb), "--all", "--devices",
+        SB_GPU_A, NULL);
+    g_assert_cmpint(both.status, ==, 2);
+}
+
+/* Pairs in BDF order whatever order --devices gives; names, not BDFs, key. */
+static void test_topo_json_order(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_auto(Run) fwd = { 0 }, rev = { 0 };
+    g_autoptr(JsonParser) p = json_parser_new();
+    JsonObject *top, *link;
+    JsonArray *links;
+
+    sb_two_node_host(sb, 0x29c0);
+    run(&fwd, "topo", "--sysfs-root", sb_root(sb), "--devices",
+        SB_GPU_A "," SB_GPU_D "," SB_NIC, "--json", NULL);
+    run(&rev, "topo", "--sysfs-root", sb_root(sb), "--devices",
+        SB_NIC "," SB_GPU_D "," SB_GPU_A, "--json", NULL);
+    g_assert_cmpint(fwd.status, ==, 0);
+    g_assert_cmpstr(fwd.out, ==, rev.out);
+    top = parse_object(p, fwd.out);
+    g_assert_cmpint(json_object_get_int_member(top, "schema_version"), ==, 1);
+    links = json_object_get_array_member(top, "links");
+    g_assert_cmpuint(json_array_get_length(links), ==, 3);
+    link = json_array_get_object_element(links, 0);
+    g_assert_cmpstr(json_object_get_string_member(link, "a"), ==, SB_GPU_A);
+    g_assert_cmpstr(json_object_get_string_member(link, "b"), ==, SB_GPU_D);
+    g_assert_cmpstr(json_object_get_string_member(link, "a_name"), ==,
+                    "GPU0");
+    link = json_array_get_object_element(links, 2);
+    g_assert_cmpstr(json_object_get_string_member(link, "a_name"), ==,
+                    "GPU1");
+    g_assert_cmpstr(json_object_get_string_member(link, "b_name"), ==,
+                    "NIC0");
 }
 
 static void test_plan_json(void)
@@ -272,15 +370,430 @@ static void test_snapshot_failure_leaves_nothing(void)
     g_rmdir(tmp);
 }
 
+/* The item @name of a `check --json` report, or NULL. */
+static JsonObject *check_item(JsonParser *p, const char *out,
+                              const char *name)
+{
+    g_autoptr(GError) err = NULL;
+    JsonObject *top;
+    JsonArray *items;
+
+    g_assert_true(json_parser_load_from_data(p, out, -1, &err));
+    top = json_node_get_object(json_parser_get_root(p));
+    g_assert_cmpint(json_object_get_int_member(top, "schema_version"), ==,
+                    1);
+    items = json_object_get_array_member(top, "items");
+    return find_by(items, "item", name);
+}
+
+static const char *verdict_of(JsonObject *item)
+{
+    g_assert_nonnull(item);
+    return json_object_get_string_member(item, "verdict");
+}
+
+static char *write_tmp(const char *dir, const char *name, const char *text,
+                       int mode)
+{
+    char *path = g_build_filename(dir, name, NULL);
+
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    g_assert_cmpint(g_chmod(path, mode), ==, 0);
+    return path;
+}
+
+/*
+ * The H200 capture: no IOMMU group is not "viable", a missing cpuinfo
+ * asks for a full capture (not root), and the live QEMU is not run.
+ */
+static void test_check_capture(void)
+{
+    g_autofree char *root = fixture("h200x2-vm");
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-check-XXXXXX", NULL);
+    g_autofree char *marker = g_build_filename(tmp, "ran", NULL);
+    g_autofree char *script = g_strdup_printf("#!/bin/sh\ntouch %s\n",
+                                              marker);
+    g_autofree char *qemu = write_tmp(tmp, "qemu-system-x86_64", script,
+                                      0755);
+    g_autofree char *old_path = g_strdup(g_getenv("PATH"));
+    g_autofree char *path = g_strdup_printf("%s:%s", tmp, old_path);
+    g_auto(Run) r = { 0 }, t = { 0 };
+    g_autoptr(JsonParser) p = json_parser_new();
+    JsonObject *o;
+
+    g_setenv("PATH", path, TRUE);
+    run(&r, "check", "--sysfs-root", root, "--json", NULL);
+    run(&t, "check", "--sysfs-root", root, NULL);
+    g_setenv("PATH", old_path, TRUE);
+    g_assert_cmpint(r.status, ==, 5);
+    g_assert_cmpint(t.status, ==, 5);
+    g_assert_false(g_file_test(marker, G_FILE_TEST_EXISTS));
+    g_assert_null(strstr(t.out, "viable"));
+    g_assert_null(strstr(t.out, "run as root"));
+    g_assert_nonnull(strstr(t.out, "untested"));
+    o = check_item(p, r.out, "0000:00:06.0 IOMMU group");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
+                            "no IOMMU group"));
+    o = check_item(p, r.out, "P2P 00:06.0-00:07.0");
+    g_assert_cmpstr(verdict_of(o), ==, "untested");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "fix"),
+                            "lacks proc/cpuinfo"));
+    g_assert_cmpstr(verdict_of(check_item(p, r.out, "QEMU extension")), ==,
+                    "untested");
+    g_assert_cmpstr(verdict_of(check_item(p, r.out, "kernel helper")), ==,
+                    "untested");
+    sb_remove_tree(tmp);
+}
+
+/* A host the builder makes ready, but for what each test changes. */
+static void ready_host(SysfsBuilder *sb, uint16_t hb_device)
+{
+    sb_two_node_host(sb, hb_device);
+    sb_write(sb, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\n"
+             "cpu family\t: 6\naddress sizes\t: 46 bits physical, 57 bits "
+             "virtual\n\n");
+    sb_write(sb, "proc/interrupts", "           CPU0\n 24:  0  IR-PCI-MSI "
+             "1-edge  vfio-msi[0]\n");
+    sb_write(sb, "sys/module/gpup2p/refcnt", "0\n");
+}
+
+static void test_check_advice(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) acs = sb_new();
+    g_autoptr(SysfsBuilder) user = sb_new();
+    g_auto(Run) r = { 0 }, a = { 0 }, u = { 0 };
+    g_autoptr(JsonParser) p = json_parser_new();
+    JsonObject *o;
+    const char *fix;
+
+    /* GPU A and D: different host bridges not on Linux's list. */
+    ready_host(sb, 0x29c0);
+    run(&r, "check", "--sysfs-root", sb_root(sb), "--qemu", "/bin/true",
+        "--devices", SB_GPU_A "," SB_GPU_D, "--json", NULL);
+    o = check_item(p, r.out, "P2P 03:00.0-81:00.0");
+    g_assert_cmpstr(verdict_of(o), ==, "warn");
+    fix = json_object_get_string_member(o, "fix");
+    g_assert_nonnull(strstr(fix, "host bridge is not known"));
+    g_assert_null(strstr(fix, "disable_acs_redir"));
+
+    /* GPU A and B under one switch whose ports redirect: the ACS fix. */
+    ready_host(acs, 0x29c0);
+    sb_set_acs(acs, "0000:02:00.0", 0x1f, 0x1d);
+    sb_set_acs(acs, "0000:02:01.0", 0x1f, 0x1d);
+    run(&a, "check", "--sysfs-root", sb_root(acs), "--qemu", "/bin/true",
+        "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
+    o = check_item(p, a.out, "P2P 03:00.0-04:00.0");
+    g_assert_cmpstr(verdict_of(o), ==, "warn");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "fix"),
+                            "disable_acs_redir"));
+
+    /* A config space cut short (non-root capture): capture as root. */
+    ready_host(user, 0x2020);
+    sb_truncate_config(user, "0000:02:00.0", 64);
+    run(&u, "check", "--sysfs-root", sb_root(user), "--qemu", "/bin/true",
+        "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
+    o = check_item(p, u.out, "P2P 03:00.0-04:00.0");
+    g_assert_cmpstr(verdict_of(o), ==, "untested");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "fix"),
+                            "capture as root"));
+    g_assert_cmpint(u.status, ==, 6);
+}
+
+/* A switch port that no longer answers: named, and not "run as root". */
+static void test_check_unreadable(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_auto(Run) r = { 0 };
+    g_autofree char *dir = NULL, *path = NULL;
+    g_autofree gchar *cfg = NULL;
+    const char *fix, *detail;
+    JsonObject *o;
+    gsize len;
+
+    ready_host(sb, 0x2020);
+    dir = sb_device_dir(sb, "0000:02:00.0");
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+    memset(cfg, 0xff, len);
+    g_assert_true(g_file_set_contents(path, cfg, (gssize)len, NULL));
+    run(&r, "check", "--sysfs-root", sb_root(sb), "--qemu", "/bin/true",
+        "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
+    o = check_item(p, r.out, "P2P 03:00.0-04:00.0");
+    g_assert_cmpstr(verdict_of(o), ==, "untested");
+    fix = json_object_get_string_member(o, "fix");
+    g_assert_nonnull(strstr(fix, "does not answer config reads"));
+    g_assert_null(strstr(fix, "root"));
+    detail = json_object_get_string_member(o, "detail");
+    g_assert_nonnull(strstr(detail, "0000:02:00.0/config"));
+    g_assert_cmpint(r.status, ==, 6);
+}
+
+static const char domain_xml[] =
+    "<domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/"
+    "qemu/1.0'>\n  <name>g</name>\n  <memory unit='GiB'>%u</memory>\n"
+    "  <os firmware='efi'><type arch='x86_64' machine='q35'>hvm</type>"
+    "</os>\n  %s\n  <cpu mode='%s'/>\n  <devices>\n"
+    "    <emulator>%s</emulator>\n"
+    "    <hostdev mode='subsystem' type='pci'><source><address "
+    "domain='0x0000' bus='0x03' slot='0x00' function='0x0'/></source>"
+    "</hostdev>\n"
+    "    <hostdev mode='subsystem' type='pci'><source><address "
+    "domain='0x0000' bus='0x04' slot='0x00' function='0x0'/></source>"
+    "</hostdev>\n  </devices>\n</domain>\n";
+
+static void validate_domain(const char *path)
+{
+    const char *argv[] = { "virt-xml-validate", path, "domain", NULL };
+    g_autoptr(GError) err = NULL;
+    g_autofree char *out = NULL, *errout = NULL;
+    int status;
+
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL,
+                               G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
+                               &errout, &status, &err));
+    g_assert_no_error(err);
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+        g_printerr("%s%s", out, errout);
+    }
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* --domain: its <emulator>, hidden KVM, address bits and aperture. */
+static void test_check_domain(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-check-XXXXXX", NULL);
+    g_autofree char *qemu = write_tmp(tmp, "qemu-ext",
+        "#!/bin/sh\necho 'x-gpu-p2p-clique=<str>'\n", 0755);
+    g_autofree char *good_xml = g_strdup_printf(domain_xml, 16, "",
+                                                "host-passthrough", qemu);
+    g_autofree char *bad_xml = g_strdup_printf(domain_xml, 16,
+        "<features><kvm><hidden state='on'/></kvm></features>", "host-model",
+        qemu);
+    g_autofree char *good = write_tmp(tmp, "good.xml", good_xml, 0644);
+    g_autofree char *bad = write_tmp(tmp, "bad.xml", bad_xml, 0644);
+    g_autofree char *junk = write_tmp(tmp, "junk.xml", "<domain", 0644);
+    g_auto(Run) r = { 0 }, b = { 0 }, j = { 0 }, full = { 0 };
+    g_autoptr(JsonParser) p = json_parser_new();
+    JsonObject *o;
+
+    /* libvirt's own schema judges the domains these cases use. */
+    validate_domain(good);
+    validate_domain(bad);
+    ready_host(sb, 0x2020);
+    run(&r, "check", "--sysfs-root", sb_root(sb), "--domain", good, "--json",
+        NULL);
+    g_assert_cmpint(r.status, ==, 0);
+    o = check_item(p, r.out, "QEMU extension");
+    g_assert_cmpstr(verdict_of(o), ==, "ok");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
+                            qemu));
+    g_assert_cmpstr(verdict_of(check_item(p, r.out, "hidden KVM")), ==,
+                    "ok");
+    g_assert_cmpstr(verdict_of(check_item(p, r.out, "guest address bits")),
+                    ==, "ok");
+    /* Two 32 GiB BARs: a 64 GiB hole, above QEMU's 32 GiB default. */
+    o = check_item(p, r.out, "pci-hole64");
+    g_assert_cmpstr(verdict_of(o), ==, "warn");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
+                            "need 64 GiB"));
+
+    run(&b, "check", "--sysfs-root", sb_root(sb), "--domain", bad, "--json",
+        NULL);
+    g_assert_cmpint(b.status, ==, 5);
+    g_assert_cmpstr(verdict_of(check_item(p, b.out, "hidden KVM")), ==,
+                    "fail");
+    /* host-model: QEMU's 40 bits; the 64 GiB window takes 37, fits. */
+    g_assert_cmpstr(verdict_of(check_item(p, b.out, "guest address bits")),
+                    ==, "ok");
+
+    /* Bad input is exit 1, not "not ready". */
+    run(&j, "check", "--sysfs-root", sb_root(sb), "--domain", junk, NULL);
+    g_assert_cmpint(j.status, ==, 1);
+    g_assert_nonnull(strstr(j.err, junk));
+
+    /* A host with 36 address bits cannot map 64 GiB under OVMF. */
+    sb_write(sb, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\n"
+             "cpu family\t: 6\naddress sizes\t: 36 bits physical, 48 bits "
+             "virtual\n\n");
+    run(&full, "check", "--sysfs-root", sb_root(sb), "--domain", good,
+        "--json", NULL);
+    g_assert_cmpint(full.status, ==, 5);
+    g_assert_cmpstr(verdict_of(check_item(p, full.out, "64-bit MMIO")), ==,
+                    "fail");
+    g_assert_cmpstr(verdict_of(check_item(p, full.out,
+                                          "guest address bits")), ==, "fail");
+    sb_remove_tree(tmp);
+}
+
+/* Point @bdf's driver link at @driver, or remove it for NULL. */
+static void rebind(SysfsBuilder *sb, const char *bdf, const char *driver)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *link = g_build_filename(dir, "driver", NULL);
+    g_autofree char *old = g_file_read_link(link, NULL);
+    g_autofree char *target = NULL;
+    char *slash;
+
+    g_assert_nonnull(old);
+    g_assert_cmpint(g_unlink(link), ==, 0);
+    if (driver) {
+        slash = strrchr(old, '/');
+        g_assert_nonnull(slash);
+        *slash = '\0';
+        target = g_strdup_printf("%s/%s", old, driver);
+        g_assert_cmpint(symlink(target, link), ==, 0);
+    }
+}
+
+static const char managed_xml[] =
+    "<domain type='kvm'>\n  <name>g</name>\n  <memory unit='GiB'>16</memory>"
+    "\n  <os firmware='efi'><type arch='x86_64' machine='q35'>hvm</type>"
+    "</os>\n  <cpu mode='host-passthrough'/>\n  <devices>\n"
+    "    <emulator>%s</emulator>\n"
+    "    <hostdev mode='subsystem' type='pci' managed='%s'><source><address "
+    "domain='0x0000' bus='0x03' slot='0x00' function='0x0'/></source>"
+    "</hostdev>\n"
+    "    <hostdev mode='subsystem' type='pci' managed='yes'><source><address "
+    "domain='0x0000' bus='0x03' slot='0x00' function='0x3'/></source>"
+    "</hostdev>\n"
+    "    <hostdev mode='subsystem' type='pci' managed='yes'><source><address "
+    "domain='0x0000' bus='0x04' slot='0x00' function='0x0'/></source>"
+    "</hostdev>\n  </devices>\n</domain>\n";
+
+/*
+ * A GPU's driver and its IOMMU group as VFIO and libvirt judge them:
+ * unbound and pci-stub members do not block the group (the kernel's
+ * driver_managed_dma), a host driver does unless the domain assigns the
+ * device with managed='yes', which also lets the GPU itself sit on any
+ * driver until libvirt rebinds it.
+ */
+static void test_check_binding(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) off = sb_new();
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-check-XXXXXX", NULL);
+    g_autofree char *qemu = write_tmp(tmp, "qemu-ext",
+        "#!/bin/sh\necho 'x-gpu-p2p-clique=<str>'\n", 0755);
+    g_autofree char *yes_xml = g_strdup_printf(managed_xml, qemu, "yes");
+    g_autofree char *no_xml = g_strdup_printf(managed_xml, qemu, "no");
+    g_autofree char *yes = write_tmp(tmp, "managed.xml", yes_xml, 0644);
+    g_autofree char *no = write_tmp(tmp, "unmanaged.xml", no_xml, 0644);
+    g_auto(Run) h = { 0 }, m = { 0 }, n = { 0 }, i = { 0 };
+    g_autoptr(JsonParser) p = json_parser_new();
+    const uint32_t audio = 0x040300;
+    JsonObject *o;
+    const char *text;
+
+    validate_domain(yes);
+    validate_domain(no);
+    ready_host(sb, 0x2020);
+    /* GPU A's group: functions unbound, on pci-stub, on a host driver. */
+    sb_add(sb, "0000:02:00.0", "0000:03:00.1", SB_ENDPOINT, 0x10de, 0x22a3,
+           audio, 0, 10, NULL);
+    sb_add(sb, "0000:02:00.0", "0000:03:00.2", SB_ENDPOINT, 0x10de, 0x22a3,
+           audio, 0, 10, "pci-stub");
+    sb_add(sb, "0000:02:00.0", "0000:03:00.3", SB_ENDPOINT, 0x10de, 0x22a3,
+           audio, 0, 10, "snd_hda_intel");
+    rebind(sb, SB_GPU_A, "nvidia");
+    rebind(sb, SB_GPU_B, NULL);
+
+    /* The host alone: both GPUs fail, the fix unbinds the bound one. */
+    run(&h, "check", "--sysfs-root", sb_root(sb), "--qemu", qemu,
+        "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
+    g_assert_cmpint(h.status, ==, 5);
+    o = check_item(p, h.out, SB_GPU_A " driver");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    text = json_object_get_string_member(o, "fix");
+    g_assert_nonnull(strstr(text, "modprobe vfio-pci"));
+    g_assert_nonnull(strstr(text, "echo " SB_GPU_A " > /sys/bus/pci/devices/"
+                            SB_GPU_A "/driver/unbind"));
+    o = check_item(p, h.out, SB_GPU_B " driver");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    g_assert_null(strstr(json_object_get_string_member(o, "fix"), "unbind"));
+    o = check_item(p, h.out, SB_GPU_A " IOMMU group");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    text = json_object_get_string_member(o, "detail");
+    g_assert_nonnull(strstr(text, "0000:03:00.3(snd_hda_intel)"));
+    g_assert_null(strstr(text, "0000:03:00.1"));
+    g_assert_null(strstr(text, "0000:03:00.2"));
+
+    /* managed='yes': libvirt rebinds what the domain assigns. */
+    run(&m, "check", "--sysfs-root", sb_root(sb), "--domain", yes, "--json",
+        NULL);
+    g_assert_cmpint(m.status, ==, 0);
+    o = check_item(p, m.out, SB_GPU_A " driver");
+    g_assert_cmpstr(verdict_of(o), ==, "warn");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
+                            "managed='yes'"));
+    g_assert_cmpstr(verdict_of(check_item(p, m.out, SB_GPU_B " driver")), ==,
+                    "ok");
+    g_assert_cmpstr(verdict_of(check_item(p, m.out, SB_GPU_A " IOMMU group")),
+                    ==, "ok");
+
+    /* managed='no' on GPU A: its driver fails; the audio stays managed. */
+    run(&n, "check", "--sysfs-root", sb_root(sb), "--domain", no, "--json",
+        NULL);
+    g_assert_cmpint(n.status, ==, 5);
+    g_assert_cmpstr(verdict_of(check_item(p, n.out, SB_GPU_A " driver")), ==,
+                    "fail");
+    g_assert_cmpstr(verdict_of(check_item(p, n.out, SB_GPU_A " IOMMU group")),
+                    ==, "ok");
+
+    /* No IOMMU: the fix names options the kernel has (no amd_iommu=on). */
+    sb_add(off, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x1022, 0x14d8,
+           0x060000, 0, -1, NULL);
+    sb_add(off, NULL, "0000:00:01.0", SB_ENDPOINT, 0x10de, 0x2335, 0x030200,
+           0, -1, NULL);
+    run(&i, "check", "--sysfs-root", sb_root(off), "--qemu", qemu, "--json",
+        NULL);
+    o = check_item(p, i.out, "IOMMU");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    text = json_object_get_string_member(o, "fix");
+    g_assert_null(strstr(text, "amd_iommu=on"));
+    g_assert_nonnull(strstr(text, "intel_iommu=on"));
+    g_assert_nonnull(strstr(text, "on by default"));
+    sb_remove_tree(tmp);
+}
+
+static void test_write_error(void)
+{
+    g_autofree char *root = fixture("h200x2-vm");
+    g_autofree char *cmd = g_strdup_printf("'%s' topo --sysfs-root '%s' "
+                                           "> /dev/full", g_getenv("GPUP2P"),
+                                           root);
+    const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+    g_autofree char *err_text = NULL;
+    int status;
+
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT,
+                               NULL, NULL, NULL, &err_text, &status, NULL));
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+    g_assert_nonnull(strstr(err_text, "writing the output failed"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cli/topo/json-fixture", test_topo_json_fixture);
     g_test_add_func("/cli/topo/text", test_topo_text);
+    g_test_add_func("/cli/topo/unreadable", test_topo_unreadable);
+    g_test_add_func("/cli/check/unreadable", test_check_unreadable);
+    g_test_add_func("/cli/topo/json-order", test_topo_json_order);
     g_test_add_func("/cli/plan/json", test_plan_json);
     g_test_add_func("/cli/exit-codes", test_exit_codes);
     g_test_add_func("/cli/plan/too-many-cliques", test_too_many_cliques_exit);
     g_test_add_func("/cli/snapshot/round-trip", test_snapshot_round_trip);
-    g_test_add_func("/cli/snapshot/failure", test_snapshot_failure_leaves_nothing);
+    g_test_add_func("/cli/snapshot/failure",
+                    test_snapshot_failure_leaves_nothing);
+    g_test_add_func("/cli/check/capture", test_check_capture);
+    g_test_add_func("/cli/check/advice", test_check_advice);
+    g_test_add_func("/cli/check/domain", test_check_domain);
+    g_test_add_func("/cli/check/binding", test_check_binding);
+    g_test_add_func("/cli/write-error", test_write_error);
     return g_test_run();
 }

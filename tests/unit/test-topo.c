@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpup2p/helper.h"
 #include "gpup2p/p2p.h"
 #include "sysfs-builder.h"
 
@@ -251,6 +252,138 @@ static void test_host_bridge_lists(void)
     g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_D, NULL), ==, GP_P2P_NONE);
 }
 
+/*
+ * Skylake-SP: no device at 00.0; the first device of the root bus is a
+ * listed root port (8086:2030) at 02.0. p2pdma (Linux 5.19+) matches its
+ * list on it, so GPUs below two of its root ports go through the host
+ * bridge. Also when the port's config space is cut short (unprivileged).
+ */
+static void skylake_root_ports(SysfsBuilder *sb)
+{
+    const uint32_t gpu = 0x030200, port = 0x060400;
+
+    sb_add(sb, NULL, "0000:00:02.0", SB_ROOT_PORT, 0x8086, 0x2030, port, 0,
+           1, "pcieport");
+    sb_add(sb, "0000:00:02.0", "0000:01:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 10, "vfio-pci");
+    sb_add(sb, NULL, "0000:00:03.0", SB_ROOT_PORT, 0x8086, 0x2031, port, 0,
+           2, "pcieport");
+    sb_add(sb, "0000:00:03.0", "0000:02:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 11, "vfio-pci");
+    sb_add(sb, NULL, "0000:40:05.0", SB_ENDPOINT, 0x8086, 0x2034, 0x088000,
+           0, -1, NULL);
+    sb_add(sb, NULL, "0000:40:06.0", SB_ROOT_PORT, 0x8086, 0x2032, port, 0,
+           3, "pcieport");
+    sb_add(sb, "0000:40:06.0", "0000:41:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 12, "vfio-pci");
+    sb_add(sb, NULL, "0000:40:07.0", SB_ROOT_PORT, 0x8086, 0x2033, port, 0,
+           4, "pcieport");
+    sb_add(sb, "0000:40:07.0", "0000:42:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 13, "vfio-pci");
+    sb_cpu(sb, "GenuineIntel", 6);
+}
+
+static void test_root_port_host_bridge(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) cut = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+    const GpHostBridge *hb;
+
+    skylake_root_ports(sb);
+    t = read_ok(sb_root(sb));
+    hb = gp_topo_find(t, "0000:01:00.0")->host;
+    g_assert_cmpstr(hb->root_bdf, ==, "0000:00:02.0");
+    g_assert_cmphex(hb->device, ==, 0x2030);
+    g_assert_cmpint(verdict(t, "0000:01:00.0", "0000:02:00.0", &why), ==,
+                    GP_P2P_HOST_BRIDGE);
+    g_assert_nonnull(strstr(why, "Skylake"));
+    /* pci0000:40 starts with an endpoint at 05.0: p2pdma finds nothing. */
+    hb = gp_topo_find(t, "0000:41:00.0")->host;
+    g_assert_cmpstr(hb->root_bdf, ==, "");
+    g_assert_cmpint(verdict(t, "0000:41:00.0", "0000:42:00.0", NULL), ==,
+                    GP_P2P_NONE);
+    g_clear_pointer(&t, gp_topo_free);
+
+    skylake_root_ports(cut);
+    sb_truncate_config(cut, "0000:00:02.0", 64);
+    t = read_ok(sb_root(cut));
+    g_assert_cmpstr(gp_topo_find(t, "0000:01:00.0")->host->root_bdf, ==,
+                    "0000:00:02.0");
+}
+
+/*
+ * Intel VMD: a root bus of domain 10000 below an endpoint of domain 0,
+ * beside a domain-0 root bus with the same bus and device numbers.
+ */
+static void test_vmd_domain(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GError) err = NULL;
+    const uint32_t nvme = 0x010802, port = 0x060400;
+    char norm[GP_BDF_LEN];
+    const GpDevice *rp, *ssd;
+    uint32_t addr;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_add(sb, NULL, "0000:00:0e.0", SB_ENDPOINT, 0x8086, 0x201d, 0x010400,
+           0, 20, "vmd");
+    sb_add(sb, "0000:00:0e.0/pci10000:e0", "10000:e0:06.0", SB_ROOT_PORT,
+           0x8086, 0x347a, port, 0, 20, "pcieport");
+    sb_add(sb, "10000:e0:06.0", "10000:e1:00.0", SB_ENDPOINT, 0x144d,
+           0xa80a, nvme, 0, 20, "nvme");
+    sb_add(sb, NULL, "0000:e0:06.0", SB_ROOT_PORT, 0x8086, 0x347a, port, 0,
+           21, "pcieport");
+    sb_add(sb, "0000:e0:06.0", "0000:e1:00.0", SB_ENDPOINT, 0x144d, 0xa80a,
+           nvme, 0, 22, "nvme");
+    t = read_ok(sb_root(sb));
+    rp = gp_topo_find(t, "10000:e0:06.0");
+    ssd = gp_topo_find(t, "10000:e1:00.0");
+    g_assert_nonnull(rp);
+    g_assert_nonnull(ssd);
+    g_assert_cmphex(ssd->domain, ==, 0x10000);
+    g_assert_null(rp->parent);
+    g_assert_true(ssd->parent == rp);
+    g_assert_cmpstr(rp->host->name, ==, "pci10000:e0");
+    g_assert_true(rp->host != gp_topo_find(t, "0000:00:0e.0")->host);
+    g_assert_cmpstr(ssd->host->root_bdf, ==, "10000:e0:06.0");
+    /* Numeric order: as text, 10000 would sort before ffff. */
+    {
+        g_autoptr(GpTopology) h = gp_topo_new(NULL);
+        GpHostBridge *vmd = gp_topo_add_host_bridge(h, 0x10000, 0);
+        GpHostBridge *top = gp_topo_add_host_bridge(h, 0xffff, 0);
+
+        g_assert_nonnull(gp_topo_add_device(h, vmd, NULL, "10000:00:00.0",
+                                            NULL));
+        g_assert_nonnull(gp_topo_add_device(h, top, NULL, "ffff:00:00.0",
+                                            NULL));
+        gp_topo_finish(h);
+        g_assert_cmpstr(((GpDevice *)h->devices->pdata[0])->bdf, ==,
+                        "ffff:00:00.0");
+        g_assert_cmpuint(((GpDevice *)h->devices->pdata[1])->model_index,
+                         ==, 1);
+    }
+    /* The root port 10000:e0:06.0 is not 0000:e0:06.0: no common bridge. */
+    g_assert_cmpint(path(t, "10000:e1:00.0", "0000:e1:00.0"), ==,
+                    GP_PATH_NODE);
+    g_assert_cmpint(verdict(t, "10000:e1:00.0", "0000:e1:00.0", NULL), ==,
+                    GP_P2P_NONE);
+
+    g_assert_true(gp_bdf_normalize("10000:e1:00.0", norm));
+    g_assert_cmpstr(norm, ==, "10000:e1:00.0");
+    g_assert_true(gp_bdf_normalize("00000000:07:00.0", norm));
+    g_assert_cmpstr(norm, ==, "0000:07:00.0");
+    g_assert_false(gp_bdf_normalize("100000000:07:00.0", norm));
+    /* The kernel module's addresses hold 16 bits of domain. */
+    g_assert_false(gp_pci_addr_parse("10000:e1:00.0", &addr, &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_INVALID);
+    g_assert_nonnull(strstr(err->message, "10000:e1:00.0"));
+    g_assert_true(gp_pci_addr_parse("ffff:e1:00.0", &addr, NULL));
+    g_assert_cmphex(addr, ==, 0xffffe100);
+}
+
 static void test_unprivileged_read(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -326,6 +459,193 @@ static void test_unknown_bdf(void)
     g_assert_null(gp_topo_find(t, "not-a-bdf"));
 }
 
+/* Each garbage read fails naming the file and the value it holds. */
+static void expect_misread(SysfsBuilder *sb, const char *file,
+                           const char *value_text)
+{
+    g_autoptr(GError) err = NULL;
+
+    g_assert_null(gp_topo_read(sb_root(sb), &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_INVALID);
+    g_assert_nonnull(strstr(err->message, file));
+    if (value_text) {
+        g_assert_nonnull(strstr(err->message, value_text));
+    }
+}
+
+static void set_attr(SysfsBuilder *sb, const char *bdf, const char *name,
+                     const char *text, gssize len)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+
+    g_unlink(path);
+    g_assert_true(g_file_set_contents(path, text, len, NULL));
+}
+
+static void test_misread_numa_node(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+
+    sb_two_node_host(sb, 0x29c0);
+    set_attr(sb, SB_GPU_B, "numa_node", "zero\n", -1);
+    expect_misread(sb, "0000:04:00.0/numa_node", "'zero'");
+}
+
+static void test_misread_resource(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+
+    sb_two_node_host(sb, 0x29c0);
+    set_attr(sb, SB_GPU_B, "resource",
+             "0x00000000fd000000 0x00000000fdffffff 0x0000000000040200\n"
+             "0x0000380000000000 garbage 0x000000000014220c\n", -1);
+    expect_misread(sb, "0000:04:00.0/resource", "line 2");
+}
+
+static void test_misread_iommu_group(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *dir = NULL, *link = NULL;
+
+    sb_two_node_host(sb, 0x29c0);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    link = g_build_filename(dir, "iommu_group", NULL);
+    g_unlink(link);
+    g_assert_cmpint(symlink("../../../../kernel/iommu_groups/seven", link),
+                    ==, 0);
+    expect_misread(sb, "0000:04:00.0/iommu_group", "seven");
+}
+
+static void test_misread_config(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) loop = sb_new();
+    g_autoptr(GRand) rand = g_rand_new_with_seed(14);
+    g_autofree char *dir = NULL, *path = NULL;
+    g_autofree gchar *cfg = NULL;
+    uint8_t random_bytes[4096];
+    gsize len;
+    size_t i;
+
+    /* Random bytes are not "unreadable": they contradict the vendor. */
+    sb_two_node_host(sb, 0x29c0);
+    for (i = 0; i < sizeof(random_bytes); i++) {
+        random_bytes[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
+    }
+    set_attr(sb, SB_GPU_B, "config", (const char *)random_bytes,
+             sizeof(random_bytes));
+    expect_misread(sb, "0000:04:00.0/config", "vendor id");
+
+    /* A capability list that loops is named as such. */
+    sb_two_node_host(loop, 0x29c0);
+    dir = sb_device_dir(loop, SB_GPU_B);
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+    g_assert_cmpuint(len, >=, 0x100);
+    cfg[0x34] = 0x40;
+    cfg[0x40] = 0x01;
+    cfg[0x41] = 0x40;
+    set_attr(loop, SB_GPU_B, "config", cfg, (gssize)len);
+    expect_misread(loop, "0000:04:00.0/config", "loops");
+}
+
+/*
+ * A VF's config space reads vendor 0xffff: that is no misread. Its physfn
+ * must name a device beside it, or the upstream walk could loop.
+ */
+static void test_vf(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) not_vf = sb_new();
+    g_autoptr(SysfsBuilder) bad_pf = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GpTopology) t2 = NULL;
+    g_autofree char *why = NULL;
+    const GpDevice *dead;
+    g_autofree char *dir = NULL, *path = NULL, *link = NULL;
+    g_autofree char *bad_dir = NULL, *bad_link = NULL;
+    g_autofree gchar *cfg = NULL;
+    const char *vf = "0000:04:00.1";
+    gsize len;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_add(sb, "0000:02:01.0", vf, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0,
+           12, "vfio-pci");
+    dir = sb_device_dir(sb, vf);
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+    cfg[0] = cfg[1] = (char)0xff;
+    set_attr(sb, vf, "config", cfg, (gssize)len);
+    link = g_build_filename(dir, "physfn", NULL);
+    g_assert_cmpint(symlink("../0000:04:00.0", link), ==, 0);
+    t = read_ok(sb_root(sb));
+    g_assert_cmphex(gp_topo_find(t, vf)->vendor, ==, 0x10de);
+    g_assert_true(gp_topo_find(t, vf)->physfn == gp_topo_find(t, SB_GPU_B));
+
+    /* Without physfn, all ones is a device that no longer answers: it
+     * alone is unreadable, named with its file; the host still reads. */
+    sb_two_node_host(not_vf, 0x29c0);
+    memset(cfg, 0xff, len);
+    set_attr(not_vf, SB_GPU_B, "config", cfg, (gssize)len);
+    t2 = read_ok(sb_root(not_vf));
+    dead = gp_topo_find(t2, SB_GPU_B);
+    g_assert_cmpuint(t2->config_unreadable, ==, 1);
+    g_assert_nonnull(dead->config_unreadable);
+    g_assert_nonnull(strstr(dead->config_unreadable, "0000:04:00.0/config"));
+    g_assert_nonnull(strstr(dead->config_unreadable, "all ones"));
+    g_assert_false(dead->acs_known);
+    g_assert_null(gp_topo_find(t2, SB_GPU_A)->config_unreadable);
+    g_assert_cmpint(verdict(t2, SB_GPU_B, SB_GPU_A, &why), ==,
+                    GP_P2P_UNKNOWN);
+    g_assert_nonnull(strstr(why, "all ones"));
+    g_assert_null(strstr(why, "needs root"));
+    g_assert_cmpint(verdict(t2, SB_GPU_A, SB_GPU_C, NULL), ==, GP_P2P_NONE);
+
+    /* A physfn naming the device's own port is refused. */
+    sb_two_node_host(bad_pf, 0x29c0);
+    bad_dir = sb_device_dir(bad_pf, SB_GPU_B);
+    bad_link = g_build_filename(bad_dir, "physfn", NULL);
+    g_assert_cmpint(symlink("../../0000:02:01.0", bad_link), ==, 0);
+    expect_misread(bad_pf, "0000:04:00.0/physfn", "0000:02:01.0");
+}
+
+/* A config file that cannot be read marks that device, naming the file. */
+static void test_config_unreadable(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *path = NULL, *why = NULL;
+    const GpDevice *dev;
+
+    sb_two_node_host(sb, 0x29c0);
+    dir = sb_device_dir(sb, "0000:02:01.0");
+    path = g_build_filename(dir, "config", NULL);
+    /* A directory in its place: unreadable even for root. */
+    g_assert_cmpint(g_unlink(path), ==, 0);
+    g_assert_cmpint(g_mkdir(path, 0755), ==, 0);
+    t = read_ok(sb_root(sb));
+    dev = gp_topo_find(t, "0000:02:01.0");
+    g_assert_cmpuint(t->config_unreadable, ==, 1);
+    g_assert_cmpuint(t->config_truncated, ==, 0);
+    g_assert_nonnull(dev->config_unreadable);
+    g_assert_nonnull(strstr(dev->config_unreadable, "0000:02:01.0/config"));
+    g_assert_nonnull(strstr(dev->config_unreadable, "not readable"));
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_B, &why), ==, GP_P2P_UNKNOWN);
+    g_assert_nonnull(strstr(why, "0000:02:01.0/config"));
+    g_assert_cmpint(g_rmdir(path), ==, 0);
+}
+
+static void test_misread_cpuinfo(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_write(sb, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\n"
+             "cpu family\t: twenty-five\n\n");
+    expect_misread(sb, "proc/cpuinfo", "'twenty-five'");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -336,10 +656,20 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/acs-redirect", test_acs_redirect);
     g_test_add_func("/topo/host-bridge-lists", test_host_bridge_lists);
     g_test_add_func("/topo/unprivileged", test_unprivileged_read);
+    g_test_add_func("/topo/vmd-domain", test_vmd_domain);
+    g_test_add_func("/topo/host-bridge/root-port-first",
+                    test_root_port_host_bridge);
     g_test_add_func("/topo/error/missing-file", test_missing_file);
     g_test_add_func("/topo/error/bad-attribute", test_bad_attribute);
     g_test_add_func("/topo/error/missing-root", test_missing_root);
     g_test_add_func("/topo/sys-dir-as-root", test_sys_dir_as_root);
     g_test_add_func("/topo/unknown-bdf", test_unknown_bdf);
+    g_test_add_func("/topo/misread/numa-node", test_misread_numa_node);
+    g_test_add_func("/topo/misread/resource", test_misread_resource);
+    g_test_add_func("/topo/misread/iommu-group", test_misread_iommu_group);
+    g_test_add_func("/topo/misread/config", test_misread_config);
+    g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);
+    g_test_add_func("/topo/config-unreadable", test_config_unreadable);
+    g_test_add_func("/topo/vf", test_vf);
     return g_test_run();
 }

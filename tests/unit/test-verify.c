@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* gpup2p-verify's PCI checks, exit codes, JSON and NCCL topology file. */
+#include <dlfcn.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -133,7 +134,7 @@ static void test_nccl_topology(void)
     run_verify(&r, sb_root(sb), arg);
     g_assert_cmpint(r.status, ==, 0);
     g_assert_true(g_file_get_contents(file, &xml, NULL, NULL));
-    g_assert_nonnull(strstr(xml, "<system version=\"1\">"));
+    g_assert_true(g_str_has_prefix(xml, "<system version=\"1\">\n"));
     /* The clique's GPUs and node 0's NIC-less bridge: A and B inside the
      * virtual switch, C (no clique) outside it, D under NUMA node 1. */
     bridge = strstr(xml, "busid=\"ffff:ff:00.0\"");
@@ -147,7 +148,9 @@ static void test_nccl_topology(void)
     g_assert_true(a > bridge && a < end && b > bridge && b < end);
     g_assert_true(c < bridge || c > end);
     g_assert_nonnull(strstr(xml, "numaid=\"1\""));
-    g_assert_nonnull(strstr(xml, SB_NIC));
+    /* No GPUDirect RDMA was verified through the NIC: NCCL must not be
+     * told it can use it. */
+    g_assert_null(strstr(xml, SB_NIC));
     g_unlink(file);
     g_rmdir(dir);
     run_free(&r);
@@ -155,12 +158,111 @@ static void test_nccl_topology(void)
 
 static void test_usage(void)
 {
-    g_autofree char *cmd = g_strdup_printf("%s --samples 0",
-                                           g_getenv("GPUP2P_VERIFY"));
-    int ws;
+    static const char *const bad[] = {
+        "--samples 0", "--samples 17", "--size-mib -1", "--size-mib 99999",
+        "extra",
+    };
 
-    g_assert_true(g_spawn_command_line_sync(cmd, NULL, NULL, &ws, NULL));
-    g_assert_cmpint(WEXITSTATUS(ws), ==, 64);
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *cmd = g_strdup_printf("%s %s",
+                                               g_getenv("GPUP2P_VERIFY"),
+                                               bad[i]);
+        g_autofree char *err = NULL;
+        int ws;
+
+        g_assert_true(g_spawn_command_line_sync(cmd, NULL, &err, &ws, NULL));
+        g_assert_cmpint(WEXITSTATUS(ws), ==, 64);
+        g_assert_nonnull(strstr(err, "gpup2p-verify:"));
+    }
+}
+
+/* The JSON's header: schema, versions, sizes; null where unknown. */
+static void test_json_header(void)
+{
+    g_autofree char *root = g_test_build_filename(G_TEST_DIST, "..",
+                                                  "fixtures", "h200x2-vm",
+                                                  NULL);
+    g_autoptr(JsonParser) p = json_parser_new();
+    Run r = { 0 };
+    JsonObject *o, *g;
+    JsonArray *gpus;
+
+    run_verify(&r, root, "--size-mib 64 --samples 5");
+    g_assert_true(json_parser_load_from_data(p, r.out, -1, NULL));
+    o = json_node_get_object(json_parser_get_root(p));
+    g_assert_cmpint(json_object_get_int_member(o, "schema_version"), ==, 2);
+    g_assert_cmpstr(json_object_get_string_member(o, "tool"), ==,
+                    "gpup2p-verify");
+    g_assert_nonnull(json_object_get_string_member(o, "tool_version"));
+    g_assert_cmpint(json_object_get_int_member(o, "size_bytes"), ==,
+                    64 << 20);
+    g_assert_cmpint(json_object_get_int_member(o, "samples"), ==, 5);
+    /* No CUDA ran: nothing it would tell is invented, and it says so. */
+    g_assert_cmpstr(json_object_get_string_member(o, "cuda"), ==,
+                    "not run (--sysfs-root)");
+    g_assert_cmpstr(json_object_get_string_member(o, "rdma_status"), ==,
+                    "not run (--sysfs-root)");
+    g_assert_true(json_object_get_null_member(o, "driver_version"));
+    g_assert_true(json_object_get_null_member(o, "cuda_driver_api_version"));
+    g_assert_true(json_object_get_null_member(o, "loops"));
+    gpus = json_object_get_array_member(o, "gpus");
+    g_assert_cmpuint(json_array_get_length(gpus), ==, 2);
+    g = json_array_get_object_element(gpus, 1);
+    g_assert_cmpint(json_object_get_int_member(g, "index"), ==, 1);
+    g_assert_true(json_object_get_null_member(g, "cuda_index"));
+    g_assert_true(json_object_get_null_member(g, "nvlinks"));
+    g_assert_cmpint(json_object_get_int_member(g, "pcie_gen"), ==, 5);
+    g_assert_true(json_object_get_null_member(g, "all_to_one_ce_gbps"));
+    run_free(&r);
+}
+
+/*
+ * On a machine without the CUDA driver (CI) the whole tool, not only its
+ * PCI part, says "could not test" and never "all good"; RDMA left
+ * untested counts too unless --skip-rdma asks for that.
+ */
+static void test_without_cuda(void)
+{
+    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    const char *const args[] = { "--json", "--json --skip-rdma" };
+
+    if (cuda) {
+        dlclose(cuda);
+        g_test_skip("libcuda.so.1 loads here: this checks a machine "
+                    "without the CUDA driver");
+        return;
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(args); i++) {
+        g_autofree char *cmd = g_strdup_printf("%s %s",
+                                               g_getenv("GPUP2P_VERIFY"),
+                                               args[i]);
+        g_autofree char *out = NULL;
+        g_autoptr(JsonParser) p = json_parser_new();
+        JsonObject *o;
+        int ws;
+
+        g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+        g_assert_cmpint(WEXITSTATUS(ws), ==, 3);
+        g_assert_true(json_parser_load_from_data(p, out, -1, NULL));
+        o = json_node_get_object(json_parser_get_root(p));
+        g_assert_cmpstr(json_object_get_string_member(o, "verdict"), ==,
+                        "could not test");
+        g_assert_nonnull(strstr(json_object_get_string_member(o, "cuda"),
+                                "libcuda.so.1"));
+        g_assert_cmpuint(json_array_get_length(
+            json_object_get_array_member(o, "pairs")), ==, 0);
+        /* RDMA: tried and said why, or skipped as asked. */
+        if (i == 0) {
+            g_assert_false(json_object_get_null_member(o, "rdma_status") &&
+                           json_array_get_length(json_object_get_array_member(
+                               o, "rdma")) == 0);
+        } else {
+            g_assert_cmpstr(json_object_get_string_member(o, "rdma_status"),
+                            ==, "not run (--skip-rdma)");
+            g_assert_cmpuint(json_array_get_length(
+                json_object_get_array_member(o, "rdma")), ==, 0);
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -171,5 +273,7 @@ int main(int argc, char **argv)
     g_test_add_func("/verify/unprivileged", test_unprivileged_view);
     g_test_add_func("/verify/nccl-topology", test_nccl_topology);
     g_test_add_func("/verify/usage", test_usage);
+    g_test_add_func("/verify/json-header", test_json_header);
+    g_test_add_func("/verify/without-cuda", test_without_cuda);
     return g_test_run();
 }

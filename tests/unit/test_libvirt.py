@@ -68,12 +68,17 @@ def test(t):
              "--qemu-stock replaces the extension's setting")
         validate(t, s, "the --qemu-stock output")
 
-        # --host-plan writes the plan and points QEMU at it.
-        plan = os.path.join(d, "plan.json")
-        p4 = run("libvirt", "--sysfs-root", HOST, "--host-plan", plan, DOMAIN)
-        t.ok(os.path.exists(plan) and 'name="x-gpu-p2p-host-plan" '
-             'type="string" value="%s"' % plan in p4.stdout,
-             "--host-plan writes the plan and sets x-gpu-p2p-host-plan")
+        # --host-snapshot points QEMU at a snapshot other than the
+        # service's.
+        p4 = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,
+                 DOMAIN)
+        t.eq(p4.stdout.count('<qemu:property name="x-gpu-p2p-host-snapshot" '
+                             'type="string" value="%s"/>' % HOST), 3,
+             "--host-snapshot sets x-gpu-p2p-host-snapshot on each GPU")
+        p4b = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "-",
+                  input=p4.stdout)
+        t.ok("x-gpu-p2p-host-snapshot" not in p4b.stdout,
+             "--qemu-stock takes it out again")
 
         # The 64-bit hole for two H200s (256 GiB BAR1 each).
         h200 = os.path.join(d, "h200.xml")
@@ -158,11 +163,13 @@ def test(t):
              "<alias name='ua-gpu1'/>" in p.stdout,
              "libvirt keeps the hostdev aliases", p.stdout[-2000:])
 
+    test_operator_path(t)
+
     # gpup2p check on a captured host.
     p = run("check", "--sysfs-root", HOST, "--devices",
             "0000:03:00.0,0000:04:00.0", "--qemu", "/bin/false", "--json")
     import json
-    items = {i["item"]: i for i in json.loads(p.stdout)}
+    items = {i["item"]: i for i in json.loads(p.stdout)["items"]}
     t.eq(items["IOMMU"]["verdict"], "ok", "check: IOMMU on")
     t.eq(items["0000:03:00.0 driver"]["verdict"], "fail",
          "check: a GPU not on vfio-pci fails")
@@ -172,7 +179,135 @@ def test(t):
          "check: switch peers can do P2P")
     t.eq(items["QEMU extension"]["verdict"], "warn",
          "check: a QEMU without the extension is flagged")
-    t.eq(p.returncode, 1, "check exits 1 when an item fails")
+    t.eq(p.returncode, 5, "check exits 5 (not ready) when an item fails")
+
+
+def incomplete_snapshot(d):
+    """HOST as an unprivileged capture sees it: 64 bytes of config."""
+    snap = os.path.join(d, "snap-64")
+    subprocess.run([G, "snapshot", "--sysfs-root", HOST, snap], check=True)
+    devs = os.path.join(snap, "sys", "bus", "pci", "devices")
+    for bdf in os.listdir(devs):
+        cfg = os.path.join(devs, bdf, "config")
+        with open(cfg, "rb") as f:
+            head = f.read(64)
+        with open(cfg, "wb") as f:
+            f.write(head)
+    return snap
+
+
+def test_operator_path(t):
+    # libvirt is opened only by the commands that name a connection.
+    p = subprocess.run(["readelf", "-d", shutil.which(G) or G],
+                       capture_output=True, text=True)
+    t.ok(p.returncode == 0 and "NEEDED" in p.stdout and
+         "libvirt" not in p.stdout,
+         "gpup2p does not link libvirt (readelf -d)", p.stdout + p.stderr)
+
+    with open(DOMAIN) as f:
+        dom = f.read()
+    by_file = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,
+                  DOMAIN)
+    by_stdin = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,
+                   "-", input=dom)
+    t.ok(by_stdin.returncode == 0 and by_stdin.stdout == by_file.stdout,
+         "- reads the domain from standard input", by_stdin.stderr)
+    p = run("libvirt", "--sysfs-root", HOST, "--in-place", "-", input=dom)
+    t.eq(p.returncode, 2, "--in-place with - is a usage error")
+
+    # --diff compares canonical XML: quoting, attribute order and
+    # indentation are no change.
+    with tempfile.TemporaryDirectory() as d:
+        same = os.path.join(d, "same.xml")
+        text = by_file.stdout.replace('"', "'").replace("\n  ", "\n    ")
+        text = text.replace("<hostdev mode='subsystem' type='pci' "
+                            "managed='yes'>", "<hostdev managed='yes' "
+                            "type='pci'   mode='subsystem'>")
+        with open(same, "w") as f:
+            f.write(text)
+        p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,
+                "--diff", same)
+        t.ok(p.returncode == 0 and p.stdout == "",
+             "--diff: a reformatted result shows no change", p.stdout)
+    p = run("libvirt", "--sysfs-root", HOST, "--diff", DOMAIN)
+    removed = [l for l in p.stdout.splitlines()
+               if l.startswith("-") and not l.startswith("---")]
+    added = [l for l in p.stdout.splitlines()
+             if l.startswith("+") and not l.startswith("+++")]
+    t.ok(len(removed) == 1 and "<domain " in removed[0] and
+         all("alias" in l or "qemu" in l for l in added),
+         "--diff: only the real change shows (namespace, aliases, "
+         "overrides)", p.stdout)
+
+    # --qemu-stock names the GPU it leaves without an id.
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", DOMAIN)
+    t.ok(p.returncode == 0 and "0000:41:00.0 gets no clique id" in p.stderr
+         and "not known to forward P2P" in p.stderr,
+         "--qemu-stock: a GPU left out is named, with the reason", p.stderr)
+
+    # Will it start unprivileged?
+    p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot",
+            "/nonexistent/gpup2p-host", DOMAIN)
+    t.ok("/nonexistent/gpup2p-host does not exist" in p.stderr and
+         "gives the GPUs no clique" in p.stderr,
+         "warns when the host snapshot an unprivileged QEMU needs is "
+         "missing", p.stderr)
+    p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,
+            DOMAIN)
+    t.ok("no clique" not in p.stderr,
+         "no such warning with a complete snapshot", p.stderr)
+    with tempfile.TemporaryDirectory() as d:
+        p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot",
+                incomplete_snapshot(d), DOMAIN)
+        t.ok("cannot decide 0000:03:00.0 and 0000:04:00.0" in p.stderr and
+             "no clique" in p.stderr,
+             "warns when the snapshot was taken unprivileged", p.stderr)
+    rootdom = dom.replace("</devices>", "</devices>\n  <seclabel type='static'"
+                          " model='dac' relabel='yes'><label>+0:+0</label>"
+                          "</seclabel>")
+    p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot",
+            "/nonexistent/gpup2p-host", "-", input=rootdom)
+    t.ok(p.returncode == 0 and "no clique" not in p.stderr,
+         "no such warning for a domain whose QEMU runs as root", p.stderr)
+
+    # Zero touch: QEMU defaults to auto, the domain keeps plain hostdevs.
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto", DOMAIN)
+    t.ok(p.returncode == 0 and "qemu:" not in p.stdout and
+         "<alias" not in p.stdout.replace("<alias name=\"ua-gpu1\"/>", ""),
+         "--qemu-default-auto adds no override and no alias", p.stdout)
+    validate(t, p.stdout, "the --qemu-default-auto output")
+    t.ok("/run/gpup2p/host" in p.stderr or
+         os.path.isdir("/run/gpup2p/host"),
+         "--qemu-default-auto checks the service's snapshot", p.stderr)
+    for other in ("--qemu-stock", "--host-snapshot=" + HOST):
+        p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto",
+                other, DOMAIN)
+        t.eq(p.returncode, 2, "--qemu-default-auto with %s is refused"
+             % other.split("=")[0])
+
+    # The packaged QEMU as <emulator>.
+    p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,
+            "--emulator", "/bin/true", DOMAIN)
+    t.ok("<emulator>/bin/true</emulator>" in p.stdout and
+         p.stdout.count("<emulator>") == 1, "--emulator sets <emulator>")
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "--emulator",
+            "/bin/true", DOMAIN)
+    t.ok("<emulator>/usr/bin/qemu-system-x86_64</emulator>" in p.stdout,
+         "--qemu-stock keeps the domain's emulator")
+    p = run("libvirt", "--help")
+    t.ok("/usr/lib/gpup2p/qemu/bin/qemu-system-x86_64" in p.stdout or
+         "/lib/gpup2p/qemu/bin/qemu-system-x86_64" in p.stdout,
+         "--help names the packaged QEMU it picks when present", p.stdout)
+
+    # Output errors are failures.
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([G, "libvirt", "--sysfs-root", HOST, DOMAIN],
+                           stdout=full, stderr=subprocess.PIPE, text=True)
+    t.ok(p.returncode == 1 and "standard output" in p.stderr,
+         "writing to a full disk fails, saying so", p.stderr)
+
+    for prog in ("virt-xml-validate", "readelf", "diff", "setpriv"):
+        t.ok(shutil.which(prog), "%s is installed (the test needs it)" % prog)
 
 
 if __name__ == "__main__":

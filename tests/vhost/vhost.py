@@ -366,8 +366,10 @@ def base_qemu_args(vmlinuz, initrd, outdir, append):
     shares."""
     return ["-nodefaults", "-no-user-config", "-display", "none",
             "-kernel", vmlinuz, "-initrd", initrd,
+            # no_timer_check: under TCG on a loaded host the IO-APIC timer
+            # check can time out and panic the boot.
             "-append", ("console=ttyS0 panic=-1 quiet loglevel=4 "
-                        "rdinit=/init vhost.project=%s %s"
+                        "no_timer_check rdinit=/init vhost.project=%s %s"
                         % (PROJECT, append)).strip(),
             "-serial", "file:" + os.path.join(outdir, "console.log"),
             "-no-reboot", "-monitor", "none",

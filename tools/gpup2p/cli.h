@@ -11,7 +11,9 @@ enum {
     GP_EXIT_FAILED = 1,         /* bad input or an operation failed */
     GP_EXIT_USAGE = 2,          /* bad command line */
     GP_EXIT_NO_PLAN = 3,        /* no valid clique plan exists */
-    GP_EXIT_AUDIT = 4,          /* audit found a missing or wrong mapping */
+    /* 4 is not used: audit, which it reported, is refused (exit 1). */
+    GP_EXIT_NOT_READY = 5,      /* check: an item failed */
+    GP_EXIT_UNTESTED = 6,       /* check: none failed, some not checkable */
 };
 
 typedef int (*GpCommandFn)(int argc, char **argv);
@@ -26,6 +28,7 @@ int gp_cmd_audit(int argc, char **argv);
 int gp_cmd_verdict(int argc, char **argv);
 int gp_cmd_libvirt(int argc, char **argv);
 int gp_cmd_check(int argc, char **argv);
+int gp_cmd_qemu_args(int argc, char **argv);
 
 /* Parse options; prints the error and returns false on bad usage. */
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv);

@@ -1,417 +1,341 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * `gpup2p map | unmap | mappings | audit | verdict`: the kernel helper's
- * commands. Mappings belong to the process that holds /dev/gpup2p open,
- * so `map` holds them until it is stopped (or --hold seconds pass).
+ * The kernel module's commands. `gpup2p verdict` compares the P2P verdict
+ * the kernel reads from its PCI device tree with the one the core library
+ * reads from sysfs (one rule, two readers). `map`, `unmap`, `mappings` and
+ * `audit` are refused: the module does not map or audit on this kernel.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "gpup2p/helper.h"
+#include "gpup2p/p2p.h"
 
-static bool parse_u64(const char *text, const char *what, __u64 *out,
-                      GError **errp)
+/*
+ * The refusal of @cmd, with the module's reason code when it is loaded.
+ * --help answers (exit 0) with the usage and the same refusal.
+ */
+static int refuse(const char *cmd, bool audit, int argc, char **argv)
 {
-    char *end;
+    struct gpup2p_info info;
+    uint32_t code = audit ? GPUP2P_REFUSED_PGTABLE_UNLOCKED :
+                    GPUP2P_REFUSED_TYPE1_OWNS_DOMAIN;
+    int fd, i;
 
-    errno = 0;
-    *out = g_ascii_strtoull(text, &end, 0);
-    if (!text[0] || *end || errno) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
-                    "%s: '%s' is not a number", what, text);
-        return false;
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("Usage:\n  gpup2p %s\n\nRefused on this kernel: any "
+                   "other invocation exits 1. The kernel module does not %s "
+                   "peer BAR mappings: %s (refusal code %u; "
+                   "docs/kernel-helper.md).\n", cmd,
+                   audit ? "audit" : "make or list",
+                   gp_helper_refusal_text(code), code);
+            return GP_EXIT_OK;
+        }
     }
-    return true;
-}
-
-static JsonNode *mapping_json(const struct gpup2p_mapping_info *m)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    char a[16], p[16];
-    g_autofree char *iova = g_strdup_printf("0x%llx",
-                                            (unsigned long long)m->iova);
-    g_autofree char *phys = g_strdup_printf("0x%llx",
-                                            (unsigned long long)m->phys);
-
-    gp_pci_addr_format(m->initiator, a);
-    gp_pci_addr_format(m->peer, p);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "id");
-    json_builder_add_int_value(b, (gint64)m->id);
-    json_builder_set_member_name(b, "initiator");
-    json_builder_add_string_value(b, a);
-    json_builder_set_member_name(b, "peer");
-    json_builder_add_string_value(b, p);
-    json_builder_set_member_name(b, "bar");
-    json_builder_add_int_value(b, m->bar);
-    json_builder_set_member_name(b, "offset");
-    json_builder_add_int_value(b, (gint64)m->offset);
-    json_builder_set_member_name(b, "size");
-    json_builder_add_int_value(b, (gint64)m->size);
-    json_builder_set_member_name(b, "iova");
-    json_builder_add_string_value(b, iova);
-    json_builder_set_member_name(b, "phys");
-    json_builder_add_string_value(b, phys);
-    json_builder_set_member_name(b, "write");
-    json_builder_add_boolean_value(b, m->flags & GPUP2P_MAP_WRITE);
-    json_builder_set_member_name(b, "owner_pid");
-    json_builder_add_int_value(b, m->owner_pid);
-    json_builder_end_object(b);
-    return json_builder_get_root(b);
-}
-
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop = 1;
+    fd = gp_helper_open(NULL);
+    if (fd >= 0) {
+        if (gp_helper_info(fd, &info, NULL)) {
+            code = audit ? info.audit_refused : info.map_refused;
+        }
+        close(fd);
+    }
+    return gp_cli_fail(cmd, GP_EXIT_FAILED, "refused: the kernel module does "
+                       "not %s peer BAR mappings on this kernel: %s (refusal "
+                       "code %u; docs/kernel-helper.md, \"What the module "
+                       "refuses\")", audit ? "audit" : "make or list",
+                       gp_helper_refusal_text(code), code);
 }
 
 int gp_cmd_map(int argc, char **argv)
 {
-    g_autofree char *init = NULL, *peer = NULL, *size_t_ = NULL;
-    g_autofree char *iova_t = NULL, *off_t_ = NULL;
-    int bar = -1, hold = -1;
-    gboolean json = FALSE, read_only = FALSE;
-    GOptionEntry entries[] = {
-        { "initiator", 0, 0, G_OPTION_ARG_STRING, &init,
-          "Device whose DMA uses the mapping", "BDF" },
-        { "peer", 0, 0, G_OPTION_ARG_STRING, &peer,
-          "Device whose BAR is mapped", "BDF" },
-        { "bar", 0, 0, G_OPTION_ARG_INT, &bar, "BAR index", "N" },
-        { "offset", 0, 0, G_OPTION_ARG_STRING, &off_t_,
-          "Offset into the BAR (default 0)", "BYTES" },
-        { "size", 0, 0, G_OPTION_ARG_STRING, &size_t_, "Window size",
-          "BYTES" },
-        { "iova", 0, 0, G_OPTION_ARG_STRING, &iova_t,
-          "IOVA in the initiator's domain", "ADDR" },
-        { "read-only", 0, 0, G_OPTION_ARG_NONE, &read_only,
-          "Map for reads only", NULL },
-        { "hold", 0, 0, G_OPTION_ARG_INT, &hold,
-          "Keep the mapping this many seconds (default: until SIGINT or "
-          "SIGTERM)", "S" },
-        { "json", 0, 0, G_OPTION_ARG_NONE, &json, "JSON output", NULL },
-        { NULL },
-    };
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("- map a peer BAR window into an initiator's "
-                             "IOMMU domain, and hold it");
-    g_autoptr(GError) err = NULL;
-    struct gpup2p_map m = { .flags = GPUP2P_MAP_READ };
-    struct gpup2p_mapping_info info = { 0 };
-    const char *bdfs[2];
-    GpVfioSession s;
-    __u64 v;
-    int fd;
-
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    if (!gp_cli_parse(ctx, &argc, &argv)) {
-        return GP_EXIT_USAGE;
-    }
-    if (!init || !peer || bar < 0 || !size_t_ || !iova_t) {
-        return gp_cli_fail("map", GP_EXIT_USAGE, "--initiator, --peer, "
-                           "--bar, --size and --iova are required");
-    }
-    if (!parse_u64(size_t_, "--size", &v, &err)) {
-        return gp_cli_fail("map", GP_EXIT_USAGE, "%s", err->message);
-    }
-    m.size = v;
-    if (!parse_u64(iova_t, "--iova", &v, &err)) {
-        return gp_cli_fail("map", GP_EXIT_USAGE, "%s", err->message);
-    }
-    m.iova = v;
-    if (off_t_ && !parse_u64(off_t_, "--offset", &v, &err)) {
-        return gp_cli_fail("map", GP_EXIT_USAGE, "%s", err->message);
-    }
-    m.offset = off_t_ ? v : 0;
-    m.bar = (uint32_t)bar;
-    if (!read_only) {
-        m.flags |= GPUP2P_MAP_WRITE;
-    }
-    if (!gp_pci_addr_parse(init, &m.initiator.pci_addr, &err) ||
-        !gp_pci_addr_parse(peer, &m.peer.pci_addr, &err)) {
-        return gp_cli_fail("map", GP_EXIT_USAGE, "%s", err->message);
-    }
-    bdfs[0] = init;
-    bdfs[1] = peer;
-    if (!gp_vfio_session_open(&s, bdfs, 2, &err)) {
-        return gp_cli_fail("map", GP_EXIT_FAILED, "%s", err->message);
-    }
-    m.initiator.vfio_group_fd = gp_vfio_session_group_fd(&s, init);
-    m.peer.vfio_group_fd = gp_vfio_session_group_fd(&s, peer);
-    fd = gp_helper_open(&err);
-    if (fd < 0 || !gp_helper_map(fd, &m, &err)) {
-        gp_vfio_session_close(&s);
-        return gp_cli_fail("map", GP_EXIT_FAILED, "%s", err->message);
-    }
-    info = (struct gpup2p_mapping_info){
-        .id = m.id, .iova = m.iova, .size = m.size, .phys = m.phys,
-        .initiator = m.initiator.pci_addr, .peer = m.peer.pci_addr,
-        .bar = m.bar, .flags = m.flags, .offset = m.offset,
-        .owner_pid = getpid(),
-    };
-    if (json) {
-        g_autoptr(JsonNode) node = mapping_json(&info);
-
-        gp_cli_print_json(node);
-    } else {
-        printf("mapping %llu: %s BAR %u [0x%llx +0x%llx] -> IOVA 0x%llx "
-               "in the domain of %s (phys 0x%llx, page sizes 0x%llx)\n",
-               (unsigned long long)m.id, peer, m.bar,
-               (unsigned long long)m.offset, (unsigned long long)m.size,
-               (unsigned long long)m.iova, init,
-               (unsigned long long)m.phys, (unsigned long long)m.page_sizes);
-    }
-    fflush(stdout);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    if (hold < 0) {
-        while (!stop) {
-            pause();
-        }
-    } else {
-        while (!stop && hold-- > 0) {
-            sleep(1);
-        }
-    }
-    gp_helper_unmap(fd, m.id, false, NULL);
-    close(fd);
-    gp_vfio_session_close(&s);
-    return GP_EXIT_OK;
+    return refuse("map", false, argc, argv);
 }
 
 int gp_cmd_unmap(int argc, char **argv)
 {
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("ID - remove a mapping, whoever holds it");
-    g_autoptr(GError) err = NULL;
-    __u64 id;
-    int fd;
-
-    if (!gp_cli_parse(ctx, &argc, &argv)) {
-        return GP_EXIT_USAGE;
-    }
-    if (argc != 2 || !parse_u64(argv[1], "ID", &id, &err)) {
-        return gp_cli_fail("unmap", GP_EXIT_USAGE, "%s",
-                           err ? err->message : "expected one mapping id");
-    }
-    fd = gp_helper_open(&err);
-    if (fd < 0 || !gp_helper_unmap(fd, id, true, &err)) {
-        return gp_cli_fail("unmap", GP_EXIT_FAILED, "%s", err->message);
-    }
-    close(fd);
-    return GP_EXIT_OK;
+    return refuse("unmap", false, argc, argv);
 }
 
 int gp_cmd_mappings(int argc, char **argv)
 {
-    gboolean json = FALSE;
-    GOptionEntry entries[] = {
-        { "json", 0, 0, G_OPTION_ARG_NONE, &json, "JSON output", NULL },
-        { NULL },
-    };
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("- list every mapping the helper holds");
-    g_autoptr(GError) err = NULL;
-    g_autofree struct gpup2p_mapping_info *v = NULL;
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    unsigned n = 0, i;
-    int fd;
-
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    if (!gp_cli_parse(ctx, &argc, &argv)) {
-        return GP_EXIT_USAGE;
-    }
-    fd = gp_helper_open(&err);
-    if (fd < 0 || !(v = gp_helper_list(fd, true, &n, &err))) {
-        return gp_cli_fail("mappings", GP_EXIT_FAILED, "%s", err->message);
-    }
-    close(fd);
-    json_builder_begin_array(b);
-    for (i = 0; i < n; i++) {
-        char a[16], p[16];
-
-        if (json) {
-            json_builder_add_value(b, mapping_json(&v[i]));
-            continue;
-        }
-        gp_pci_addr_format(v[i].initiator, a);
-        gp_pci_addr_format(v[i].peer, p);
-        printf("%llu %s <- %s BAR %u +0x%llx size 0x%llx IOVA 0x%llx "
-               "phys 0x%llx pid %d\n", (unsigned long long)v[i].id, a, p,
-               v[i].bar, (unsigned long long)v[i].offset,
-               (unsigned long long)v[i].size, (unsigned long long)v[i].iova,
-               (unsigned long long)v[i].phys, v[i].owner_pid);
-    }
-    json_builder_end_array(b);
-    if (json) {
-        g_autoptr(JsonNode) node = json_builder_get_root(b);
-
-        gp_cli_print_json(node);
-    }
-    return GP_EXIT_OK;
+    return refuse("mappings", false, argc, argv);
 }
 
 int gp_cmd_audit(int argc, char **argv)
 {
-    g_autofree char *init = NULL, *peer = NULL, *iova_t = NULL;
-    g_autofree char *off_t_ = NULL, *size_t_ = NULL;
-    int bar = -1;
-    gboolean json = FALSE;
-    GOptionEntry entries[] = {
-        { "initiator", 0, 0, G_OPTION_ARG_STRING, &init,
-          "Device whose IOMMU domain is audited", "BDF" },
-        { "peer", 0, 0, G_OPTION_ARG_STRING, &peer,
-          "Device whose BAR should be mapped", "BDF" },
-        { "bar", 0, 0, G_OPTION_ARG_INT, &bar, "BAR index", "N" },
-        { "offset", 0, 0, G_OPTION_ARG_STRING, &off_t_, "Offset (default 0)",
-          "BYTES" },
-        { "size", 0, 0, G_OPTION_ARG_STRING, &size_t_,
-          "Window size (default: the rest of the BAR)", "BYTES" },
-        { "iova", 0, 0, G_OPTION_ARG_STRING, &iova_t,
-          "Where the guest placed the BAR (its guest-physical address)",
-          "ADDR" },
-        { "json", 0, 0, G_OPTION_ARG_NONE, &json, "JSON output", NULL },
-        { NULL },
-    };
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("- check that a peer BAR is mapped at an IOVA "
-                             "(also mappings the VMM made)");
-    g_autoptr(GError) err = NULL;
-    struct gpup2p_audit_entry e = { 0 };
-    struct gpup2p_audit a = { .flags = GPUP2P_AUDIT_BY_ADDRESS, .count = 1,
-                              .initiator.vfio_group_fd = -1 };
-    static const char *const status[] = { "ok", "missing", "wrong" };
-    __u64 v;
-    int fd;
+    return refuse("audit", true, argc, argv);
+}
 
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    if (!gp_cli_parse(ctx, &argc, &argv)) {
-        return GP_EXIT_USAGE;
-    }
-    if (!init || !peer || bar < 0 || !iova_t ||
-        !parse_u64(iova_t, "--iova", &e.iova, &err) ||
-        (off_t_ && !parse_u64(off_t_, "--offset", &e.offset, &err)) ||
-        (size_t_ && !parse_u64(size_t_, "--size", &e.size, &err)) ||
-        !gp_pci_addr_parse(init, &a.initiator.pci_addr, &err) ||
-        !gp_pci_addr_parse(peer, &e.peer, &err)) {
-        return gp_cli_fail("audit", GP_EXIT_USAGE, "%s", err ? err->message :
-                           "--initiator, --peer, --bar and --iova are "
-                           "required");
-    }
-    e.bar = (uint32_t)bar;
-    if (!size_t_) {
-        /* The rest of the BAR, as the host model reads it. */
-        g_autoptr(GpTopology) topo = gp_topo_read("/", &err);
-        GpDevice *dev = topo ? gp_topo_find(topo, peer) : NULL;
-        const GpBar *b = dev ? gp_device_bar(dev, bar) : NULL;
+static const char *const verdict_names[] = {
+    [GPUP2P_VERDICT_DIRECT] = "direct",
+    [GPUP2P_VERDICT_HOST_BRIDGE] = "host-bridge",
+    [GPUP2P_VERDICT_NONE] = "none",
+};
 
-        if (!b || b->size <= e.offset) {
-            return gp_cli_fail("audit", GP_EXIT_FAILED, "%s: no BAR %d%s%s",
-                               peer, bar, err ? ": " : "",
-                               err ? err->message : "");
+static uint32_t dev_addr(const GpDevice *dev)
+{
+    return GPUP2P_PCI_ADDR(dev->domain, dev->bus,
+                           (dev->slot << 3) | dev->function);
+}
+
+/* One pair: the kernel's answer, the library's, and where they differ. */
+typedef struct {
+    const GpDevice *a, *b;
+    struct gpup2p_verdict kernel;
+    GpP2pVerdict lib;
+    GString *differs;
+} VerdictPair;
+
+static void compare_u32(GString *out, const char *what, uint32_t kernel,
+                        uint32_t lib)
+{
+    if (kernel != lib) {
+        g_string_append_printf(out, "%s%s: kernel %u, library %u",
+                               out->len ? "; " : "", what, kernel, lib);
+    }
+}
+
+/* Addresses by name; ~0 stands for none. */
+static void compare_addr(GString *out, const char *what, uint32_t kernel,
+                         uint32_t lib)
+{
+    char k[16] = "none", l[16] = "none";
+
+    if (kernel == lib) {
+        return;
+    }
+    if (kernel != ~0u) {
+        gp_pci_addr_format(kernel, k);
+    }
+    if (lib != ~0u) {
+        gp_pci_addr_format(lib, l);
+    }
+    g_string_append_printf(out, "%s%s: kernel %s, library %s",
+                           out->len ? "; " : "", what, k, l);
+}
+
+static void compare_pair(VerdictPair *p)
+{
+    const struct gpup2p_verdict *k = &p->kernel;
+    const GpP2pVerdict *l = &p->lib;
+
+    p->differs = g_string_new(NULL);
+    if (l->kind == GP_P2P_UNKNOWN) {
+        g_string_append_printf(p->differs, "the library cannot decide: %s",
+                               l->reason);
+        return;
+    }
+    compare_u32(p->differs, "verdict", k->verdict, l->rule.kind);
+    compare_u32(p->differs, "distance", k->distance, l->rule.distance);
+    compare_u32(p->differs, "path reason", k->path_reason,
+                l->rule.path_reason);
+    compare_u32(p->differs, "host reason", k->host_reason,
+                l->rule.host_reason);
+    compare_addr(p->differs, "common bridge",
+                k->out_flags & GPUP2P_VERDICT_HAS_COMMON ? k->common : ~0u,
+                l->common ? dev_addr(l->common) : ~0u);
+    compare_addr(p->differs, "first ACS redirect",
+                k->out_flags & GPUP2P_VERDICT_HAS_REDIRECT ? k->redirect :
+                ~0u, l->redirect ? dev_addr(l->redirect) : ~0u);
+}
+
+static bool verdict_pair(int fd, const GpTopology *topo, VerdictPair *p,
+                         GError **errp)
+{
+    memset(&p->kernel, 0, sizeof(p->kernel));
+    if (p->a->domain > GPUP2P_PCI_DOMAIN_MAX ||
+        p->b->domain > GPUP2P_PCI_DOMAIN_MAX) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s %s: a domain "
+                    "above %x (Intel VMD) cannot be named to the kernel "
+                    "module", p->a->bdf, p->b->bdf, GPUP2P_PCI_DOMAIN_MAX);
+        return false;
+    }
+    p->kernel.a = dev_addr(p->a);
+    p->kernel.b = dev_addr(p->b);
+    if (!gp_helper_verdict(fd, &p->kernel, errp)) {
+        g_prefix_error(errp, "%s %s: ", p->a->bdf, p->b->bdf);
+        return false;
+    }
+    if (p->kernel.verdict >= G_N_ELEMENTS(verdict_names)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s %s: the kernel "
+                    "answered verdict %u, which this program does not know",
+                    p->a->bdf, p->b->bdf, p->kernel.verdict);
+        return false;
+    }
+    gp_p2p_verdict(topo, p->a, p->b, &p->lib);
+    compare_pair(p);
+    return true;
+}
+
+static void verdict_pair_clear(VerdictPair *p)
+{
+    gp_p2p_verdict_clear(&p->lib);
+    if (p->differs) {
+        g_string_free(p->differs, TRUE);
+    }
+}
+
+static JsonNode *pair_json(const VerdictPair *p)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "a");
+    json_builder_add_string_value(b, p->a->bdf);
+    json_builder_set_member_name(b, "b");
+    json_builder_add_string_value(b, p->b->bdf);
+    json_builder_set_member_name(b, "kernel");
+    json_builder_add_string_value(b, verdict_names[p->kernel.verdict]);
+    json_builder_set_member_name(b, "library");
+    json_builder_add_string_value(b, gp_p2p_kind_name(p->lib.kind));
+    json_builder_set_member_name(b, "distance");
+    json_builder_add_int_value(b, p->kernel.distance);
+    json_builder_set_member_name(b, "path_reason");
+    json_builder_add_int_value(b, p->kernel.path_reason);
+    json_builder_set_member_name(b, "host_reason");
+    json_builder_add_int_value(b, p->kernel.host_reason);
+    json_builder_set_member_name(b, "reason");
+    json_builder_add_string_value(b, p->lib.reason);
+    json_builder_set_member_name(b, "agree");
+    json_builder_add_boolean_value(b, p->differs->len == 0);
+    if (p->differs->len) {
+        json_builder_set_member_name(b, "differs");
+        json_builder_add_string_value(b, p->differs->str);
+    }
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+/* The pairs asked for: A B, or with --all every ordered pair. */
+static GPtrArray *select_pairs(const GpTopology *topo, gboolean all,
+                               char **argv, GError **errp)
+{
+    GPtrArray *pairs = g_ptr_array_new_with_free_func(g_free);
+    guint i, j;
+
+    if (!all) {
+        const GpDevice *a = gp_topo_find(topo, argv[1]);
+        const GpDevice *b = gp_topo_find(topo, argv[2]);
+        VerdictPair *p;
+
+        if (!a || !b) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "%s: no such PCI "
+                        "device in sysfs", a ? argv[2] : argv[1]);
+            g_ptr_array_free(pairs, TRUE);
+            return NULL;
         }
-        e.size = b->size - e.offset;
+        p = g_new0(VerdictPair, 1);
+        p->a = a;
+        p->b = b;
+        g_ptr_array_add(pairs, p);
+        return pairs;
     }
-    a.entries = (uintptr_t)&e;
-    fd = gp_helper_open(&err);
-    if (fd < 0 || !gp_helper_audit(fd, &a, &err)) {
-        return gp_cli_fail("audit", GP_EXIT_FAILED, "%s", err->message);
+    for (i = 0; i < topo->devices->len; i++) {
+        for (j = 0; j < topo->devices->len; j++) {
+            VerdictPair *p = g_new0(VerdictPair, 1);
+
+            p->a = g_ptr_array_index(topo->devices, i);
+            p->b = g_ptr_array_index(topo->devices, j);
+            g_ptr_array_add(pairs, p);
+        }
     }
-    close(fd);
-    v = e.status < 3 ? e.status : 2;
+    return pairs;
+}
+
+static void print_pairs(GPtrArray *pairs, guint agree, gboolean json)
+{
+    guint i;
+
     if (json) {
         g_autoptr(JsonBuilder) b = json_builder_new();
         g_autoptr(JsonNode) node = NULL;
-        g_autofree char *iova = g_strdup_printf("0x%llx",
-                                                (unsigned long long)e.iova);
-        g_autofree char *bad = g_strdup_printf("0x%llx",
-            (unsigned long long)e.first_bad_iova);
 
         json_builder_begin_object(b);
-        json_builder_set_member_name(b, "initiator");
-        json_builder_add_string_value(b, init);
-        json_builder_set_member_name(b, "peer");
-        json_builder_add_string_value(b, peer);
-        json_builder_set_member_name(b, "iova");
-        json_builder_add_string_value(b, iova);
-        json_builder_set_member_name(b, "size");
-        json_builder_add_int_value(b, (gint64)e.size);
-        json_builder_set_member_name(b, "status");
-        json_builder_add_string_value(b, status[v]);
-        if (e.status) {
-            json_builder_set_member_name(b, "first_bad_iova");
-            json_builder_add_string_value(b, bad);
+        json_builder_set_member_name(b, "pairs");
+        json_builder_add_int_value(b, pairs->len);
+        json_builder_set_member_name(b, "agree");
+        json_builder_add_int_value(b, agree);
+        json_builder_set_member_name(b, "results");
+        json_builder_begin_array(b);
+        for (i = 0; i < pairs->len; i++) {
+            json_builder_add_value(b, pair_json(pairs->pdata[i]));
         }
+        json_builder_end_array(b);
         json_builder_end_object(b);
         node = json_builder_get_root(b);
         gp_cli_print_json(node);
-    } else {
-        printf("%s BAR %d at IOVA 0x%llx (0x%llx bytes) in %s: %s",
-               peer, bar, (unsigned long long)e.iova,
-               (unsigned long long)e.size, init, status[v]);
-        if (e.status) {
-            printf(" from IOVA 0x%llx (translates to 0x%llx, expected "
-                   "0x%llx)", (unsigned long long)e.first_bad_iova,
-                   (unsigned long long)e.found_phys,
-                   (unsigned long long)(e.expected_phys + e.first_bad_iova -
-                                        e.iova));
-        }
-        printf("\n");
+        return;
     }
-    return e.status ? GP_EXIT_AUDIT : GP_EXIT_OK;
+    for (i = 0; i < pairs->len; i++) {
+        const VerdictPair *p = pairs->pdata[i];
+
+        printf("%s %s: kernel %s, library %s%s%s: %s\n", p->a->bdf,
+               p->b->bdf, verdict_names[p->kernel.verdict],
+               gp_p2p_kind_name(p->lib.kind), p->differs->len ? "; DIFFER: "
+               : "", p->differs->str, p->lib.reason);
+    }
+    printf("%u of %u pairs agree\n", agree, pairs->len);
 }
 
 int gp_cmd_verdict(int argc, char **argv)
 {
-    gboolean json = FALSE;
+    gboolean json = FALSE, all = FALSE;
     GOptionEntry entries[] = {
+        { "all", 0, 0, G_OPTION_ARG_NONE, &all,
+          "Every ordered pair of PCI devices", NULL },
         { "json", 0, 0, G_OPTION_ARG_NONE, &json, "JSON output", NULL },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx =
-        g_option_context_new("A B - the P2P verdict as the kernel sees it");
+        g_option_context_new("[A B] - the P2P verdict as the kernel sees it, "
+                             "compared with the library's");
     g_autoptr(GError) err = NULL;
-    struct gpup2p_verdict v = { 0 };
-    static const char *const kinds[] = { "direct", "host-bridge", "none" };
+    g_autoptr(GpTopology) topo = NULL;
+    g_autoptr(GPtrArray) pairs = NULL;
+    guint i, agree = 0;
+    bool ok = true;
     int fd;
 
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!gp_cli_parse(ctx, &argc, &argv)) {
         return GP_EXIT_USAGE;
     }
-    if (argc != 3 || !gp_pci_addr_parse(argv[1], &v.a, &err) ||
-        !gp_pci_addr_parse(argv[2], &v.b, &err)) {
-        return gp_cli_fail("verdict", GP_EXIT_USAGE, "%s",
-                           err ? err->message : "expected two devices");
+    if (all ? argc != 1 : argc != 3) {
+        return gp_cli_fail("verdict", GP_EXIT_USAGE, "expected two devices, "
+                           "or --all");
     }
-    fd = gp_helper_open(&err);
-    if (fd < 0 || !gp_helper_verdict(fd, &v, &err)) {
+    topo = gp_topo_read("/", &err);
+    if (!topo || !(pairs = select_pairs(topo, all, argv, &err))) {
         return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
     }
-    close(fd);
-    if (json) {
-        g_autoptr(JsonBuilder) b = json_builder_new();
-        g_autoptr(JsonNode) node = NULL;
+    fd = gp_helper_open(&err);
+    if (fd < 0) {
+        return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
+    }
+    for (i = 0; i < pairs->len && ok; i++) {
+        VerdictPair *p = pairs->pdata[i];
 
-        json_builder_begin_object(b);
-        json_builder_set_member_name(b, "p2p");
-        json_builder_add_string_value(b, kinds[MIN(v.verdict, 2u)]);
-        json_builder_set_member_name(b, "distance");
-        json_builder_add_int_value(b, v.distance);
-        json_builder_set_member_name(b, "reason");
-        json_builder_add_string_value(b, v.reason);
-        json_builder_end_object(b);
-        node = json_builder_get_root(b);
-        gp_cli_print_json(node);
-    } else {
-        printf("%s %s %s: %s\n", argv[1], argv[2], kinds[MIN(v.verdict, 2u)],
-               v.reason);
+        ok = verdict_pair(fd, topo, p, &err);
+        agree += ok && p->differs->len == 0;
+    }
+    close(fd);
+    if (ok) {
+        print_pairs(pairs, agree, json);
+    }
+    for (i = 0; i < pairs->len; i++) {
+        verdict_pair_clear(pairs->pdata[i]);
+    }
+    if (!ok) {
+        return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
+    }
+    if (agree != pairs->len) {
+        return gp_cli_fail("verdict", GP_EXIT_FAILED, "the kernel and the "
+                           "library disagree on %u of %u pairs",
+                           pairs->len - agree, pairs->len);
     }
     return GP_EXIT_OK;
 }

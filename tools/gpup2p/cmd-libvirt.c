@@ -1,462 +1,515 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * `gpup2p libvirt`: add the P2P clique settings for a domain's GPU
- * hostdevs through <qemu:override>, size the 64-bit PCI hole for their
- * BARs, and warn about what breaks P2P in the guest. Reads a file or a
+ * hostdevs, size the 64-bit PCI hole for their BARs, and warn about what
+ * breaks P2P in the guest or keeps an unprivileged QEMU from starting;
+ * or, with --check (the libvirt hook), refuse a domain whose explicit
+ * clique ids the host contradicts. Reads a file, standard input or a
  * domain on a libvirt connection; writes standard output, the file
  * (atomically) or the connection.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-#include <libxml/xpath.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-#define QEMU_NS "http://libvirt.org/schemas/domain/qemu/1.0"
+#include "libvirt-domain.h"
+#include "libvirt-mirror.h"
 
 typedef struct {
-    char *root;
-    gboolean stock, in_place, define, diff;
-    char *host_plan;
+    char *root;                 /* --sysfs-root */
+    char *snapshot;             /* --host-snapshot, for QEMU */
+    char *emulator;
+    char *nccl_topo;            /* --nccl-topo, with --mirror */
+    gboolean stock, qemu_auto, check, in_place, define, diff, mirror;
     GpPlanPolicy policy;
 } LibvirtOpts;
 
+/*
+ * libvirt's client library, loaded only when a command names a
+ * connection, so that the rest of gpup2p runs where libvirt is absent.
+ */
 typedef struct {
-    xmlNodePtr hostdev;
-    GpDevice *dev;
-    char alias[64];
-} Gpu;
+    void *handle;
+    __typeof__(virConnectOpen) *connect_open;
+    __typeof__(virConnectClose) *connect_close;
+    __typeof__(virDomainLookupByName) *lookup_by_name;
+    __typeof__(virDomainGetXMLDesc) *get_xml_desc;
+    __typeof__(virDomainDefineXML) *define_xml;
+    __typeof__(virDomainFree) *domain_free;
+    __typeof__(virGetLastError) *last_error;
+} VirtLib;
 
-static xmlNodePtr child(xmlNodePtr parent, const char *name, xmlNsPtr ns)
+#define LIBVIRT_SONAME "libvirt.so.0"
+
+static bool virt_load(VirtLib *v, GError **errp)
 {
-    xmlNodePtr c;
+    const struct {
+        const char *name;
+        void **slot;
+    } syms[] = {
+        { "virConnectOpen", (void **)&v->connect_open },
+        { "virConnectClose", (void **)&v->connect_close },
+        { "virDomainLookupByName", (void **)&v->lookup_by_name },
+        { "virDomainGetXMLDesc", (void **)&v->get_xml_desc },
+        { "virDomainDefineXML", (void **)&v->define_xml },
+        { "virDomainFree", (void **)&v->domain_free },
+        { "virGetLastError", (void **)&v->last_error },
+    };
+    size_t i;
 
-    for (c = parent->children; c; c = c->next) {
-        if (c->type == XML_ELEMENT_NODE &&
-            !xmlStrcmp(c->name, BAD_CAST name) &&
-            (ns ? c->ns && !xmlStrcmp(c->ns->href, ns->href) : !c->ns)) {
-            return c;
+    v->handle = dlopen(LIBVIRT_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!v->handle) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "--connect needs "
+                    "libvirt's client library (Debian package libvirt0): "
+                    "%s", dlerror());
+        return false;
+    }
+    for (i = 0; i < G_N_ELEMENTS(syms); i++) {
+        *syms[i].slot = dlsym(v->handle, syms[i].name);
+        if (!*syms[i].slot) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "%s lacks %s",
+                        LIBVIRT_SONAME, syms[i].name);
+            return false;
         }
     }
-    return NULL;
-}
-
-static xmlNodePtr child_or_new(xmlNodePtr parent, const char *name,
-                               xmlNsPtr ns)
-{
-    xmlNodePtr c = child(parent, name, ns);
-
-    return c ? c : xmlNewChild(parent, ns, BAD_CAST name, NULL);
-}
-
-static bool prop_equals(xmlNodePtr n, const char *name, const char *value)
-{
-    g_autofree xmlChar *v = xmlGetProp(n, BAD_CAST name);
-
-    return v && !xmlStrcmp(v, BAD_CAST value);
-}
-
-static unsigned prop_hex(xmlNodePtr n, const char *name, bool *ok)
-{
-    xmlChar *v = xmlGetProp(n, BAD_CAST name);
-    char *end;
-    unsigned long x;
-
-    if (!v) {
-        *ok = false;
-        return 0;
-    }
-    x = strtoul((const char *)v, &end, 0);
-    *ok = *ok && end != (char *)v && !*end;
-    xmlFree(v);
-    return (unsigned)x;
-}
-
-/* The host BDF a <hostdev type='pci'> assigns. */
-static bool hostdev_bdf(xmlNodePtr hd, char out[GP_BDF_LEN])
-{
-    xmlNodePtr src = child(hd, "source", NULL);
-    xmlNodePtr addr = src ? child(src, "address", NULL) : NULL;
-    unsigned d, b, s, f;
-    bool ok = true;
-
-    if (!addr) {
-        return false;
-    }
-    d = prop_hex(addr, "domain", &ok);
-    if (!ok) {
-        d = 0;
-        ok = true;
-    }
-    b = prop_hex(addr, "bus", &ok);
-    s = prop_hex(addr, "slot", &ok);
-    f = prop_hex(addr, "function", &ok);
-    if (!ok) {
-        return false;
-    }
-    g_snprintf(out, GP_BDF_LEN, "%04x:%02x:%02x.%x", d, b, s, f);
     return true;
 }
 
-/* Set <qemu:property name=...> under the device's frontend; NULL removes. */
-static void set_property(xmlNodePtr frontend, xmlNsPtr ns, const char *name,
-                         const char *type, const char *value)
+static const char *virt_error(const VirtLib *v, const char *fallback)
 {
-    xmlNodePtr p, next;
+    const virError *e = v->last_error ? v->last_error() : NULL;
 
-    for (p = frontend->children; p; p = next) {
-        next = p->next;
-        if (p->type == XML_ELEMENT_NODE && prop_equals(p, "name", name)) {
-            xmlUnlinkNode(p);
-            xmlFreeNode(p);
-        }
+    return e && e->message ? e->message : fallback;
+}
+
+/* A domain read from a libvirt connection, kept open to define it back. */
+typedef struct {
+    VirtLib lib;
+    virConnectPtr conn;
+    virDomainPtr dom;
+} VirtConnection;
+
+static char *virt_read_domain(VirtConnection *s, const char *uri,
+                              const char *domain, GError **errp)
+{
+    char *xml = NULL;
+
+    if (!virt_load(&s->lib, errp)) {
+        return NULL;
     }
-    if (value) {
-        p = xmlNewChild(frontend, ns, BAD_CAST "property", NULL);
-        xmlNewProp(p, BAD_CAST "name", BAD_CAST name);
-        xmlNewProp(p, BAD_CAST "type", BAD_CAST type);
-        xmlNewProp(p, BAD_CAST "value", BAD_CAST value);
+    s->conn = s->lib.connect_open(uri);
+    if (!s->conn || !(s->dom = s->lib.lookup_by_name(s->conn, domain)) ||
+        !(xml = s->lib.get_xml_desc(s->dom, VIR_DOMAIN_XML_INACTIVE))) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s", domain,
+                    virt_error(&s->lib, "cannot read the domain"));
+        return NULL;
+    }
+    return xml;
+}
+
+static void virt_connection_close(VirtConnection *s)
+{
+    if (s->dom) {
+        s->lib.domain_free(s->dom);
+    }
+    if (s->conn) {
+        s->lib.connect_close(s->conn);
+    }
+    if (s->lib.handle) {
+        dlclose(s->lib.handle);
     }
 }
 
-static xmlNodePtr override_device(xmlNodePtr root, xmlNsPtr ns,
-                                  const char *alias)
+static char *read_stream(FILE *f, const char *name, GError **errp)
 {
-    xmlNodePtr ov = child_or_new(root, "override", ns), d;
+    g_autoptr(GString) s = g_string_new(NULL);
+    char buf[65536];
+    size_t n;
 
-    for (d = ov->children; d; d = d->next) {
-        if (d->type == XML_ELEMENT_NODE && prop_equals(d, "alias", alias)) {
-            return child_or_new(d, "frontend", ns);
-        }
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        g_string_append_len(s, buf, (gssize)n);
     }
-    d = xmlNewChild(ov, ns, BAD_CAST "device", NULL);
-    xmlNewProp(d, BAD_CAST "alias", BAD_CAST alias);
-    return xmlNewChild(d, ns, BAD_CAST "frontend", NULL);
+    if (ferror(f)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: reading: %s", name,
+                    g_strerror(errno));
+        return NULL;
+    }
+    return g_string_free(g_steal_pointer(&s), FALSE);
 }
 
-static void ensure_alias(Gpu *g)
+static bool write_atomic(const char *path, const char *data, GError **errp)
 {
-    xmlNodePtr a = child(g->hostdev, "alias", NULL);
-    g_autofree xmlChar *name = a ? xmlGetProp(a, BAD_CAST "name") : NULL;
-
-    if (name && g_str_has_prefix((const char *)name, "ua-")) {
-        g_strlcpy(g->alias, (const char *)name, sizeof(g->alias));
-        return;
-    }
-    /* User aliases must start with "ua-" for libvirt to keep them. */
-    g_snprintf(g->alias, sizeof(g->alias), "ua-gpup2p-%s", g->dev->bdf);
-    g_strdelimit(g->alias, ":.", '-');
-    if (!a) {
-        a = xmlNewChild(g->hostdev, NULL, BAD_CAST "alias", NULL);
-    }
-    xmlSetProp(a, BAD_CAST "name", BAD_CAST g->alias);
-}
-
-static guint64 next_pow2(guint64 v)
-{
-    guint64 p = 1;
-
-    while (p < v) {
-        p <<= 1;
-    }
-    return p;
-}
-
-/* The 64-bit hole must hold every 64-bit BAR of the assigned devices. */
-static void size_pci_hole(xmlDocPtr doc, const GPtrArray *gpus)
-{
-    xmlNodePtr devices = child(xmlDocGetRootElement(doc), "devices", NULL);
-    xmlNodePtr c, hole;
-    guint64 need = 0, have = 0;
-    guint i, j;
-
-    for (i = 0; i < gpus->len; i++) {
-        const Gpu *g = g_ptr_array_index(gpus, i);
-
-        for (j = 0; j < g->dev->bars->len; j++) {
-            const GpBar *b = &g_array_index(g->dev->bars, GpBar, j);
-
-            if (b->is64 && !b->io) {
-                need += next_pow2(b->size);
-            }
-        }
-    }
-    if (!need || !devices) {
-        return;
-    }
-    need = next_pow2(need) / 1024;     /* KiB */
-    for (c = devices->children; c; c = c->next) {
-        if (c->type == XML_ELEMENT_NODE &&
-            !xmlStrcmp(c->name, BAD_CAST "controller") &&
-            prop_equals(c, "type", "pci") &&
-            (prop_equals(c, "model", "pcie-root") ||
-             prop_equals(c, "model", "pci-root"))) {
-            break;
-        }
-    }
-    if (!c) {
-        c = xmlNewChild(devices, NULL, BAD_CAST "controller", NULL);
-        xmlNewProp(c, BAD_CAST "type", BAD_CAST "pci");
-        xmlNewProp(c, BAD_CAST "index", BAD_CAST "0");
-        xmlNewProp(c, BAD_CAST "model", BAD_CAST "pcie-root");
-    }
-    hole = child(c, "pcihole64", NULL);
-    if (hole) {
-        g_autofree xmlChar *text = xmlNodeGetContent(hole);
-        g_autofree xmlChar *unit = xmlGetProp(hole, BAD_CAST "unit");
-        guint64 scale = 1;
-
-        if (unit && !xmlStrcmp(unit, BAD_CAST "MiB")) {
-            scale = 1024;
-        } else if (unit && !xmlStrcmp(unit, BAD_CAST "GiB")) {
-            scale = 1024 * 1024;
-        }
-        have = g_ascii_strtoull((const char *)text, NULL, 10) * scale;
-    }
-    if (have >= need) {
-        return;
-    }
-    if (!hole) {
-        hole = xmlNewChild(c, NULL, BAD_CAST "pcihole64", NULL);
-    }
-    {
-        g_autofree char *v = g_strdup_printf("%" G_GUINT64_FORMAT, need);
-
-        xmlNodeSetContent(hole, BAD_CAST v);
-        xmlSetProp(hole, BAD_CAST "unit", BAD_CAST "KiB");
-    }
-}
-
-static void warn_breakers(xmlDocPtr doc, const GpTopology *topo,
-                          const GPtrArray *gpus, const char *all_bdfs)
-{
-    xmlNodePtr root = xmlDocGetRootElement(doc);
-    xmlNodePtr f = child(root, "features", NULL);
-    xmlNodePtr kvm = f ? child(f, "kvm", NULL) : NULL;
-    xmlNodePtr hidden = kvm ? child(kvm, "hidden", NULL) : NULL;
-    guint i, j;
-
-    if (hidden && prop_equals(hidden, "state", "on")) {
-        fprintf(stderr, "gpup2p libvirt: warning: <kvm><hidden state='on'/> "
-                "hides the hypervisor, so the guest's NVIDIA driver ignores "
-                "the P2P capability\n");
-    }
-    for (i = 0; i < gpus->len; i++) {
-        const Gpu *g = g_ptr_array_index(gpus, i);
-
-        for (j = 0; j < topo->devices->len && g->dev->iommu_group >= 0; j++) {
-            const GpDevice *o = g_ptr_array_index(topo->devices, j);
-
-            if (o != g->dev && o->iommu_group == g->dev->iommu_group &&
-                !o->is_bridge && !strstr(all_bdfs, o->bdf)) {
-                fprintf(stderr, "gpup2p libvirt: warning: IOMMU group %d of "
-                        "%s also holds %s, which this domain does not "
-                        "assign: the group is split across VMs or the host\n",
-                        g->dev->iommu_group, g->dev->bdf, o->bdf);
-            }
-        }
-    }
-}
-
-static bool write_atomic(const char *path, const char *data, gsize len,
-                         GError **errp)
-{
-    g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *base = g_path_get_basename(path);
-    g_autofree char *tmp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
     struct stat st;
-    int fd;
 
     if (access(path, W_OK) < 0) {
         g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: cannot write: %s",
                     path, g_strerror(errno));
         return false;
     }
-    fd = g_mkstemp_full(tmp, O_WRONLY | O_CLOEXEC, 0644);
+    return g_file_set_contents_full(path, data, -1,
+                                    G_FILE_SET_CONTENTS_CONSISTENT,
+                                    stat(path, &st) == 0 ?
+                                    (int)(st.st_mode & 07777) : 0644, errp);
+}
+
+static bool write_temp(const char *text, char **path, GError **errp)
+{
+    int fd = g_file_open_tmp("gpup2p-XXXXXX.xml", path, errp);
+    size_t len = strlen(text);
+    bool ok;
+
     if (fd < 0) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: cannot create a file "
-                    "beside it: %s", path, g_strerror(errno));
         return false;
     }
-    if (stat(path, &st) == 0) {
-        fchmod(fd, st.st_mode & 07777);
-    }
-    if (write(fd, data, len) != (ssize_t)len || fsync(fd) < 0 ||
-        close(fd) < 0 || rename(tmp, path) < 0) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: writing: %s", path,
+    ok = write(fd, text, len) == (ssize_t)len;
+    if (close(fd) < 0 || !ok) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: writing: %s", *path,
                     g_strerror(errno));
-        unlink(tmp);
         return false;
     }
     return true;
 }
 
-static void print_diff(const char *old, const char *new_)
+/* A unified diff of the two documents, both canonicalised first. */
+static bool print_diff(const char *old, const char *new_, const char *name,
+                       GError **errp)
 {
-    g_autofree char *a = NULL, *b = NULL;
-    int fa = g_file_open_tmp("gpup2p-old-XXXXXX.xml", &a, NULL);
-    int fb = g_file_open_tmp("gpup2p-new-XXXXXX.xml", &b, NULL);
-    const char *argv[] = { "diff", "-u", NULL, NULL, NULL };
-    g_autofree char *out = NULL;
+    g_autofree char *a = gp_xml_canonical(old, name, errp);
+    g_autofree char *b = a ? gp_xml_canonical(new_, name, errp) : NULL;
+    g_autofree char *pa = NULL, *pb = NULL, *out = NULL;
+    g_autofree char *label_b = g_strdup_printf("%s (gpup2p)", name);
+    int status;
+    bool ok = false;
 
-    if (fa < 0 || fb < 0) {
+    if (!b || !write_temp(a, &pa, errp) || !write_temp(b, &pb, errp)) {
+        goto out;
+    }
+    {
+        const char *argv[] = { "diff", "-u", "--label", name, "--label",
+                               label_b, pa, pb, NULL };
+
+        if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH,
+                          NULL, NULL, &out, NULL, &status, errp)) {
+            goto out;
+        }
+    }
+    /* diff exits 0 for no difference, 1 for some, 2 for trouble. */
+    if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "diff failed on %s", name);
+        goto out;
+    }
+    fputs(out, stdout);
+    ok = true;
+out:
+    if (pa) {
+        unlink(pa);
+    }
+    if (pb) {
+        unlink(pb);
+    }
+    return ok;
+}
+
+static void warn(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void warn(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("gpup2p libvirt: warning: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static void warn_split_groups(const GpDomain *d, const GpTopology *topo)
+{
+    guint i, j, k;
+
+    for (i = 0; i < d->gpus->len; i++) {
+        const GpDomainHostdev *g = g_ptr_array_index(d->gpus, i);
+
+        for (j = 0; j < topo->devices->len && g->dev->iommu_group >= 0;
+             j++) {
+            const GpDevice *o = g_ptr_array_index(topo->devices, j);
+            bool assigned = false;
+
+            if (o == g->dev || o->is_bridge ||
+                o->iommu_group != g->dev->iommu_group) {
+                continue;
+            }
+            for (k = 0; k < d->hostdevs->len; k++) {
+                const GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, k);
+
+                assigned = assigned || h->dev == o;
+            }
+            if (!assigned) {
+                warn("IOMMU group %d of %s also holds %s, which this domain "
+                     "does not assign: the group is split across VMs or the "
+                     "host", g->dev->iommu_group, g->dev->bdf, o->bdf);
+            }
+        }
+    }
+}
+
+/*
+ * libvirt runs QEMU as libvirt-qemu, which reads 64 bytes of each
+ * device's config space: auto then needs the host snapshot, and without
+ * it QEMU starts the guest with no clique. Say so now.
+ */
+static void warn_unprivileged(const LibvirtOpts *o, const GpDomain *d)
+{
+    const char *path = o->snapshot ? o->snapshot : GP_HOST_SNAPSHOT;
+    g_autoptr(GpTopology) snap = NULL;
+    g_autoptr(GError) err = NULL;
+    guint i, j;
+
+    if (o->stock || !gp_domain_qemu_unprivileged(d)) {
         return;
     }
-    if (write(fa, old, strlen(old)) < 0 || write(fb, new_, strlen(new_)) < 0) {
+    if (!g_file_test(path, G_FILE_TEST_IS_DIR)) {
+        warn("%s does not exist: QEMU, unprivileged under libvirt, cannot "
+             "read the host's topology, so x-gpu-p2p-clique=auto gives the "
+             "GPUs no clique; enable gpup2p-host-topology.service", path);
         return;
     }
-    close(fa);
-    close(fb);
-    argv[2] = a;
-    argv[3] = b;
-    g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-                 &out, NULL, NULL, NULL);
-    fputs(out ? out : "", stdout);
-    unlink(a);
-    unlink(b);
+    snap = gp_topo_read(path, &err);
+    if (!snap) {
+        warn("the host snapshot is unreadable, so x-gpu-p2p-clique=auto "
+             "gives the GPUs no clique: %s", err->message);
+        return;
+    }
+    for (i = 0; i < d->gpus->len; i++) {
+        const GpDomainHostdev *a = g_ptr_array_index(d->gpus, i);
+        const GpDevice *sa = gp_topo_find(snap, a->bdf);
+
+        if (!sa) {
+            warn("%s is not in the host snapshot %s (taken before it was "
+                 "added?): x-gpu-p2p-clique=auto gives it no clique",
+                 a->bdf, path);
+            continue;
+        }
+        for (j = i + 1; j < d->gpus->len; j++) {
+            const GpDomainHostdev *b = g_ptr_array_index(d->gpus, j);
+            const GpDevice *sb = gp_topo_find(snap, b->bdf);
+            GpP2pVerdict v;
+
+            if (!sb) {
+                continue;
+            }
+            gp_p2p_verdict(snap, sa, sb, &v);
+            if (v.kind == GP_P2P_UNKNOWN) {
+                warn("the host snapshot %s cannot decide %s and %s (%s; "
+                     "was it taken as root?): x-gpu-p2p-clique=auto gives "
+                     "them no clique", path, a->bdf, b->bdf, v.reason);
+            }
+            gp_p2p_verdict_clear(&v);
+        }
+    }
+}
+
+static void warn_left_out(const GpPlan *plan)
+{
+    guint i;
+
+    for (i = 0; i < plan->left_out->len; i++) {
+        const GpPlanLeftOut *l = g_ptr_array_index(plan->left_out, i);
+
+        warn("%s gets no clique id, so the guest will not use P2P with it: "
+             "%s", l->device->bdf, l->reason);
+    }
+}
+
+/* The clique settings: fixed ids, auto through overrides, or nothing. */
+static bool set_cliques(const LibvirtOpts *o, GpDomain *d,
+                        const GpTopology *topo, GError **errp)
+{
+    g_autoptr(GpPlan) plan = NULL;
+    g_autofree const char **bdfs = NULL;
+    guint i;
+
+    if (o->qemu_auto) {
+        return true;            /* QEMU's default is auto */
+    }
+    if (!o->stock) {
+        gp_domain_set_auto(d, o->snapshot);
+        return true;
+    }
+    bdfs = g_new0(const char *, d->gpus->len + 1);
+    for (i = 0; i < d->gpus->len; i++) {
+        bdfs[i] = ((GpDomainHostdev *)g_ptr_array_index(d->gpus, i))->bdf;
+    }
+    plan = gp_plan_compute(topo, bdfs, o->policy, errp);
+    if (!plan) {
+        return false;
+    }
+    gp_domain_set_stock(d, plan);
+    warn_left_out(plan);
+    return true;
+}
+
+/* Our QEMU build where it is installed, unless QEMU is stock. */
+static void set_emulator(const LibvirtOpts *o, GpDomain *d)
+{
+    if (o->stock) {
+        return;
+    }
+    if (o->emulator) {
+        if (!g_file_test(o->emulator, G_FILE_TEST_IS_EXECUTABLE)) {
+            warn("--emulator %s is not an executable file here", o->emulator);
+        }
+        gp_domain_set_emulator(d, o->emulator);
+    } else if (g_file_test(GP_QEMU_EMULATOR, G_FILE_TEST_IS_EXECUTABLE)) {
+        gp_domain_set_emulator(d, GP_QEMU_EMULATOR);
+    }
 }
 
 /* Rewrite @xml; returns the new text or NULL with an error. */
 static char *transform(const LibvirtOpts *o, const char *xml,
                        const char *name, GError **errp)
 {
+    g_autoptr(GpDomain) d = gp_domain_parse(xml, name, errp);
     g_autoptr(GpTopology) topo = NULL;
-    g_autoptr(GPtrArray) gpus = g_ptr_array_new_with_free_func(g_free);
-    g_autoptr(GString) bdfs = g_string_new(NULL);
-    g_autoptr(GpPlan) plan = NULL;
-    xmlDocPtr doc;
-    xmlNodePtr root, devices, hd;
-    xmlNsPtr ns;
-    xmlChar *buf = NULL;
-    int len;
-    char *out;
-    guint i;
 
-    doc = xmlReadMemory(xml, strlen(xml), name, NULL,
-                        XML_PARSE_NONET | XML_PARSE_NOBLANKS |
-                        XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-    if (!doc) {
-        const xmlError *e = xmlGetLastError();
-
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: not well-formed "
-                    "XML: line %d: %s", name, e ? e->line : 0,
-                    e && e->message ? g_strchomp(e->message) : "?");
-        return NULL;
-    }
-    root = xmlDocGetRootElement(doc);
-    if (!root || xmlStrcmp(root->name, BAD_CAST "domain")) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
-                    "%s: the root element is not <domain>", name);
-        xmlFreeDoc(doc);
+    if (!d) {
         return NULL;
     }
     topo = gp_topo_read(o->root ? o->root : "/", errp);
-    if (!topo) {
-        xmlFreeDoc(doc);
+    if (!topo || !gp_domain_find_gpus(d, topo, errp)) {
         return NULL;
     }
-    devices = child(root, "devices", NULL);
-    for (hd = devices ? devices->children : NULL; hd; hd = hd->next) {
-        char bdf[GP_BDF_LEN];
-        Gpu *g;
-
-        if (hd->type != XML_ELEMENT_NODE ||
-            xmlStrcmp(hd->name, BAD_CAST "hostdev") ||
-            !prop_equals(hd, "type", "pci")) {
-            continue;
-        }
-        if (!hostdev_bdf(hd, bdf)) {
-            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: line %ld: a "
-                        "PCI <hostdev> without a source address", name,
-                        xmlGetLineNo(hd));
-            xmlFreeDoc(doc);
-            return NULL;
-        }
-        g_string_append_printf(bdfs, "%s ", bdf);
-        g = g_new0(Gpu, 1);
-        g->hostdev = hd;
-        g->dev = gp_topo_find(topo, bdf);
-        if (!g->dev) {
-            g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "%s: <hostdev> "
-                        "%s is not a PCI device of this host", name, bdf);
-            g_free(g);
-            xmlFreeDoc(doc);
-            return NULL;
-        }
-        if (!gp_device_is_gpu(g->dev)) {
-            g_free(g);
-            continue;
-        }
-        g_ptr_array_add(gpus, g);
-    }
-    if (!gpus->len) {
+    if (!d->gpus->len) {
         g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "%s: the domain "
                     "assigns no GPU (no display-class PCI <hostdev>)", name);
-        xmlFreeDoc(doc);
         return NULL;
     }
-    if (o->stock || o->host_plan) {
-        g_autofree const char **list = g_new0(const char *, gpus->len + 1);
-
-        for (i = 0; i < gpus->len; i++) {
-            list[i] = ((Gpu *)g_ptr_array_index(gpus, i))->dev->bdf;
-        }
-        plan = gp_plan_compute(topo, list, o->policy, errp);
-        if (!plan) {
-            xmlFreeDoc(doc);
-            return NULL;
-        }
+    if (!set_cliques(o, d, topo, errp)) {
+        return NULL;
     }
-    if (o->host_plan) {
-        g_autoptr(JsonNode) node = gp_json_plan(topo, plan);
-        g_autofree char *text = gp_json_to_string(node);
+    set_emulator(o, d);
+    gp_domain_size_pci_hole(d);
+    if (o->mirror &&
+        !gp_libvirt_mirror(d->doc, topo, o->nccl_topo, name, errp)) {
+        return NULL;
+    }
+    if (gp_domain_hides_kvm(d)) {
+        warn("<kvm><hidden state='on'/> hides the hypervisor, so the "
+             "guest's NVIDIA driver ignores the P2P capability");
+    }
+    warn_split_groups(d, topo);
+    warn_unprivileged(o, d);
+    return gp_domain_format(d);
+}
 
-        if (!g_file_set_contents(o->host_plan, text, -1, errp)) {
-            xmlFreeDoc(doc);
-            return NULL;
+/* The hook's test: explicit ids only, and only when there are some. */
+static int check(const LibvirtOpts *o, const char *xml, const char *name)
+{
+    g_autoptr(GpDomain) d = NULL;
+    g_autoptr(GpTopology) topo = NULL;
+    g_autoptr(GError) err = NULL;
+
+    d = gp_domain_parse(xml, name, &err);
+    if (!d) {
+        return gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
+    }
+    if (!gp_domain_has_explicit_ids(d)) {
+        return GP_EXIT_OK;
+    }
+    topo = gp_topo_read(o->root ? o->root : "/", &err);
+    if (!topo) {
+        /* What the host cannot judge keeps its id, as in QEMU. */
+        warn("domain '%s' sets clique ids, which the host topology cannot "
+             "judge: %s", d->domain_name, err->message);
+        return GP_EXIT_OK;
+    }
+    if (!gp_domain_check_ids(d, topo, &err)) {
+        return gp_cli_fail("libvirt", GP_EXIT_FAILED, "refusing domain "
+                           "'%s': %s", d->domain_name, err->message);
+    }
+    return GP_EXIT_OK;
+}
+
+static bool options_valid(const LibvirtOpts *o, int argc, char **argv,
+                          const char *domain)
+{
+    bool file = argc == 2, stdin_ = file && !strcmp(argv[1], "-");
+
+    return file != !!domain && !(o->in_place && (domain || stdin_)) &&
+           !(o->define && !domain) &&
+           !(o->stock && o->qemu_auto) &&
+           !(o->snapshot && (o->stock || o->qemu_auto)) &&
+           !(o->nccl_topo && !o->mirror) &&
+           !(o->check && (o->in_place || o->define || o->diff ||
+                          o->snapshot || o->emulator || o->mirror));
+}
+
+static char *read_input(const char *path, GError **errp)
+{
+    char *xml = NULL;
+
+    if (!strcmp(path, "-")) {
+        return read_stream(stdin, "standard input", errp);
+    }
+    return g_file_get_contents(path, &xml, NULL, errp) ? xml : NULL;
+}
+
+static bool flush_stdout(GError **errp)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "writing standard output: "
+                    "%s", g_strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* Redefine on the connection and print what libvirt kept. */
+static bool define(const VirtConnection *s, const char *domain,
+                   const char *xml, GError **errp)
+{
+    const VirtLib *v = &s->lib;
+    virDomainPtr nd = v->define_xml(s->conn, xml);
+    g_autofree char *kept = NULL;
+
+    if (!nd) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "defining %s: %s", domain,
+                    virt_error(v, "failed"));
+        return false;
+    }
+    kept = v->get_xml_desc(nd, VIR_DOMAIN_XML_INACTIVE);
+    fputs(kept ? kept : "", stdout);
+    v->domain_free(nd);
+    return true;
+}
+
+/* The result where the options send it: stdout, a diff, FILE, libvirt. */
+static bool emit(const LibvirtOpts *o, const char *xml, const char *out,
+                 const char *name, const char *file,
+                 const VirtConnection *virt, GError **errp)
+{
+    if (o->diff) {
+        if (!print_diff(xml, out, name, errp)) {
+            return false;
         }
+    } else if (!o->in_place && !o->define) {
+        fputs(out, stdout);
     }
-
-    ns = xmlSearchNsByHref(doc, root, BAD_CAST QEMU_NS);
-    if (!ns) {
-        ns = xmlNewNs(root, BAD_CAST QEMU_NS, BAD_CAST "qemu");
+    if (o->in_place && strcmp(xml, out) && !write_atomic(file, out, errp)) {
+        return false;
     }
-    for (i = 0; i < gpus->len; i++) {
-        Gpu *g = g_ptr_array_index(gpus, i);
-        xmlNodePtr fe;
-
-        ensure_alias(g);
-        fe = override_device(root, ns, g->alias);
-        if (o->stock) {
-            int id = gp_plan_clique_of(plan, g->dev);
-            g_autofree char *v = id >= 0 ? g_strdup_printf("%d", id) : NULL;
-
-            set_property(fe, ns, "x-gpu-p2p-clique", NULL, NULL);
-            set_property(fe, ns, "x-gpu-p2p-host-plan", NULL, NULL);
-            set_property(fe, ns, "x-nv-gpudirect-clique", "unsigned", v);
-        } else {
-            set_property(fe, ns, "x-nv-gpudirect-clique", NULL, NULL);
-            set_property(fe, ns, "x-gpu-p2p-clique", "string", "auto");
-            set_property(fe, ns, "x-gpu-p2p-host-plan", "string",
-                         o->host_plan);
-        }
+    if (o->define && !define(virt, name, out, errp)) {
+        return false;
     }
-    size_pci_hole(doc, gpus);
-    warn_breakers(doc, topo, gpus, bdfs->str);
-
-    xmlDocDumpFormatMemoryEnc(doc, &buf, &len, "UTF-8", 1);
-    out = g_strndup((const char *)buf, len);
-    xmlFree(buf);
-    xmlFreeDoc(doc);
-    return out;
+    return flush_stdout(errp);
 }
 
 int gp_cmd_libvirt(int argc, char **argv)
@@ -470,12 +523,21 @@ int gp_cmd_libvirt(int argc, char **argv)
           "libvirt connection URI", "URI" },
         { "domain", 'd', 0, G_OPTION_ARG_STRING, &domain,
           "Domain on the connection (instead of FILE)", "NAME" },
+        { "check", 0, 0, G_OPTION_ARG_NONE, &o.check,
+          "Only check: fail when GPUs given one clique id cannot do P2P "
+          "on this host (the libvirt hook)", NULL },
+        { "qemu-default-auto", 0, 0, G_OPTION_ARG_NONE, &o.qemu_auto,
+          "QEMU defaults to x-gpu-p2p-clique=auto and reads the host "
+          "snapshot: add no per-device override", NULL },
         { "qemu-stock", 0, 0, G_OPTION_ARG_NONE, &o.stock,
           "For a QEMU without the extension: planned ids through "
           "x-nv-gpudirect-clique", NULL },
-        { "host-plan", 0, 0, G_OPTION_ARG_FILENAME, &o.host_plan,
-          "Write the host plan here and point x-gpu-p2p-host-plan at it "
-          "(for an unprivileged QEMU)", "FILE" },
+        { "host-snapshot", 0, 0, G_OPTION_ARG_FILENAME, &o.snapshot,
+          "QEMU reads the host from this snapshot (x-gpu-p2p-host-snapshot) "
+          "instead of " GP_HOST_SNAPSHOT, "DIR" },
+        { "emulator", 0, 0, G_OPTION_ARG_FILENAME, &o.emulator,
+          "Set <emulator> (default: " GP_QEMU_EMULATOR " when present)",
+          "PATH" },
         { "policy", 0, 0, G_OPTION_ARG_STRING, &policy,
           "Clique width for --qemu-stock: system, host-bridge, switch",
           "POLICY" },
@@ -484,90 +546,62 @@ int gp_cmd_libvirt(int argc, char **argv)
         { "define", 0, 0, G_OPTION_ARG_NONE, &o.define,
           "Redefine the domain on the connection", NULL },
         { "diff", 0, 0, G_OPTION_ARG_NONE, &o.diff,
-          "Show the change as a unified diff", NULL },
+          "Show the change as a unified diff of canonical XML", NULL },
+        { "mirror", 0, 0, G_OPTION_ARG_NONE, &o.mirror,
+          "Mirror the host's PCIe hierarchy and NUMA nodes", NULL },
+        { "nccl-topo", 0, 0, G_OPTION_ARG_FILENAME, &o.nccl_topo,
+          "With --mirror: write the guest's NCCL topology here, pass it "
+          "by fw_cfg", "FILE" },
         { NULL },
     };
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("[FILE] - P2P settings for a libvirt domain");
+    g_autoptr(GOptionContext) ctx = g_option_context_new(
+        "[FILE|-] - P2P settings for a libvirt domain");
     g_autoptr(GError) err = NULL;
     g_autofree char *xml = NULL, *out = NULL;
     const char *name;
-    virConnectPtr conn = NULL;
-    virDomainPtr dom = NULL;
+    VirtConnection virt = { 0 };
     int ret = GP_EXIT_OK;
 
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!gp_cli_parse(ctx, &argc, &argv)) {
-        return GP_EXIT_USAGE;
-    }
-    if (policy && !gp_plan_policy_parse(policy, &o.policy, &err)) {
-        return gp_cli_fail("libvirt", GP_EXIT_USAGE, "--policy: %s",
-                           err->message);
-    }
-    if ((argc == 2) == !!domain || (o.in_place && domain) ||
-        (o.define && !domain)) {
-        return gp_cli_fail("libvirt", GP_EXIT_USAGE, "give FILE, or "
-                           "--connect URI --domain NAME; --in-place goes "
-                           "with FILE, --define with --domain");
-    }
-    if (domain) {
-        conn = virConnectOpen(uri);
-        if (!conn || !(dom = virDomainLookupByName(conn, domain)) ||
-            !(xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE))) {
-            const virError *e = virGetLastError();
-
-            ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s: %s",
-                              domain, e && e->message ? e->message :
-                              "cannot read the domain");
-            goto out;
-        }
-        name = domain;
-    } else {
-        if (!g_file_get_contents(argv[1], &xml, NULL, &err)) {
-            return gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s",
-                               err->message);
-        }
-        name = argv[1];
-    }
-    out = transform(&o, xml, name, &err);
-    if (!out) {
-        ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
+        ret = GP_EXIT_USAGE;
         goto out;
     }
-    if (o.diff) {
-        print_diff(xml, out);
-    } else if (!o.in_place && !o.define) {
-        fputs(out, stdout);
+    if (policy && !gp_plan_policy_parse(policy, &o.policy, &err)) {
+        ret = gp_cli_fail("libvirt", GP_EXIT_USAGE, "--policy: %s",
+                          err->message);
+        goto out;
     }
-    if (o.in_place && strcmp(xml, out) &&
-        !write_atomic(argv[1], out, strlen(out), &err)) {
+    if (!options_valid(&o, argc, argv, domain)) {
+        ret = gp_cli_fail("libvirt", GP_EXIT_USAGE, "give FILE, - or "
+                          "--connect URI --domain NAME; --in-place goes "
+                          "with FILE, --define with --domain; --qemu-stock, "
+                          "--qemu-default-auto and --host-snapshot exclude "
+                          "each other; --check only reads; --nccl-topo goes "
+                          "with --mirror");
+        goto out;
+    }
+    if (domain) {
+        name = domain;
+        xml = virt_read_domain(&virt, uri, domain, &err);
+    } else {
+        name = strcmp(argv[1], "-") ? argv[1] : "standard input";
+        xml = read_input(argv[1], &err);
+    }
+    if (!xml) {
+        ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
+    } else if (o.check) {
+        ret = check(&o, xml, name);
+    } else if (!(out = transform(&o, xml, name, &err)) ||
+               !emit(&o, xml, out, name, domain ? NULL : argv[1], &virt,
+                     &err)) {
         ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
     }
-    if (o.define) {
-        virDomainPtr nd = virDomainDefineXML(conn, out);
-
-        if (!nd) {
-            const virError *e = virGetLastError();
-
-            ret = gp_cli_fail("libvirt", GP_EXIT_FAILED, "defining %s: %s",
-                              domain, e ? e->message : "failed");
-        } else {
-            /* What libvirt kept, as it formats it back. */
-            g_autofree char *kept = virDomainGetXMLDesc(nd,
-                                        VIR_DOMAIN_XML_INACTIVE);
-
-            fputs(kept ? kept : "", stdout);
-            virDomainFree(nd);
-        }
-    }
 out:
-    if (dom) {
-        virDomainFree(dom);
-    }
-    if (conn) {
-        virConnectClose(conn);
-    }
+    virt_connection_close(&virt);
     g_free(o.root);
-    g_free(o.host_plan);
+    g_free(o.snapshot);
+    g_free(o.emulator);
+    g_free(o.nccl_topo);
     return ret;
 }

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* `gpup2p topo`: devices, the pairwise path matrix and P2P verdicts. */
+/*
+ * `gpup2p topo`: by default a matrix of GPUs and NICs with path classes,
+ * CPU and NUMA affinity and P2P verdicts, as `nvidia-smi topo -m` shows
+ * them; --all lists every device and every endpoint pair.
+ */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -8,6 +13,19 @@
 static bool is_endpoint(const GpDevice *dev)
 {
     return !dev->is_bridge && (dev->class_code >> 8) != 0x0600;
+}
+
+static bool is_gpu_or_nic(const GpDevice *dev)
+{
+    return gp_device_is_gpu(dev) || gp_device_is_nic(dev);
+}
+
+/* Short P2P codes for the matrix, in GpP2pKind order. */
+static const char *p2p_code(GpP2pKind kind)
+{
+    static const char *const codes[] = { "OK", "HB", "NS", "?" };
+
+    return kind < G_N_ELEMENTS(codes) ? codes[kind] : "?";
 }
 
 static void print_devices(const GpTopology *topo)
@@ -34,62 +52,195 @@ static void print_devices(const GpTopology *topo)
                group, dev->driver ? dev->driver : "-", dev->host->name,
                up->len ? up->str : "-");
     }
+    printf("\n");
+}
+
+static void print_path_matrix(const GPtrArray *devs, char **names)
+{
+    guint i, j;
+
+    printf("%-7s", "");
+    for (j = 0; j < devs->len; j++) {
+        printf(" %-6s", names[j]);
+    }
+    printf(" %-14s %s\n", "CPU Affinity", "NUMA Affinity");
+    for (i = 0; i < devs->len; i++) {
+        const GpDevice *a = g_ptr_array_index(devs, i);
+        char numa[16] = "N/A";
+
+        printf("%-7s", names[i]);
+        for (j = 0; j < devs->len; j++) {
+            printf(" %-6s", gp_path_type_name(
+                gp_path_classify(a, g_ptr_array_index(devs, j))));
+        }
+        if (a->numa_node >= 0) {
+            g_snprintf(numa, sizeof(numa), "%d", a->numa_node);
+        }
+        printf(" %-14s %s\n", a->cpu_affinity ? a->cpu_affinity : "N/A",
+               numa);
+    }
+}
+
+typedef struct {
+    const char *code;
+    char *reason;
+    GString *pairs;             /* "GPU0-GPU1, GPU0-GPU2" */
+} ReasonLine;
+
+static void reason_line_free(gpointer p)
+{
+    ReasonLine *l = p;
+
+    g_free(l->reason);
+    g_string_free(l->pairs, TRUE);
+    g_free(l);
+}
+
+/* Add the pair @na-@nb under its code and reason, keeping first-seen order. */
+static void add_reason(GHashTable *index, GPtrArray *lines,
+                       const GpP2pVerdict *v, const char *na, const char *nb)
+{
+    g_autofree char *key = g_strdup_printf("%d %s", v->kind, v->reason);
+    ReasonLine *l = g_hash_table_lookup(index, key);
+
+    if (!l) {
+        l = g_new0(ReasonLine, 1);
+        l->code = p2p_code(v->kind);
+        l->reason = g_strdup(v->reason);
+        l->pairs = g_string_new(NULL);
+        g_ptr_array_add(lines, l);
+        g_hash_table_insert(index, g_steal_pointer(&key), l);
+    }
+    g_string_append_printf(l->pairs, "%s%s-%s", l->pairs->len ? ", " : "",
+                           na, nb);
+}
+
+/*
+ * The P2P matrix in short codes, then each distinct reason once with the
+ * pairs it holds for: n devices give far fewer lines than n^2 / 2.
+ */
+static void print_p2p(const GpTopology *topo, const GPtrArray *devs,
+                      char **names)
+{
+    g_autoptr(GHashTable) index = g_hash_table_new_full(
+        g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GPtrArray) lines =
+        g_ptr_array_new_with_free_func(reason_line_free);
+    guint i, j;
+
+    printf("\n%-7s", "P2P");
+    for (j = 0; j < devs->len; j++) {
+        printf(" %-6s", names[j]);
+    }
+    printf("\n");
+    for (i = 0; i < devs->len; i++) {
+        printf("%-7s", names[i]);
+        for (j = 0; j < devs->len; j++) {
+            GpP2pVerdict v;
+
+            if (i == j) {
+                printf(" %-6s", "X");
+                continue;
+            }
+            gp_p2p_verdict(topo, g_ptr_array_index(devs, MIN(i, j)),
+                           g_ptr_array_index(devs, MAX(i, j)), &v);
+            printf(" %-6s", p2p_code(v.kind));
+            if (i < j) {
+                add_reason(index, lines, &v, names[i], names[j]);
+            }
+            gp_p2p_verdict_clear(&v);
+        }
+        printf("\n");
+    }
+    if (lines->len) {
+        printf("\nP2P reasons:\n");
+    }
+    for (i = 0; i < lines->len; i++) {
+        const ReasonLine *l = g_ptr_array_index(lines, i);
+
+        printf("  %-2s %s: %s\n", l->code, l->pairs->str, l->reason);
+    }
+}
+
+static void print_names(const GPtrArray *devs, char **names)
+{
+    guint i;
+
+    printf("\n");
+    for (i = 0; i < devs->len; i++) {
+        const GpDevice *d = g_ptr_array_index(devs, i);
+
+        printf("%-7s %s  %04x:%04x  %s\n", names[i], d->bdf, d->vendor,
+               d->device, d->driver ? d->driver : "no driver");
+    }
+}
+
+static void print_legend(const GpTopology *topo)
+{
+    bool printed = false;
+    guint i;
+
+    printf("\nLegend:\n"
+           "  X    = Self\n"
+           "  SYS  = through PCIe and the interconnect between NUMA nodes\n"
+           "  NODE = through PCIe and between host bridges of one NUMA "
+           "node\n"
+           "  PHB  = through PCIe and a host bridge (typically the CPU)\n"
+           "  PXB  = through several PCIe switches, no host bridge\n"
+           "  PIX  = through at most one PCIe switch\n"
+           "  P2P: OK direct under a common bridge, HB forwarded by the "
+           "host bridge,\n"
+           "       NS not supported, ? unknown (the input lacks what the "
+           "rules need)\n");
     if (topo->config_truncated) {
         printf("\nnote: config space of %u device(s) was cut short (read as "
                "non-root?): ACS state and extended capabilities unknown\n",
                topo->config_truncated);
     }
+    for (i = 0; i < topo->devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+        if (dev->config_unreadable) {
+            printf("%swarning: %s: config space unusable: %s\n",
+                   printed ? "" : "\n", dev->bdf, dev->config_unreadable);
+            printed = true;
+        }
+    }
 }
 
-static void print_matrix(const GpTopology *topo, const GPtrArray *devs)
+static void print_view(const GpTopology *topo, GPtrArray *devs, bool all)
 {
-    guint i, j;
+    g_auto(GStrv) names = NULL;
 
-    printf("\n%-13s", "");
-    for (j = 0; j < devs->len; j++) {
-        const GpDevice *d = g_ptr_array_index(devs, j);
-
-        printf(" %-7.7s", d->bdf + 5);
+    gp_devices_sort(devs);
+    names = gp_device_names(devs);
+    if (all) {
+        print_devices(topo);
     }
-    printf("\n");
-    for (i = 0; i < devs->len; i++) {
-        const GpDevice *a = g_ptr_array_index(devs, i);
-
-        printf("%-13s", a->bdf);
-        for (j = 0; j < devs->len; j++) {
-            printf(" %-7s", gp_path_type_name(
-                gp_path_classify(a, g_ptr_array_index(devs, j))));
-        }
-        printf("\n");
+    if (!devs->len) {
+        printf("no GPU or NIC found (--all lists every device; --devices "
+               "names some)\n");
+        return;
     }
-    printf("\nLegend: X self, PIX at most one PCIe switch, PXB several "
-           "switches, PHB through\na host bridge, NODE between host bridges "
-           "of one NUMA node, SYS across NUMA nodes.\n\nP2P verdicts:\n");
-    for (i = 0; i < devs->len; i++) {
-        for (j = i + 1; j < devs->len; j++) {
-            const GpDevice *a = g_ptr_array_index(devs, i);
-            const GpDevice *b = g_ptr_array_index(devs, j);
-            GpP2pVerdict v;
-
-            gp_p2p_verdict(topo, a, b, &v);
-            printf("  %s %s %-11s %s\n", a->bdf, b->bdf,
-                   gp_p2p_kind_name(v.kind), v.reason);
-            gp_p2p_verdict_clear(&v);
-        }
-    }
+    print_path_matrix(devs, names);
+    print_p2p(topo, devs, names);
+    print_names(devs, names);
+    print_legend(topo);
 }
 
 int gp_cmd_topo(int argc, char **argv)
 {
     g_autofree char *root = NULL;
     g_autofree char *devices = NULL;
-    gboolean json = FALSE;
+    gboolean json = FALSE, all = FALSE;
     GOptionEntry entries[] = {
         { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &root,
           "Read a captured tree instead of the live /sys", "DIR" },
         { "devices", 0, 0, G_OPTION_ARG_STRING, &devices,
-          "Pairs among these devices only (default: all endpoints)",
+          "The matrix of these devices (default: GPUs and NICs)",
           "BDF,..." },
+        { "all", 0, 0, G_OPTION_ARG_NONE, &all,
+          "List every device, and the matrix of every endpoint", NULL },
         { "json", 0, 0, G_OPTION_ARG_NONE, &json, "JSON output", NULL },
         { NULL },
     };
@@ -108,12 +259,17 @@ int gp_cmd_topo(int argc, char **argv)
         return gp_cli_fail("topo", GP_EXIT_USAGE, "unexpected argument '%s'",
                            argv[1]);
     }
+    if (all && devices) {
+        return gp_cli_fail("topo", GP_EXIT_USAGE,
+                           "--all and --devices exclude each other");
+    }
     topo = gp_topo_read(root ? root : "/", &err);
     if (!topo) {
         return gp_cli_fail("topo", GP_EXIT_FAILED, "%s", err->message);
     }
     bdfs = gp_cli_split_list(devices);
-    pairs = gp_cli_select(topo, bdfs, is_endpoint, &err);
+    pairs = gp_cli_select(topo, bdfs, all ? is_endpoint : is_gpu_or_nic,
+                          &err);
     if (!pairs) {
         return gp_cli_fail("topo", GP_EXIT_FAILED, "%s", err->message);
     }
@@ -122,8 +278,7 @@ int gp_cmd_topo(int argc, char **argv)
 
         gp_cli_print_json(node);
     } else {
-        print_devices(topo);
-        print_matrix(topo, pairs);
+        print_view(topo, pairs, all);
     }
     return GP_EXIT_OK;
 }

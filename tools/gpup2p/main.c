@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* `gpup2p`: the host command-line front of vfio-gpu-p2p. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "gpup2p-version.h"
 
 static const struct {
     const char *name;
@@ -14,27 +16,32 @@ static const struct {
     { "topo", gp_cmd_topo, "devices, path classes and P2P verdicts" },
     { "plan", gp_cmd_plan, "P2P clique ids for GPUs or named devices" },
     { "snapshot", gp_cmd_snapshot, "capture the PCI part of sysfs" },
-    { "map", gp_cmd_map, "map a peer BAR window for an initiator (helper)" },
-    { "unmap", gp_cmd_unmap, "remove a helper mapping" },
-    { "mappings", gp_cmd_mappings, "list the helper's mappings" },
-    { "audit", gp_cmd_audit, "check a peer BAR's IOMMU mapping" },
+    { "map", gp_cmd_map, "refused: the kernel module does not map" },
+    { "unmap", gp_cmd_unmap, "refused: the kernel module does not map" },
+    { "mappings", gp_cmd_mappings, "refused: the kernel module keeps none" },
+    { "audit", gp_cmd_audit, "refused: the kernel module does not audit" },
     { "verdict", gp_cmd_verdict, "P2P verdict as the kernel sees it" },
     { "libvirt", gp_cmd_libvirt, "P2P settings for a libvirt domain" },
     { "check", gp_cmd_check, "is this host ready for GPU P2P in VMs?" },
+    { "qemu-args", gp_cmd_qemu_args, "QEMU arguments that mirror the host "
+      "topology" },
 };
 
 static void usage(FILE *out)
 {
     size_t i;
 
-    fprintf(out, "Usage: gpup2p COMMAND [OPTIONS]\n\nCommands:\n");
+    fprintf(out, "Usage: gpup2p COMMAND [OPTIONS]\n"
+            "       gpup2p --version\n\nCommands:\n");
     for (i = 0; i < G_N_ELEMENTS(commands); i++) {
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     }
     fprintf(out, "\n'gpup2p COMMAND --help' describes a command's options.\n"
             "\nExit codes: 0 success, 1 bad input or failed operation, "
-            "2 bad command line,\n3 no valid clique plan (plan), 4 audit found a "
-            "missing or wrong mapping.\n");
+            "2 bad command line,\n3 no valid clique plan (plan), 5 host not "
+            "ready (check: an item failed),\n6 not fully checked (check: no "
+            "item failed, some could not be checked\nfrom the input); 4 is "
+            "not used.\n");
 }
 
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
@@ -118,6 +125,17 @@ void gp_cli_print_json(JsonNode *node)
     fputs(text, stdout);
 }
 
+/* Output that did not reach its file (a full disk) is a failure. */
+static int finish_output(int status)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "gpup2p: writing the output failed: %s\n",
+                g_strerror(errno));
+        return status ? status : GP_EXIT_FAILED;
+    }
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     size_t i;
@@ -129,11 +147,19 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         !strcmp(argv[1], "help")) {
         usage(stdout);
-        return GP_EXIT_OK;
+        return finish_output(GP_EXIT_OK);
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        printf("gpup2p %s\n", GP_VERSION);
+        return finish_output(GP_EXIT_OK);
     }
     for (i = 0; i < G_N_ELEMENTS(commands); i++) {
         if (!strcmp(argv[1], commands[i].name)) {
-            return commands[i].fn(argc - 1, argv + 1);
+            g_autofree char *prgname = g_strdup_printf("gpup2p %s", argv[1]);
+
+            /* "Usage: gpup2p topo [OPTION...]" in each command's --help. */
+            g_set_prgname(prgname);
+            return finish_output(commands[i].fn(argc - 1, argv + 1));
         }
     }
     fprintf(stderr, "gpup2p: unknown command '%s'\n", argv[1]);

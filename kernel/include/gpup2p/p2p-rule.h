@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later OR MIT */
+/*
+ * The P2P path rule of Linux's drivers/pci/p2pdma.c
+ * (calc_map_type_and_dist(), cpu_supports_p2pdma(), host_bridge_whitelist()),
+ * as static inline code over plain data. It is the one copy of the rule:
+ * the kernel module fills the paths from struct pci_dev, the core library
+ * from its sysfs model, and both call gp_p2p_rule().
+ *
+ * No library calls and no kernel or libc types, so it compiles unchanged in
+ * the kernel and in user space.
+ */
+#ifndef GPUP2P_P2P_RULE_H
+#define GPUP2P_P2P_RULE_H
+
+/* Deeper paths are refused by the fronts (the masks below are 32 bits). */
+#define GP_P2P_MAX_HOPS		32
+
+/* A PCI address: segment << 16 | bus << 8 | devfn (as GPUP2P_PCI_ADDR). */
+#define GP_P2P_ADDR(seg, bus, devfn) \
+	(((unsigned int)(seg) << 16) | ((unsigned int)(bus) << 8) | \
+	 (unsigned int)(devfn))
+
+/* ACS Control bits that send P2P requests upstream (PCIe r6.0, 7.7.8). */
+#define GP_P2P_ACS_RR		0x0004
+#define GP_P2P_ACS_CR		0x0008
+#define GP_P2P_ACS_EC		0x0020
+#define GP_P2P_ACS_REDIRECT	(GP_P2P_ACS_RR | GP_P2P_ACS_CR | GP_P2P_ACS_EC)
+
+enum gp_p2p_acs_state {
+	GP_P2P_ACS_ABSENT,	/* no ACS capability: nothing redirects */
+	GP_P2P_ACS_PRESENT,	/* acs_ctrl holds the ACS Control register */
+	GP_P2P_ACS_UNKNOWN,	/* not readable (unprivileged sysfs reader) */
+};
+
+/* One device of a path: the device itself, then each upstream bridge. */
+struct gp_p2p_hop {
+	unsigned int addr;		/* GP_P2P_ADDR() */
+	unsigned short acs_ctrl;
+	unsigned char acs_state;	/* enum gp_p2p_acs_state */
+};
+
+/*
+ * The host bridge above a path: its root bus, and the identity of the
+ * device p2pdma's pci_host_bridge_dev() matches its list on: the first
+ * device of that bus, when it is at devfn 0 or is a root port (Linux 5.19
+ * and later; the listed Skylake-E root ports sit at other devfns).
+ */
+struct gp_p2p_host {
+	unsigned int domain;
+	unsigned int bus;
+	unsigned int has_root_dev;	/* 0: no such device */
+	unsigned short vendor;
+	unsigned short device;
+};
+
+struct gp_p2p_path {
+	struct gp_p2p_hop hops[GP_P2P_MAX_HOPS];
+	unsigned int nhops;		/* at least 1: the device itself */
+	struct gp_p2p_host host;
+};
+
+enum gp_p2p_cpu_vendor {
+	GP_P2P_CPU_UNKNOWN,		/* not known: AMD cannot be ruled out */
+	GP_P2P_CPU_INTEL,
+	GP_P2P_CPU_AMD,
+	GP_P2P_CPU_OTHER,
+};
+
+struct gp_p2p_cpu {
+	unsigned int vendor;		/* enum gp_p2p_cpu_vendor */
+	unsigned int family;
+};
+
+enum gp_p2p_verdict_kind {
+	GP_P2P_RULE_DIRECT,		/* bus addresses below a common bridge */
+	GP_P2P_RULE_HOST_BRIDGE,	/* through a host bridge that forwards */
+	GP_P2P_RULE_NONE,		/* not supported */
+	GP_P2P_RULE_UNKNOWN,		/* the input lacks what the rule needs */
+};
+
+/* Why the path below the host bridge does or does not carry P2P. */
+enum gp_p2p_path_reason {
+	GP_P2P_PATH_COMMON_BRIDGE,	/* common upstream, nothing redirects */
+	GP_P2P_PATH_ACS_REDIRECT,	/* common upstream, ACS redirects */
+	GP_P2P_PATH_NO_COMMON,		/* only a host bridge joins them */
+	GP_P2P_PATH_ACS_UNKNOWN,	/* common upstream, ACS not readable */
+};
+
+/*
+ * Why the host bridge rule decided as it did (with a redirect or no
+ * common upstream bridge; GP_P2P_HOST_NOT_NEEDED otherwise).
+ */
+enum gp_p2p_host_reason {
+	GP_P2P_HOST_NOT_NEEDED,
+	GP_P2P_HOST_AMD_ZEN,		/* AMD family 17h or later forwards */
+	GP_P2P_HOST_SAME_LISTED,	/* one host bridge, on the list */
+	GP_P2P_HOST_BOTH_LISTED,	/* two host bridges, both on the list */
+	GP_P2P_HOST_CPU_UNKNOWN,	/* not listed, and the CPU is unknown */
+	GP_P2P_HOST_A_NOT_LISTED,	/* a's host bridge is not on the list */
+	GP_P2P_HOST_B_NOT_LISTED,	/* b's host bridge is not on the list */
+	GP_P2P_HOST_SAME_ONLY,		/* both listed, but only within one */
+};
+
+struct gp_p2p_outcome {
+	unsigned int kind;		/* enum gp_p2p_verdict_kind */
+	unsigned int path_reason;	/* enum gp_p2p_path_reason */
+	unsigned int host_reason;	/* enum gp_p2p_host_reason */
+	unsigned int distance;		/* hops to the common bridge, summed */
+	int common_a;			/* index of the common hop in a, or -1 */
+	int common_b;			/* the same hop's index in b, or -1 */
+	/* Bit i: hop i was looked at and redirects / could not be read. */
+	unsigned int redirect_a, redirect_b;
+	unsigned int unknown_a, unknown_b;
+	const char *host_a_name;	/* list entry of a's host bridge, or 0 */
+	const char *host_b_name;
+};
+
+#define GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE	0x1
+
+struct gp_hostbridge_entry {
+	unsigned short vendor;
+	unsigned short device;
+	unsigned int flags;
+	const char *name;
+};
+
+/*
+ * p2pdma's pci_p2pdma_whitelist[] as of Linux 6.12 (the kernel the module
+ * is built and tested for); a later kernel may list more.
+ */
+static const struct gp_hostbridge_entry gp_hostbridge_p2p_list[] = {
+	{ 0x8086, 0x3c00, GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE,
+	  "Intel Xeon E5/Core i7" },
+	{ 0x8086, 0x3c01, GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE,
+	  "Intel Xeon E5/Core i7" },
+	{ 0x8086, 0x2f00, GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE,
+	  "Intel Xeon E7 v3/E5 v3" },
+	{ 0x8086, 0x2f01, GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE,
+	  "Intel Xeon E7 v3/E5 v3" },
+	{ 0x8086, 0x2030, 0, "Intel Skylake-E" },
+	{ 0x8086, 0x2031, 0, "Intel Skylake-E" },
+	{ 0x8086, 0x2032, 0, "Intel Skylake-E" },
+	{ 0x8086, 0x2033, 0, "Intel Skylake-E" },
+	{ 0x8086, 0x2020, 0, "Intel Skylake-SP" },
+	{ 0x8086, 0x09a2, 0, "Intel Ice Lake-SP" },
+};
+
+/* AMD CPUs of family 17h (Zen) and later route P2P between root ports. */
+#define GP_AMD_P2P_MIN_FAMILY	0x17
+
+static inline const struct gp_hostbridge_entry *
+gp_hostbridge_lookup(const struct gp_p2p_host *host)
+{
+	unsigned int i;
+
+	if (!host->has_root_dev)
+		return 0;
+	for (i = 0; i < sizeof(gp_hostbridge_p2p_list) /
+			sizeof(gp_hostbridge_p2p_list[0]); i++) {
+		if (gp_hostbridge_p2p_list[i].vendor == host->vendor &&
+		    gp_hostbridge_p2p_list[i].device == host->device)
+			return &gp_hostbridge_p2p_list[i];
+	}
+	return 0;
+}
+
+static inline int gp_p2p_same_host(const struct gp_p2p_host *a,
+				   const struct gp_p2p_host *b)
+{
+	return a->domain == b->domain && a->bus == b->bus;
+}
+
+/* Marks @hop's bit in @redirect or @unknown. */
+static inline void gp_p2p_acs_scan(const struct gp_p2p_hop *hop,
+				   unsigned int bit, unsigned int *redirect,
+				   unsigned int *unknown)
+{
+	if (hop->acs_state == GP_P2P_ACS_UNKNOWN)
+		*unknown |= 1u << bit;
+	else if (hop->acs_state == GP_P2P_ACS_PRESENT &&
+		 (hop->acs_ctrl & GP_P2P_ACS_REDIRECT))
+		*redirect |= 1u << bit;
+}
+
+/* cpu_supports_p2pdma() and host_bridge_whitelist(). */
+static inline unsigned int gp_p2p_host_rule(const struct gp_p2p_path *a,
+					    const struct gp_p2p_path *b,
+					    const struct gp_p2p_cpu *cpu,
+					    struct gp_p2p_outcome *out)
+{
+	const struct gp_hostbridge_entry *ea = gp_hostbridge_lookup(&a->host);
+	const struct gp_hostbridge_entry *eb = gp_hostbridge_lookup(&b->host);
+	int same = gp_p2p_same_host(&a->host, &b->host);
+
+	out->host_a_name = ea ? ea->name : 0;
+	out->host_b_name = eb ? eb->name : 0;
+	if (cpu->vendor == GP_P2P_CPU_AMD &&
+	    cpu->family >= GP_AMD_P2P_MIN_FAMILY) {
+		out->host_reason = GP_P2P_HOST_AMD_ZEN;
+		return GP_P2P_RULE_HOST_BRIDGE;
+	}
+	if (same && ea) {
+		out->host_reason = GP_P2P_HOST_SAME_LISTED;
+		return GP_P2P_RULE_HOST_BRIDGE;
+	}
+	if (!same && ea && eb &&
+	    !(ea->flags & GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE) &&
+	    !(eb->flags & GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE)) {
+		out->host_reason = GP_P2P_HOST_BOTH_LISTED;
+		return GP_P2P_RULE_HOST_BRIDGE;
+	}
+	if (cpu->vendor == GP_P2P_CPU_UNKNOWN) {
+		out->host_reason = GP_P2P_HOST_CPU_UNKNOWN;
+		return GP_P2P_RULE_UNKNOWN;
+	}
+	if (same || !ea)
+		out->host_reason = GP_P2P_HOST_A_NOT_LISTED;
+	else if (!eb)
+		out->host_reason = GP_P2P_HOST_B_NOT_LISTED;
+	else
+		out->host_reason = GP_P2P_HOST_SAME_ONLY;
+	return GP_P2P_RULE_NONE;
+}
+
+/**
+ * gp_p2p_rule() - the P2P verdict between two devices
+ * @a: the provider's path (the device, then each upstream bridge)
+ * @b: the client's path
+ * @cpu: the host CPU
+ * @out: the verdict, its distance and its reasons
+ *
+ * The walk of calc_map_type_and_dist(): the first hop of @a that is also on
+ * @b's path is the common upstream bridge; ACS is looked at on @a's hops up
+ * to and including it and on @b's hops below it. Without a common bridge,
+ * or with a redirect on the way, only the host bridge rule can allow P2P.
+ */
+static inline void gp_p2p_rule(const struct gp_p2p_path *a,
+			       const struct gp_p2p_path *b,
+			       const struct gp_p2p_cpu *cpu,
+			       struct gp_p2p_outcome *out)
+{
+	unsigned int i, j;
+
+	out->kind = GP_P2P_RULE_NONE;
+	out->path_reason = GP_P2P_PATH_NO_COMMON;
+	out->host_reason = GP_P2P_HOST_NOT_NEEDED;
+	out->common_a = -1;
+	out->common_b = -1;
+	out->redirect_a = out->redirect_b = 0;
+	out->unknown_a = out->unknown_b = 0;
+	out->host_a_name = out->host_b_name = 0;
+	for (i = 0; i < a->nhops && out->common_a < 0; i++) {
+		gp_p2p_acs_scan(&a->hops[i], i, &out->redirect_a,
+				&out->unknown_a);
+		for (j = 0; j < b->nhops; j++) {
+			if (a->hops[i].addr == b->hops[j].addr) {
+				out->common_a = (int)i;
+				out->common_b = (int)j;
+				break;
+			}
+		}
+	}
+	if (out->common_a < 0) {
+		/* Without a common bridge ACS changes nothing. */
+		out->redirect_a = out->unknown_a = 0;
+		out->distance = a->nhops + b->nhops;
+		out->kind = gp_p2p_host_rule(a, b, cpu, out);
+		return;
+	}
+	for (j = 0; j < (unsigned int)out->common_b; j++)
+		gp_p2p_acs_scan(&b->hops[j], j, &out->redirect_b,
+				&out->unknown_b);
+	out->distance = (unsigned int)(out->common_a + out->common_b);
+	if (out->unknown_a || out->unknown_b) {
+		out->path_reason = GP_P2P_PATH_ACS_UNKNOWN;
+		out->kind = GP_P2P_RULE_UNKNOWN;
+	} else if (!out->redirect_a && !out->redirect_b) {
+		out->path_reason = GP_P2P_PATH_COMMON_BRIDGE;
+		out->kind = GP_P2P_RULE_DIRECT;
+	} else {
+		out->path_reason = GP_P2P_PATH_ACS_REDIRECT;
+		out->kind = gp_p2p_host_rule(a, b, cpu, out);
+	}
+}
+
+/* The first redirecting hop: its index, or -1; @which: 0 on a, 1 on b. */
+static inline int gp_p2p_first_redirect(const struct gp_p2p_outcome *out,
+					int *which)
+{
+	unsigned int i;
+
+	*which = -1;
+	for (i = 0; i < GP_P2P_MAX_HOPS; i++) {
+		if (out->redirect_a & (1u << i)) {
+			*which = 0;
+			return (int)i;
+		}
+	}
+	for (i = 0; i < GP_P2P_MAX_HOPS; i++) {
+		if (out->redirect_b & (1u << i)) {
+			*which = 1;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+#endif /* GPUP2P_P2P_RULE_H */

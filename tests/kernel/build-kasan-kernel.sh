@@ -1,0 +1,44 @@
+#!/bin/sh
+# Build the virtual GPU host's kernel with KASAN and lockdep
+# (PROVE_LOCKING) from Debian's source package of the kernel the virtual
+# host boots, and lay it out as a VHOST_CACHE directory:
+#
+#   tests/kernel/build-kasan-kernel.sh SRC_DIR OUT_CACHE
+#
+# SRC_DIR: Debian's source, e.g. from `apt-get source linux=6.12.95-1~bpo12+1`
+# (upstream tarball plus debian/patches applied). OUT_CACHE gets
+# kernel-version, kernel/boot/vmlinuz-VERSION, kernel/lib/modules/VERSION
+# and the stock cache's initrd.gz (VHOST_CACHE, default build/vhost).
+# Then: VHOST_CACHE=OUT_CACHE with /lib/modules/VERSION/build pointing at
+# SRC_DIR, and run the integration test's steps.
+set -eu
+src=$(cd "$1" && pwd)
+out=$2
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+stock=${VHOST_CACHE:-$top/build/vhost}
+jobs=${JOBS:-$(nproc)}
+
+cd "$src"
+make -s x86_64_defconfig
+scripts/kconfig/merge_config.sh -m .config "$here/kasan-vhost.config" >/dev/null
+make -s olddefconfig
+# Every option of the fragment must have survived olddefconfig.
+missing=$(sed -n 's/^\(CONFIG_[A-Z0-9_]*\)=\(.*\)$/\1=\2/p' \
+          "$here/kasan-vhost.config" | while read -r line; do
+    opt=${line%%=*}; want=${line#*=}
+    if [ "$want" = n ]; then
+        if grep -q "^$opt=" .config; then echo "$opt"; fi
+    else
+        if ! grep -qx "$line" .config; then echo "$opt"; fi
+    fi
+done)
+[ -z "$missing" ] || { echo "build-kasan-kernel: not set: $missing" >&2; exit 1; }
+make -s -j"$jobs" bzImage modules
+version=$(make -s kernelrelease)
+mkdir -p "$out/kernel/boot"
+cp arch/x86/boot/bzImage "$out/kernel/boot/vmlinuz-$version"
+make -s INSTALL_MOD_PATH="$out/kernel" modules_install
+cp "$stock/initrd.gz" "$out/initrd.gz"
+echo "$version" > "$out/kernel-version"
+echo "build-kasan-kernel: $version in $out"

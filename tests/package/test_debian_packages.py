@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The Debian packages: dpkg-buildpackage builds them from the tree, dpkg
+installs them (in a throwaway overlay of /usr, /etc and /var), and the
+installed tools, DKMS module, unit, udev rule, hook and AppArmor snippet
+are where Debian's tools expect them; purging removes them."""
+
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+from taplib import Tap, read_text  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+FIXTURE = os.path.join(SRC, "tests", "fixtures", "vhost-two-numa")
+NEEDED = ["dpkg-buildpackage", "dh", "dh_dkms", "dkms", "unshare", "git",
+          "modinfo", "meson"]
+
+
+def copy_tree(dest):
+    """The tracked and untracked (not ignored) files, as a checkout has."""
+    files = subprocess.run(["git", "-C", SRC, "ls-files", "-co",
+                            "--exclude-standard", "-z"], check=True,
+                           capture_output=True).stdout
+    pack = subprocess.Popen(["tar", "-C", SRC, "--null", "-T", "-", "-cf",
+                             "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    unpack = subprocess.Popen(["tar", "-C", dest, "-xf", "-"],
+                              stdin=pack.stdout)
+    pack.stdin.write(files)
+    pack.stdin.close()
+    pack.stdout.close()
+    return pack.wait() == 0 and unpack.wait() == 0
+
+
+def test(t):
+    missing = [p for p in NEEDED if not shutil.which(p)]
+    if not t.eq(missing, [], "the programs the test needs are installed"):
+        return
+    if not t.eq(os.geteuid(), 0, "runs as root (mount namespace, dpkg)"):
+        return
+    with tempfile.TemporaryDirectory(prefix="gpup2p-deb-") as d:
+        src = os.path.join(d, "vfio-gpu-p2p")
+        os.makedirs(src)
+        t.ok(copy_tree(src), "the tree is copied for the build")
+        p = subprocess.run(["nice", "dpkg-buildpackage", "-us", "-uc", "-b"],
+                           cwd=src, capture_output=True, text=True)
+        if not t.eq(p.returncode, 0, "dpkg-buildpackage builds the packages"):
+            t.diag((p.stdout + p.stderr)[-4000:])
+            return
+        debs = {os.path.basename(f).split("_")[0]: f
+                for f in glob.glob(os.path.join(d, "*.deb"))}
+        t.ok("gpup2p" in debs and "gpup2p-dkms" in debs and
+             "gpup2p-verify" in debs,
+             "gpup2p, gpup2p-dkms and gpup2p-verify are built", sorted(debs))
+        contents = subprocess.run(["dpkg-deb", "-c", debs["gpup2p"]],
+                                  capture_output=True, text=True).stdout
+        t.ok("libvirt" not in subprocess.run(
+                ["dpkg-deb", "-f", debs["gpup2p"], "Depends"],
+                capture_output=True, text=True).stdout,
+             "gpup2p does not depend on libvirt (it opens it when needed)")
+        t.ok("./usr/src/gpup2p-" not in contents,
+             "the module source is only in gpup2p-dkms")
+
+        out = os.path.join(d, "out")
+        os.makedirs(out)
+        p = subprocess.run(["unshare", "-m", "--propagation", "private",
+                            os.path.join(HERE, "install_in_overlay.sh"), d,
+                            out, FIXTURE], capture_output=True, text=True)
+        if not t.eq(p.returncode, 0, "the overlay for installing is set up"):
+            t.diag(p.stdout + p.stderr)
+            return
+        check_installed(t, out)
+    p = subprocess.run(["dpkg", "-s", "gpup2p"], capture_output=True)
+    t.ok(p.returncode != 0, "the machine itself stays without the packages")
+
+
+# What kernel/ holds for the tree's own build and install only.
+KERNEL_BUILD_FILES = {"build.sh", "dkms.conf", "60-gpup2p.rules",
+                      "gpup2p.conf"}
+
+
+def kernel_listing():
+    """`sha256sum` lines (sorted by path) of kernel/ as the package test's
+    copy of the tree has it, less KERNEL_BUILD_FILES."""
+    files = subprocess.run(["git", "-C", SRC, "ls-files", "-co",
+                            "--exclude-standard", "-z", "--", "kernel"],
+                           check=True, capture_output=True).stdout
+    lines = []
+    for rel in sorted(f.decode() for f in files.split(b"\0") if f):
+        sub = rel[len("kernel/"):]
+        if sub in KERNEL_BUILD_FILES:
+            continue
+        with open(os.path.join(SRC, rel), "rb") as f:
+            lines.append("%s  ./%s" % (hashlib.sha256(f.read()).hexdigest(),
+                                       sub))
+    return "".join(l + "\n" for l in lines)
+
+
+def rc(out, name):
+    return read_text(out, name + ".rc")
+
+
+def check_installed(t, out):
+    t.eq(rc(out, "install"), "0", "dpkg -i installs the packages")
+    t.diag(read_text(out, "install.txt")[-1500:])
+    calls = read_text(out, "deb-systemd-invoke.log").splitlines()
+    t.ok("try-restart virtqemud.service libvirtd.service" in calls,
+         "the install restarts a running libvirt daemon, which finds hooks "
+         "only when it starts", calls)
+    with open(os.path.join(SRC, "tools", "gpup2p", "main.c")) as f:
+        has_version = '"--version"' in f.read()
+    if has_version:
+        t.eq(rc(out, "version"), "0", "gpup2p --version runs")
+    else:
+        t.eq(rc(out, "help"), "0",
+             "gpup2p --help runs (this gpup2p has no --version yet)")
+    status = read_text(out, "dkms-status.txt")
+    t.ok(rc(out, "dkms-status") == "0" and "gpup2p/" in status,
+         "dkms status lists gpup2p", status)
+    if glob.glob("/lib/modules/*/build"):
+        t.ok(": installed" in status, "DKMS built and installed the module "
+             "for the kernel whose headers are here", status)
+        info = read_text(out, "modinfo.txt")
+        t.ok(rc(out, "modinfo") == "0" and "name:           gpup2p" in info,
+             "modinfo reads the built module", info)
+    files = read_text(out, "files.txt")
+    t.eq(rc(out, "files"), "0", "unit, udev rule, AppArmor snippet, hook "
+         "and snapshot script are installed")
+    t.ok("-rwxr-xr-x" in [l.split()[0] for l in files.splitlines()
+                          if "hooks/qemu.d/gpup2p" in l],
+         "the libvirt hook is executable", files)
+    t.eq(rc(out, "module-files"), "0", "gpup2p-dkms installs the "
+         "module's udev rule and modules-load file")
+    t.eq(read_text(out, "dkms-source.txt"), kernel_listing().strip(),
+         "the DKMS source is kernel/ as it is, less the tree's build files")
+    t.eq(rc(out, "module-group"), "0", "gpup2p-dkms creates the gpup2p "
+         "group (sysusers)")
+    if os.path.exists(os.path.join(SRC, "docs", "man", "gpup2p.1.md")):
+        t.eq(rc(out, "man"), "0", "gpup2p installs its manual page")
+    t.ok(read_text(out, "enabled.txt").endswith(
+         "gpup2p-host-topology.service"),
+         "the package enables the topology service")
+    t.eq(rc(out, "verify-help"), "0", "gpup2p-verify --help runs")
+    t.eq(rc(out, "hook"), "0", "the installed hook passes a domain without "
+         "clique ids")
+    t.ok(rc(out, "snapshot") == "0" and rc(out, "snapshot-topo") == "0",
+         "the installed snapshot script fills /run/gpup2p/host",
+         read_text(out, "snapshot.txt"))
+    if os.path.exists(os.path.join(out, "nolibvirt-topo.rc")):
+        t.eq(rc(out, "nolibvirt-topo"), "0",
+             "without libvirt0, gpup2p topo runs")
+        t.ok(rc(out, "nolibvirt-connect") == "1" and
+             "libvirt's client library" in
+             read_text(out, "nolibvirt-connect.txt"),
+             "without libvirt0, --connect says what is missing",
+             read_text(out, "nolibvirt-connect.txt"))
+    t.eq(rc(out, "purge"), "0", "dpkg --purge removes the packages")
+    t.ok("gpup2p/" not in read_text(out, "dkms-after.txt"),
+         "... and DKMS forgets the module")
+    t.ok(rc(out, "files-after") != "0", "... and their files")
+
+
+if __name__ == "__main__":
+    Tap().run(test)

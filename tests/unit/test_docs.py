@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""--version, the man pages and bash completion of gpup2p.
+
+groff judges the pages (-ww: every warning); the pages must name every
+command and option the program's --help lists; bash runs the completion
+function as it would on a Tab."""
+
+import os
+import re
+import subprocess
+import sys
+
+G = os.environ["GPUP2P"]
+VERSION = os.environ["GPUP2P_VERSION"]
+MAN_DIR = os.environ["GPUP2P_MAN_DIR"]
+COMPLETION = os.environ["GPUP2P_COMPLETION"]
+
+n = 0
+failed = 0
+
+
+def ok(cond, what, detail=""):
+    global n, failed
+    n += 1
+    print("%sok %d - %s" % ("" if cond else "not ", n, what))
+    if not cond:
+        failed += 1
+        for line in str(detail).splitlines()[-30:]:
+            print("# " + line)
+
+
+def run(argv, **kw):
+    return subprocess.run(argv, capture_output=True, text=True,
+                          env=dict(os.environ, LC_ALL="C"), **kw)
+
+
+def commands():
+    out = run([G, "--help"]).stdout
+    block = out.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+    return [line.split()[0] for line in block.splitlines()]
+
+
+# Refused on this kernel (docs/kernel-helper.md): --help answers with the
+# refusal, anything else exits 1.
+REFUSED = ["map", "unmap", "mappings", "audit"]
+SOURCE_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           "..", "..")
+
+
+def options(cmd):
+    p = run([G, cmd, "--help"])
+    out = p.stdout
+    return [o for o in re.findall(r"^  (?:-\w, )?(--[\w-]+)", out, re.M)
+            if o != "--help" and not o.startswith("--help-")]
+
+
+def complete(words):
+    """COMPREPLY for the command line @words, the last being completed."""
+    script = ('source "%s"; COMP_WORDS=(%s); COMP_CWORD=%d; _gpup2p; '
+              'printf "%%s\\n" "${COMPREPLY[@]}"'
+              % (COMPLETION, " ".join("'%s'" % w for w in words),
+                 len(words) - 1))
+    env = dict(os.environ, PATH=os.path.dirname(G) + ":" +
+               os.environ["PATH"])
+    p = subprocess.run(["bash", "-c", script], capture_output=True,
+                       text=True, env=env)
+    return p.stdout.split()
+
+
+def main():
+    p = run([G, "--version"])
+    ok(p.returncode == 0 and p.stdout == "gpup2p %s\n" % VERSION,
+       "gpup2p --version prints the project's version", p.stdout + p.stderr)
+
+    cmds = commands()
+    ok(len(cmds) >= 5 and "topo" in cmds and "check" in cmds,
+       "gpup2p --help lists its commands", cmds)
+    for page in sorted(os.listdir(MAN_DIR)):
+        if not page.endswith(".1"):
+            continue
+        path = os.path.join(MAN_DIR, page)
+        p = run(["groff", "-man", "-ww", "-Tutf8", "-z", path])
+        ok(p.returncode == 0 and not p.stderr.strip(),
+           "groff -ww reads %s without a warning" % page, p.stderr)
+    text = open(os.path.join(MAN_DIR, "gpup2p.1")).read()
+    for cmd in cmds:
+        ok(".SS %s\n" % cmd.replace("-", "\\-") in text,
+           "gpup2p.1 has a section for %s" % cmd)
+        missing = [o for o in options(cmd)
+                   if "\\fB%s\\fR" % o.replace("-", "\\-") not in text]
+        ok(not missing, "gpup2p.1 lists every option of %s" % cmd, missing)
+    ok("5: `check`" not in text and "\\fBcheck\\fR: not ready" in text,
+       "gpup2p.1 states the exit codes of check")
+
+    got = complete(["gpup2p", "to"])
+    ok(got == ["topo"], "Tab after 'gpup2p to' gives topo", got)
+    got = complete(["gpup2p", "check", "--d"])
+    ok(sorted(got) == ["--devices", "--domain"],
+       "Tab after 'gpup2p check --d' gives check's options", got)
+    got = complete(["gpup2p", "plan", "--policy", "h"])
+    ok(got == ["host-bridge"], "Tab completes --policy values", got)
+
+    for cmd in cmds:
+        p = run([G, cmd, "--help"])
+        ok(p.returncode == 0 and p.stdout.startswith("Usage:"),
+           "gpup2p %s --help exits 0 with its usage" % cmd,
+           "exit %d: %s" % (p.returncode, p.stdout + p.stderr))
+    ok(set(REFUSED) <= set(cmds), "--help lists the refused commands",
+       cmds)
+    for cmd in REFUSED:
+        h = run([G, cmd, "--help"]).stdout
+        p = run([G, cmd])
+        ok("Refused" in h and p.returncode == 1 and "refused" in p.stderr,
+           "gpup2p %s: --help states the refusal, a run exits 1" % cmd,
+           "exit %d: %s" % (p.returncode, h + p.stderr))
+    runs = [c for c in cmds if c not in REFUSED]
+    ok(len(runs) >= 5, "most commands run here", runs)
+
+    # Every exit code that each document gives a meaning is one cli.h
+    # defines, and the other way round.
+    cli_h = open(os.path.join(SOURCE_ROOT, "tools", "gpup2p",
+                              "cli.h")).read()
+    defined = {int(v) for v in
+               re.findall(r"^\s*GP_EXIT_\w+ = (\d+),", cli_h, re.M)}
+    readme = open(os.path.join(SOURCE_ROOT, "README.md")).read()
+    guide = open(os.path.join(SOURCE_ROOT, "docs",
+                              "operator-guide.md")).read()
+    usage = run([G, "--help"]).stdout
+    said = {
+        "gpup2p.1": re.findall(r"^- (\d+): (.*)$", open(os.path.join(
+            SOURCE_ROOT, "docs", "man", "gpup2p.1.md")).read(), re.M),
+        "operator-guide.md": re.findall(r"^\| (\d+) \| (.*) \|$", guide,
+                                        re.M),
+        "README.md": re.findall(
+            r"(\d+) ([^;.]*)", readme.split("Exit codes:", 1)[1]
+            .split("\n\n", 1)[0]),
+        "gpup2p --help": re.findall(
+            r"(\d+) ([^,;.]*)", usage.split("Exit codes:", 1)[1]),
+    }
+    for doc, pairs in said.items():
+        meant = {int(c) for c, text in pairs if "not used" not in text}
+        ok(meant == defined, "%s gives meanings to exactly the exit codes "
+           "cli.h defines" % doc, "documented %s, defined %s"
+           % (sorted(meant), sorted(defined)))
+
+    # One usage code: a bad command line is 2 in every command that runs.
+    for cmd in runs:
+        p = run([G, cmd, "--no-such-option"])
+        ok(p.returncode == 2, "gpup2p %s --no-such-option exits 2" % cmd,
+           "exit %d: %s" % (p.returncode, p.stderr))
+    print("1..%d" % n)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

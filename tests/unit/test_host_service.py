@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The host topology service and the libvirt hook, as installed: the
+snapshot script keeps /run/gpup2p/host atomically and readable by an
+unprivileged user, systemd-analyze accepts the unit, apparmor_parser the
+AppArmor snippet within libvirt's QEMU template, and the hook refuses a
+domain whose explicit clique ids the host contradicts."""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+from taplib import Tap  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+FIX = os.path.join(HERE, "..", "fixtures")
+HOST = os.path.join(FIX, "vhost-two-numa")
+G = os.environ.get("GPUP2P", "gpup2p")
+DATA = os.environ.get("GPUP2P_DATA", os.path.join(SRC, "build", "data"))
+
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+
+
+def executable_copy(src, dst, replace=()):
+    with open(src) as f:
+        text = f.read()
+    for a, b in replace:
+        text = text.replace(a, b)
+    with open(dst, "w") as f:
+        f.write(text)
+    os.chmod(dst, 0o755)
+    return dst
+
+
+def snapshot(script, run_dir, root=HOST):
+    env = dict(os.environ, GPUP2P=G, GPUP2P_RUN_DIR=run_dir,
+               GPUP2P_SYSFS_ROOT=root)
+    return subprocess.run([script], env=env, capture_output=True, text=True)
+
+
+def topo_json(root):
+    """The model gpup2p reads from @root, less the root's own name."""
+    out = subprocess.run([G, "topo", "--sysfs-root", root, "--json"],
+                         capture_output=True, text=True).stdout
+    model = json.loads(out)
+    model.pop("root", None)
+    return model
+
+
+def as_nobody(*argv, text=True):
+    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
+                           "--clear-groups"] + list(argv),
+                          capture_output=True, text=text)
+
+
+def test_snapshot_script(t, d):
+    script = executable_copy(os.path.join(DATA, "gpup2p-host-snapshot"),
+                             os.path.join(d, "gpup2p-host-snapshot"))
+    run_dir = os.path.join(d, "run")
+    link = os.path.join(run_dir, "host")
+
+    p = snapshot(script, run_dir)
+    t.eq(p.returncode, 0, "snapshot script: first run succeeds")
+    t.ok(os.path.islink(link) and
+         os.path.isdir(os.path.join(link, "sys", "bus", "pci", "devices")),
+         "host is a link to a captured sysfs tree", p.stdout + p.stderr)
+    t.ok(topo_json(link) == topo_json(HOST),
+         "the snapshot reads back as the host it was taken from")
+    first = os.readlink(link)
+
+    # What QEMU does as libvirt-qemu: read through the link, unprivileged.
+    os.chmod(d, 0o755)
+    cfg = os.path.join(link, "sys", "bus", "pci", "devices", "0000:03:00.0",
+                       "config")
+    p = as_nobody("cat", cfg, text=False)
+    t.ok(p.returncode == 0 and len(p.stdout) > 64,
+         "an unprivileged user reads the full config space through it",
+         p.stderr)
+    p = as_nobody(G, "plan", "--sysfs-root", link, "--json")
+    t.eq(p.returncode, 0, "an unprivileged gpup2p plans from the snapshot")
+    t.eq(stat.S_IMODE(os.stat(run_dir).st_mode), 0o755,
+         "/run/gpup2p is 0755")
+
+    p = snapshot(script, run_dir)
+    second = os.readlink(link)
+    t.ok(p.returncode == 0 and second != first,
+         "second run: the link moves to a new generation")
+    t.ok(os.path.isdir(os.path.join(run_dir, first)),
+         "the previous generation stays for readers still in it")
+    snapshot(script, run_dir)
+    t.ok(not os.path.exists(os.path.join(run_dir, first)) and
+         os.path.isdir(os.path.join(run_dir, second)),
+         "third run: the oldest generation is removed, the previous kept")
+    t.eq(sorted(n for n in os.listdir(run_dir) if n.startswith(".")), [],
+         "no temporary entry is left behind")
+
+    # A capture made by hand at the well-known path is taken over.
+    hand_dir = os.path.join(d, "hand")
+    os.makedirs(hand_dir)
+    subprocess.run([G, "snapshot", "--sysfs-root", HOST,
+                    os.path.join(hand_dir, "host")], check=True)
+    p = snapshot(script, hand_dir)
+    t.ok(p.returncode == 0 and
+         os.path.islink(os.path.join(hand_dir, "host")),
+         "a directory captured by hand at host is replaced by the link",
+         p.stderr)
+
+    # A capture stopped half-way (udev's restart stops a running one) leaves
+    # a partial generation that the next run removes.
+    killer = os.path.join(d, "gpup2p-killed")
+    with open(killer, "w") as f:
+        f.write('#!/bin/sh\nfor a; do out=$a; done\nmkdir -p "$out/sys"\n'
+                'kill -TERM $PPID\nexec sleep 1 > /dev/null 2>&1\n')
+    os.chmod(killer, 0o755)
+    before = os.readlink(link)
+    env = dict(os.environ, GPUP2P=killer, GPUP2P_RUN_DIR=run_dir,
+               GPUP2P_SYSFS_ROOT=HOST)
+    p = subprocess.run([script], env=env, capture_output=True, text=True)
+    partial = [n for n in os.listdir(run_dir)
+               if n.startswith("host.") and n not in (before, second)]
+    t.ok(p.returncode != 0 and os.readlink(link) == before and
+         len(partial) == 1,
+         "a stopped capture leaves the link alone and one partial "
+         "generation", str(partial) + p.stderr)
+    p = snapshot(script, run_dir)
+    t.ok(p.returncode == 0 and partial and
+         not os.path.exists(os.path.join(run_dir, partial[0])),
+         "the next run removes the partial generation", p.stderr)
+
+    # A failed capture leaves the current snapshot in place.
+    before = os.readlink(link)
+    p = snapshot(script, run_dir, root=os.path.join(d, "no-such-root"))
+    t.ok(p.returncode != 0 and os.readlink(link) == before and
+         "no PCI devices" in p.stderr,
+         "a failed capture fails and keeps the current snapshot", p.stderr)
+
+
+def test_unit(t, d):
+    # systemd's own parser judges the unit; the script path is made an
+    # executable copy, since the build tree's is not installed.
+    unit = os.path.join(d, "gpup2p-host-topology.service")
+    script = executable_copy(os.path.join(DATA, "gpup2p-host-snapshot"),
+                             os.path.join(d, "snap"))
+    with open(os.path.join(DATA, "gpup2p-host-topology.service")) as f:
+        text = f.read()
+    lines = [("ExecStart=" + script) if l.startswith("ExecStart=") else l
+             for l in text.splitlines()]
+    with open(unit, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    p = subprocess.run(["systemd-analyze", "verify", "--man=no", unit],
+                       capture_output=True, text=True)
+    ours = [l for l in p.stderr.splitlines() if "gpup2p" in l]
+    t.ok(p.returncode == 0 and not ours,
+         "systemd-analyze verify accepts the unit", p.stderr)
+    t.ok("Type=oneshot" in text and "RuntimeDirectoryPreserve=yes" in text,
+         "the unit is a oneshot that keeps /run/gpup2p")
+    test_udev_rule(t)
+
+
+UDEV_KEY = (r'\s*([A-Z_]+(?:\{[^}]*\})?)\s*(==|!=|\+=|-=|:=|=)\s*'
+            r'"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+def udev_rule_keys(line):
+    """A udev rule line as (key, operator, value) triples, and whether the
+    line is nothing but such pairs."""
+    whole = re.fullmatch("(?:%s)+" % UDEV_KEY, line) is not None
+    return re.findall(UDEV_KEY, line), whole
+
+
+def test_udev_rule(t):
+    with open(os.path.join(SRC, "data", "90-gpup2p-host-topology.rules")) as f:
+        rules = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    if not t.eq(len(rules), 1, "the udev rules file holds one rule"):
+        return
+    keys, whole = udev_rule_keys(rules[0])
+    t.ok(whole, "the rule parses as udev KEY OP \"VALUE\" pairs", rules[0])
+    match = {(k, op): v for k, op, v in keys if op in ("==", "!=")}
+    t.eq(sorted(match.get(("ACTION", "=="), "").split("|")),
+         ["add", "bind", "remove", "unbind"],
+         "it matches PCI add, remove, bind and unbind")
+    t.eq(match.get(("SUBSYSTEM", "==")), "pci", "... of the pci subsystem")
+    runs = [v for k, op, v in keys if k == "RUN" and op == "+="]
+    if not t.eq(len(runs), 1, "it runs one program"):
+        return
+    argv = shlex.split(runs[0])
+    options = [a for a in argv[1:] if a.startswith("-")]
+    words = [a for a in argv[1:] if not a.startswith("-")]
+    t.ok(os.path.isabs(argv[0]) and os.access(argv[0], os.X_OK) and
+         os.path.basename(argv[0]) == "systemctl",
+         "the program is systemctl by an absolute path that exists",
+         argv[0])
+    t.ok("--no-block" in options,
+         "--no-block: udev does not wait for the capture", runs[0])
+    # systemd merges a start into a start job already running, so a change
+    # during a capture would be lost; a restart job is always kept (it
+    # stops the running capture and starts a new one). try-restart would do
+    # nothing for the oneshot once it has finished (inactive).
+    t.eq(words[:1], ["restart"],
+         "the verb is restart, which is never merged into a running capture")
+    t.eq(words[1:], [os.path.basename(os.path.join(
+        DATA, "gpup2p-host-topology.service"))],
+         "... of the unit the package installs")
+
+
+def test_apparmor(t, d):
+    # apparmor_parser judges the snippet inside libvirt's own per-VM
+    # template, with the abstractions libvirt ships.
+    base = os.path.join(d, "apparmor.d")
+    template = os.path.join(base, "libvirt", "TEMPLATE.qemu")
+    if not t.ok(os.path.exists("/etc/apparmor.d/abstractions/libvirt-qemu")
+                and shutil.which("apparmor_parser"),
+                "apparmor_parser and libvirt's AppArmor abstractions are "
+                "installed"):
+        return
+    shutil.copytree("/etc/apparmor.d", base, symlinks=True)
+    snippet_dir = os.path.join(base, "abstractions", "libvirt-qemu.d")
+    os.makedirs(snippet_dir, exist_ok=True)
+    snippet = os.path.join(snippet_dir, "gpup2p")
+    shutil.copy(os.path.join(SRC, "data", "apparmor-libvirt-qemu-gpup2p"),
+                snippet)
+    parse = ["apparmor_parser", "--skip-kernel-load", "--skip-cache",
+             "--base", base]
+    p = subprocess.run(parse + [template], capture_output=True, text=True)
+    t.eq(p.returncode, 0, "apparmor_parser compiles libvirt's QEMU template "
+         "with the snippet")
+    p = subprocess.run(parse + ["--preprocess", template],
+                       capture_output=True, text=True)
+    t.ok("/{,var/}run/gpup2p/** r," in p.stdout,
+         "libvirt's libvirt-qemu abstraction includes the snippet",
+         p.stderr)
+    with open(snippet, "a") as f:
+        f.write("  /run/gpup2p/** rx broken\n")
+    p = subprocess.run(parse + [template], capture_output=True, text=True)
+    t.ok(p.returncode != 0 and "gpup2p" in p.stderr,
+         "... and would reject a broken snippet", p.stderr)
+
+
+DOMAIN = """<domain type='kvm' xmlns:qemu='%s'>
+  <name>ids-vm</name>
+  <devices>
+    <hostdev mode='subsystem' type='pci'>
+      <source><address domain='0x0000' bus='0x03' slot='0x00' function='0x0'/></source>
+      <alias name='ua-a'/>
+    </hostdev>
+    <hostdev mode='subsystem' type='pci'>
+      <source><address domain='0x0000' bus='0x%s' slot='0x00' function='0x0'/></source>
+      <alias name='ua-b'/>
+    </hostdev>
+  </devices>
+%s
+</domain>
+"""
+
+
+def override(prop, a, b, extra=""):
+    dev = ("<qemu:device alias='%s'><qemu:frontend>"
+           "<qemu:property name='%s' type='string' value='%s'/>%s"
+           "</qemu:frontend></qemu:device>")
+    return ("<qemu:override>" + dev % ("ua-a", prop, a, extra) +
+            dev % ("ua-b", prop, b, extra) + "</qemu:override>")
+
+
+def test_hook(t, d):
+    # The hook as installed, with gpup2p pointed at the captured host
+    # (the hook reads the live /sys, which has no GPUs here).
+    wrapper = os.path.join(d, "gpup2p-on-fixture")
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\ncmd=$1; shift\nexec "%s" "$cmd" --sysfs-root '
+                '"%s" "$@"\n' % (G, HOST))
+    os.chmod(wrapper, 0o755)
+    hook = executable_copy(os.path.join(SRC, "data", "libvirt-hook-qemu.in"),
+                           os.path.join(d, "hook"),
+                           [("@GPUP2P@", wrapper)])
+
+    def run_hook(xml, op=("prepare", "begin", "-")):
+        return subprocess.run([hook, "ids-vm"] + list(op), input=xml,
+                              capture_output=True, text=True)
+
+    # 03:00.0 and 04:00.0 share a switch; 41:00.0 is under another host
+    # bridge that is not known to forward P2P.
+    bad = DOMAIN % (QEMU_NS, "41", override("x-gpu-p2p-clique", "3", "3"))
+    p = run_hook(bad)
+    t.ok(p.returncode != 0 and "refusing domain 'ids-vm'" in p.stderr and
+         "0000:03:00.0 and 0000:41:00.0 share clique 3" in p.stderr,
+         "hook: refuses one clique across GPUs the host cannot connect, "
+         "naming both", p.stderr)
+    p = run_hook(bad, ("start", "begin", "-"))
+    t.eq(p.returncode, 0, "hook: other operations pass untouched")
+    p = run_hook(DOMAIN % (QEMU_NS, "04",
+                           override("x-gpu-p2p-clique", "3", "3")))
+    t.ok(p.returncode == 0 and not p.stderr,
+         "hook: one clique for switch peers passes", p.stderr)
+    p = run_hook(DOMAIN % (QEMU_NS, "41",
+                           override("x-gpu-p2p-clique", "3", "4")))
+    t.eq(p.returncode, 0, "hook: different ids make no claim and pass")
+    p = run_hook(DOMAIN % (QEMU_NS, "41",
+                           override("x-nv-gpudirect-clique", "7", "7")))
+    t.ok(p.returncode != 0 and "x-nv-gpudirect-clique" in p.stderr,
+         "hook: upstream's x-nv-gpudirect-clique is checked too", p.stderr)
+    glob = ("<qemu:commandline><qemu:arg value='-global'/>"
+            "<qemu:arg value='vfio-pci.x-gpu-p2p-clique=2'/>"
+            "</qemu:commandline>")
+    p = run_hook(DOMAIN % (QEMU_NS, "41", glob))
+    t.ok(p.returncode != 0 and "share clique 2" in p.stderr,
+         "hook: an id given to every vfio-pci device by -global is checked",
+         p.stderr)
+    p = run_hook(DOMAIN % (QEMU_NS, "41", override(
+        "x-gpu-p2p-clique", "3", "3",
+        "<qemu:property name='x-gpu-p2p-verify' type='string' "
+        "value='warn'/>")))
+    t.ok(p.returncode == 0 and "warning" in p.stderr,
+         "hook: x-gpu-p2p-verify=warn on both only warns, as QEMU does",
+         p.stderr)
+    p = run_hook(DOMAIN % (QEMU_NS, "41",
+                           override("x-gpu-p2p-clique", "16", "3")))
+    t.ok(p.returncode != 0 and "'16' is not auto, off or a clique id 0-15"
+         in p.stderr, "hook: an id out of range is named", p.stderr)
+    p = run_hook(DOMAIN % (QEMU_NS, "41",
+                           override("x-gpu-p2p-clique", "auto", "auto")))
+    t.eq(p.returncode, 0, "hook: auto passes (QEMU plans it)")
+    # Without explicit ids the topology is not even read.
+    p = subprocess.run([G, "libvirt", "--check", "--sysfs-root",
+                        os.path.join(d, "no-such-root"), "-"],
+                       input=DOMAIN % (QEMU_NS, "41", ""),
+                       capture_output=True, text=True)
+    t.eq(p.returncode, 0, "--check: a domain without ids needs no topology")
+    # What the host cannot judge keeps its id with a warning, as in QEMU.
+    p = subprocess.run([G, "libvirt", "--check", "--sysfs-root",
+                        os.path.join(d, "no-such-root"), "-"], input=bad,
+                       capture_output=True, text=True)
+    t.ok(p.returncode == 0 and "cannot judge" in p.stderr,
+         "--check: ids on an unreadable host pass with a warning", p.stderr)
+    p = run_hook(DOMAIN % (QEMU_NS, "99",
+                           override("x-gpu-p2p-clique", "3", "3")))
+    t.ok(p.returncode == 0 and "cannot judge" in p.stderr and
+         "0000:99:00.0 is not a PCI device of this host" in p.stderr,
+         "hook: a pair the host cannot judge passes with a warning",
+         p.stderr)
+
+
+def test(t):
+    with tempfile.TemporaryDirectory() as d:
+        test_snapshot_script(t, d)
+    with tempfile.TemporaryDirectory() as d:
+        test_unit(t, d)
+    with tempfile.TemporaryDirectory() as d:
+        test_hook(t, d)
+    with tempfile.TemporaryDirectory() as d:
+        test_apparmor(t, d)
+    for prog in ("setpriv", "systemd-analyze", "apparmor_parser"):
+        t.ok(shutil.which(prog), "%s is installed (the test needs it)" % prog)
+
+
+if __name__ == "__main__":
+    Tap().run(test)

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""gpup2p libvirt --mirror and gpup2p qemu-args --mirror on captured hosts:
+libvirt's schema (virt-xml-validate) judges the XML; the hierarchy is read
+back from the XML the way libvirt reads it (address bus = controller
+index)."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+from taplib import Tap  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIX = os.path.join(HERE, "..", "fixtures")
+TWO_NUMA = os.path.join(FIX, "vhost-two-numa")
+HIDDEN = os.path.join(FIX, "vhost-hidden")
+G = os.environ.get("GPUP2P", "gpup2p")
+
+# The hidden-style capture (tests/vhost/topologies/hidden.json): node 0
+# switch with gpu0 gpu1 nic0, node 1 switch with gpu2 gpu3 nic1, gpu4 on
+# a second node-1 host bridge.
+HIDDEN_DEVS = {"gpu0": "0000:23:00.0", "gpu1": "0000:24:00.0",
+               "nic0": "0000:25:00.0", "gpu2": "0000:43:00.0",
+               "gpu3": "0000:44:00.0", "nic1": "0000:45:00.0",
+               "gpu4": "0000:61:00.0"}
+
+
+def run(*args, **kw):
+    return subprocess.run([G] + list(args), capture_output=True, text=True,
+                          **kw)
+
+
+def validate(t, xml, what):
+    with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
+        f.write(xml)
+        f.flush()
+        p = subprocess.run(["virt-xml-validate", f.name, "domain"],
+                           capture_output=True, text=True)
+    t.ok(p.returncode == 0, "%s validates against libvirt's schema" % what,
+         p.stdout + p.stderr)
+
+
+def domain(bdfs, vcpus=4, memory_gib=8, extra=""):
+    hostdevs = "".join(
+        "    <hostdev mode='subsystem' type='pci' managed='yes'>\n"
+        "      <source><address domain='0x%s' bus='0x%s' slot='0x%s' "
+        "function='0x%s'/></source>\n    </hostdev>\n"
+        % (b[0:4], b[5:7], b[8:10], b[11]) for b in bdfs)
+    return ("<domain type='kvm'>\n  <name>mirror-vm</name>\n"
+            "  <memory unit='GiB'>%d</memory>\n  <vcpu>%d</vcpu>\n"
+            "  <os><type arch='x86_64' machine='q35'>hvm</type></os>\n%s"
+            "  <devices>\n    <emulator>/usr/bin/qemu-system-x86_64"
+            "</emulator>\n    <controller type='pci' index='0' "
+            "model='pcie-root'/>\n%s  </devices>\n</domain>\n"
+            % (memory_gib, vcpus, extra, hostdevs))
+
+
+def chains(xml):
+    """Host BDF -> [(guest address), controller models up to pcie-root]."""
+    root = ET.fromstring(xml)
+    ctl = {int(c.get("index")): c for c in root.iter("controller")
+           if c.get("type") == "pci"}
+    out = {}
+    for hd in root.iter("hostdev"):
+        s = hd.find("source/address")
+        bdf = "%04x:%02x:%02x.%x" % tuple(int(s.get(k), 16) for k in (
+            "domain", "bus", "slot", "function"))
+        a = hd.find("address")
+        models = []
+        bus = int(a.get("bus"), 16) if a is not None else -1
+        guard = 0
+        while bus in ctl and guard < 16:
+            c = ctl[bus]
+            node = c.find("target/node")
+            models.append(c.get("model") + ("@%s" % node.text
+                                            if node is not None else ""))
+            ca = c.find("address")
+            bus = int(ca.get("bus"), 16) if ca is not None else -1
+            guard += 1
+        out[bdf] = ((a.get("bus"), a.get("slot"), a.get("function"),
+                     a.get("multifunction")) if a is not None else None,
+                    models)
+    return root, out
+
+
+def run_mirror(t, host, xml, *opts):
+    with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
+        f.write(xml)
+        f.flush()
+        return run("libvirt", "--sysfs-root", host, "--mirror", *opts,
+                   f.name)
+
+
+def test_hidden(t):
+    names = list(HIDDEN_DEVS)
+    bdfs = [HIDDEN_DEVS[n] for n in names]
+    with tempfile.TemporaryDirectory() as d:
+        nccl = os.path.join(d, "nccl-topo.xml")
+        p = run_mirror(t, HIDDEN, domain(bdfs), "--nccl-topo", nccl)
+        t.eq(p.returncode, 0, "libvirt --mirror on the hidden-style host")
+        out = p.stdout
+        validate(t, out, "the mirrored domain")
+        root, ch = chains(out)
+        sw = ["pcie-switch-downstream-port", "pcie-switch-upstream-port",
+              "pcie-root-port"]
+        for n in ("gpu0", "gpu1", "nic0"):
+            t.eq(ch[HIDDEN_DEVS[n]][1],
+                 sw + ["pcie-expander-bus@0", "pcie-root"],
+                 "%s: behind a switch on the node-0 expander bus" % n)
+        for n in ("gpu2", "gpu3", "nic1"):
+            t.eq(ch[HIDDEN_DEVS[n]][1],
+                 sw + ["pcie-expander-bus@1", "pcie-root"],
+                 "%s: behind a switch on the node-1 expander bus" % n)
+        t.eq(ch[HIDDEN_DEVS["gpu4"]][1],
+             ["pcie-root-port", "pcie-expander-bus@1", "pcie-root"],
+             "gpu4: a root port on a second node-1 expander bus")
+        buses = [c.find("target").get("busNr") for c in root.iter(
+            "controller") if c.get("model") == "pcie-expander-bus"]
+        t.eq(buses, ["128", "136", "144"], "expander bus numbers")
+        cells = [(c.get("id"), c.get("cpus"), c.get("memory"))
+                 for c in root.iter("cell")]
+        t.eq(cells, [("0", "0-1", "4194304"), ("1", "2-3", "4194304")],
+             "two NUMA cells share the 4 vCPUs and 8 GiB")
+        entry = root.find("sysinfo[@type='fwcfg']/entry")
+        t.ok(entry is not None and entry.get("name") ==
+             "opt/gpup2p/nccl-topo.xml" and entry.get("file") == nccl,
+             "the NCCL file goes to fw_cfg through <sysinfo type='fwcfg'>")
+        text = open(nccl).read()
+        t.ok(text.startswith("<system version=\"1\">") and "<?xml" not in
+             text, "the NCCL file has no XML declaration (NCCL's parser "
+             "rejects one)", text[:100])
+        n = ET.fromstring(text)
+        t.eq([c.get("numaid") for c in n.iter("cpu")], ["0", "1"],
+             "NCCL file: one cpu per guest node")
+        t.eq(len(n.findall("cpu/pci/pci")), 6,
+             "NCCL file: three devices behind each switch")
+
+        # Idempotent, and stable whatever order the hostdevs come in.
+        again = os.path.join(d, "again.xml")
+        with open(again, "w") as f:
+            f.write(out)
+        p2 = run("libvirt", "--sysfs-root", HIDDEN, "--mirror",
+                 "--nccl-topo", nccl, again)
+        t.eq(p2.stdout, out, "running it again changes nothing")
+        p3 = run_mirror(t, HIDDEN, domain(list(reversed(bdfs))),
+                        "--nccl-topo", nccl)
+        t.eq(chains(p3.stdout)[1], ch,
+             "hostdevs in another order get the same guest addresses")
+
+        # With the clique edits, either way round.
+        p4 = run("libvirt", "--sysfs-root", HIDDEN, "--qemu-stock", again)
+        both = p4.stdout
+        t.ok(p4.returncode == 0 and "x-nv-gpudirect-clique" in both and
+             chains(both)[1] == ch, "--qemu-stock on a mirrored domain "
+             "keeps the mirror", p4.stderr)
+        p5 = run("libvirt", "--sysfs-root", HIDDEN, "--qemu-stock",
+                 "--mirror", again)
+        t.ok(p5.returncode == 0 and "x-nv-gpudirect-clique" in p5.stdout and
+             chains(p5.stdout)[1] == ch and
+             p5.stdout.count("pcie-expander-bus") == 3,
+             "--qemu-stock --mirror: clique ids and one mirror", p5.stderr)
+        validate(t, p5.stdout, "the mirrored domain with clique ids")
+
+        p6 = run_mirror(t, HIDDEN, domain(bdfs, vcpus=1))
+        t.ok(p6.returncode == 1 and "cannot fill 2 NUMA cells" in p6.stderr,
+             "one vCPU for two cells is refused, saying why", p6.stderr)
+        p7 = run("libvirt", "--sysfs-root", HIDDEN, "--nccl-topo", nccl,
+                 again)
+        t.eq(p7.returncode, 2, "--nccl-topo without --mirror is a usage "
+             "error")
+        p8 = run_mirror(t, HIDDEN, domain(bdfs, extra=(
+            "  <cpu><numa><cell id='0' cpus='0-3' memory='8' unit='GiB'/>"
+            "</numa></cpu>\n")))
+        t.ok(p8.returncode == 0 and "own <numa> cells are replaced" in
+             p8.stderr and len(ET.fromstring(p8.stdout).findall(
+                 "cpu/numa/cell")) == 2,
+             "the domain's own NUMA cells are replaced, with a warning",
+             p8.stderr)
+
+
+def test_qemu_args(t):
+    bdfs = list(HIDDEN_DEVS.values())
+    p = run("qemu-args", "--mirror", "--sysfs-root", HIDDEN, "--cpus", "4",
+            "--memory", "2048", *bdfs)
+    t.eq(p.returncode, 0, "qemu-args --mirror on the hidden-style host")
+    args = p.stdout.splitlines()
+    t.ok("node,nodeid=1,cpus=2-3,memdev=gpup2p-mem1" in args and
+         "pxb-pcie,id=gpup2p-hb1,bus=pcie.0,addr=0x1d,bus_nr=136,numa_node=1"
+         in args, "QEMU arguments: NUMA cells and expander buses",
+         p.stdout)
+    t.eq(sum(a.startswith("x3130-upstream,") for a in args), 2,
+         "QEMU arguments: a switch per shared host switch")
+    # Stock QEMU parses the whole list (-S: nothing runs; no device
+    # exists here to assign, so vfio-pci is left out).
+    dev_free = [a for i, a in enumerate(args)
+                if not a.startswith("vfio-pci") and
+                not (a == "-device" and i + 1 < len(args) and
+                     args[i + 1].startswith("vfio-pci"))]
+    q = subprocess.run(["qemu-system-x86_64", "-M", "q35", "-accel", "tcg",
+                        "-nodefaults", "-display", "none", "-S",
+                        "-qmp", "stdio"] + dev_free,
+                       input='{"execute":"qmp_capabilities"}\n'
+                       '{"execute":"quit"}\n', capture_output=True,
+                       text=True, timeout=120)
+    t.ok(q.returncode == 0, "stock QEMU accepts the mirrored hierarchy",
+         q.stderr)
+    p2 = run("qemu-args", "--mirror", "--sysfs-root", HIDDEN,
+             "0000:22:00.0")
+    t.ok(p2.returncode == 1 and "0000:22:00.0 is a bridge" in p2.stderr,
+         "a bridge is refused, named", p2.stderr)
+    p3 = run("qemu-args", "--sysfs-root", HIDDEN, *bdfs)
+    t.eq(p3.returncode, 2, "without --mirror: usage error")
+
+
+def test(t):
+    test_hidden(t)
+    test_qemu_args(t)
+    # The capture with a node-less host bridge: the expander there gets
+    # no <node>, the node-1 ones do.
+    with open(os.path.join(FIX, "libvirt", "gpu-vm.xml")) as f:
+        dom = f.read()
+    p = run_mirror(t, TWO_NUMA, dom)
+    root, ch = chains(p.stdout)
+    t.eq(ch.get("0000:41:00.0", (None, []))[1],
+         ["pcie-root-port", "pcie-expander-bus@0", "pcie-root"],
+         "two-numa: the node-1 device on guest node 0 (the only cell)")
+    t.eq(ch.get("0000:03:00.0", (None, []))[1][-2:],
+         ["pcie-expander-bus", "pcie-root"],
+         "two-numa: a node-less host bridge gives an expander without node")
+    validate(t, p.stdout, "the two-numa mirrored domain")
+
+
+if __name__ == "__main__":
+    Tap().run(test)

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * `gpup2p qemu-args --mirror BDF...`: the QEMU arguments that give a guest
+ * the host's PCIe hierarchy and NUMA nodes for the named devices, and,
+ * with --nccl-topo, the host's NCCL topology for it through fw_cfg.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gpup2p/mirror.h"
+
+static void print_map(const GpMirror *m)
+{
+    guint i;
+
+    printf("%-13s %-13s %-18s %-10s %s\n", "GUEST", "HOST", "KIND", "ID",
+           "NUMA (guest<host)");
+    for (i = 0; i < m->nodes->len; i++) {
+        const GpMirrorNode *n = g_ptr_array_index(m->nodes, i);
+        char node[32] = "";
+
+        if (n->kind == GP_MIRROR_EXPANDER) {
+            if (n->guest_node >= 0) {
+                g_snprintf(node, sizeof(node), "%d<%d", n->guest_node,
+                           n->host_node);
+            } else {
+                g_strlcpy(node, "-", sizeof(node));
+            }
+        }
+        printf("%-13s %-13s %-18s %-10s %s\n", n->guest_bdf,
+               n->host ? n->host->bdf : n->sort_key,
+               gp_mirror_kind_name(n->kind), n->id, node);
+    }
+}
+
+/* Single quotes for the shell where a word needs them. */
+static void print_shell_word(const char *w, bool last)
+{
+    g_autofree char *q = NULL;
+    const char *p;
+
+    for (p = w; *p && (g_ascii_isalnum(*p) || strchr("@%+=:,./-_", *p));
+         p++) {
+    }
+    if (*p || !*w) {
+        q = g_shell_quote(w);
+    }
+    printf("%s%s", q ? q : w, last ? "\n" : " ");
+}
+
+/* One argument per line, or one shell line; the fw_cfg item last. */
+static void print_args(char **args, const char *nccl, bool shell)
+{
+    guint i;
+
+    for (i = 0; args[i]; i++) {
+        if (shell) {
+            print_shell_word(args[i], !args[i + 1] && !nccl);
+        } else {
+            printf("%s\n", args[i]);
+        }
+    }
+    if (nccl) {
+        g_autofree char *abs = g_canonicalize_filename(nccl, NULL);
+        g_autofree char *v = g_strdup_printf("name=%s,file=%s",
+                                             GP_FWCFG_NCCL_TOPO, abs);
+
+        if (shell) {
+            print_shell_word("-fw_cfg", false);
+            print_shell_word(v, true);
+        } else {
+            printf("-fw_cfg\n%s\n", v);
+        }
+    }
+}
+
+int gp_cmd_qemu_args(int argc, char **argv)
+{
+    g_autofree char *root = NULL, *nccl = NULL, *props = NULL;
+    gboolean mirror = FALSE, shell = FALSE, map = FALSE;
+    gint cpus = 0, memory = 1024;
+    GOptionEntry entries[] = {
+        { "mirror", 0, 0, G_OPTION_ARG_NONE, &mirror,
+          "Mirror the host's PCIe hierarchy and NUMA nodes", NULL },
+        { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &root,
+          "Read a captured host instead of /sys", "DIR" },
+        { "cpus", 0, 0, G_OPTION_ARG_INT, &cpus,
+          "vCPUs, spread over the NUMA cells (default: one per cell)", "N" },
+        { "memory", 0, 0, G_OPTION_ARG_INT, &memory,
+          "Guest memory in MiB, spread over the cells (default 1024)",
+          "MIB" },
+        { "vfio-props", 0, 0, G_OPTION_ARG_STRING, &props,
+          "Append these properties to every vfio-pci device", "K=V,..." },
+        { "nccl-topo", 0, 0, G_OPTION_ARG_FILENAME, &nccl,
+          "Write the guest's NCCL topology here and pass it by fw_cfg as "
+          GP_FWCFG_NCCL_TOPO, "FILE" },
+        { "shell", 0, 0, G_OPTION_ARG_NONE, &shell,
+          "One shell-quoted line instead of one argument per line", NULL },
+        { "map", 0, 0, G_OPTION_ARG_NONE, &map,
+          "Print the guest layout (guest and host addresses) instead", NULL },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx =
+        g_option_context_new("--mirror BDF... - QEMU arguments that mirror "
+                             "the host topology");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GpTopology) topo = NULL;
+    g_autoptr(GpMirror) m = NULL;
+    g_auto(GStrv) args = NULL;
+
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!gp_cli_parse(ctx, &argc, &argv)) {
+        return GP_EXIT_USAGE;
+    }
+    if (!mirror || argc < 2) {
+        return gp_cli_fail("qemu-args", GP_EXIT_USAGE, "give --mirror and "
+                           "the host devices (BDF...)");
+    }
+    if (nccl && strchr(nccl, ',')) {
+        return gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--nccl-topo %s: a "
+                           "comma in the path would split QEMU's option",
+                           nccl);
+    }
+    if (cpus < 0 || memory <= 0) {
+        return gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--cpus and --memory "
+                           "must be positive");
+    }
+    topo = gp_topo_read(root ? root : "/", &err);
+    if (!topo) {
+        return gp_cli_fail("qemu-args", GP_EXIT_FAILED, "%s", err->message);
+    }
+    m = gp_mirror_plan(topo, (const char *const *)argv + 1, NULL, NULL,
+                       &err);
+    if (!m) {
+        return gp_cli_fail("qemu-args", GP_EXIT_FAILED, "%s", err->message);
+    }
+    if (map) {
+        print_map(m);
+        return GP_EXIT_OK;
+    }
+    args = gp_mirror_qemu_args(m, cpus ? (unsigned)cpus :
+                               MAX(gp_mirror_cells(m), 1), memory, props,
+                               &err);
+    if (!args) {
+        return gp_cli_fail("qemu-args", GP_EXIT_FAILED, "%s", err->message);
+    }
+    if (nccl) {
+        g_autofree char *xml = gp_mirror_nccl_topo(m);
+
+        if (!g_file_set_contents_full(nccl, xml, -1,
+                                      G_FILE_SET_CONTENTS_CONSISTENT, 0644,
+                                      &err)) {
+            return gp_cli_fail("qemu-args", GP_EXIT_FAILED, "--nccl-topo "
+                               "%s: %s", nccl, err->message);
+        }
+    }
+    print_args(args, nccl, shell);
+    return GP_EXIT_OK;
+}

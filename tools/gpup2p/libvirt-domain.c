@@ -1,0 +1,663 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* A libvirt domain's GPU hostdevs and their P2P clique settings. */
+#include <libxml/c14n.h>
+#include <libxml/parser.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "libvirt-domain.h"
+
+#define QEMU_NS "http://libvirt.org/schemas/domain/qemu/1.0"
+
+static const char *const clique_properties[] = {
+    "x-gpu-p2p-clique",         /* the extension's: auto, off or 0-15 */
+    "x-nv-gpudirect-clique",    /* upstream QEMU's: 0-15 */
+};
+
+static xmlNodePtr child(xmlNodePtr parent, const char *name, xmlNsPtr ns)
+{
+    xmlNodePtr c;
+
+    for (c = parent ? parent->children : NULL; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE &&
+            !xmlStrcmp(c->name, BAD_CAST name) &&
+            (ns ? c->ns && !xmlStrcmp(c->ns->href, ns->href) : !c->ns)) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+static xmlNodePtr child_or_new(xmlNodePtr parent, const char *name,
+                               xmlNsPtr ns)
+{
+    xmlNodePtr c = child(parent, name, ns);
+
+    return c ? c : xmlNewChild(parent, ns, BAD_CAST name, NULL);
+}
+
+static bool is_element(xmlNodePtr n, const char *name)
+{
+    return n->type == XML_ELEMENT_NODE && !xmlStrcmp(n->name, BAD_CAST name);
+}
+
+static bool prop_equals(xmlNodePtr n, const char *name, const char *value)
+{
+    g_autofree xmlChar *v = xmlGetProp(n, BAD_CAST name);
+
+    return v && !xmlStrcmp(v, BAD_CAST value);
+}
+
+static bool prop_hex(xmlNodePtr n, const char *name, unsigned *out)
+{
+    g_autofree xmlChar *v = xmlGetProp(n, BAD_CAST name);
+    char *end;
+    guint64 x;
+
+    if (!v) {
+        return false;
+    }
+    x = g_ascii_strtoull((const char *)v, &end, 0);
+    *out = (unsigned)x;
+    return end != (char *)v && !*end && x <= G_MAXUINT;
+}
+
+/* The host BDF a <hostdev type='pci'> assigns. */
+static bool hostdev_bdf(xmlNodePtr hd, char out[GP_BDF_LEN])
+{
+    xmlNodePtr addr = child(child(hd, "source", NULL), "address", NULL);
+    unsigned d = 0, b, s, f;
+
+    if (!addr) {
+        return false;
+    }
+    if (xmlHasProp(addr, BAD_CAST "domain") && !prop_hex(addr, "domain", &d)) {
+        return false;
+    }
+    if (!prop_hex(addr, "bus", &b) || !prop_hex(addr, "slot", &s) ||
+        !prop_hex(addr, "function", &f) || d > 0xffff || b > 0xff ||
+        s > 0x1f || f > 7) {
+        return false;
+    }
+    g_snprintf(out, GP_BDF_LEN, "%04x:%02x:%02x.%x", d, b, s, f);
+    return true;
+}
+
+static xmlNsPtr qemu_ns(const GpDomain *d)
+{
+    return xmlSearchNsByHref(d->doc, d->root, BAD_CAST QEMU_NS);
+}
+
+static xmlNodePtr override_frontend(const GpDomain *d, const char *alias)
+{
+    xmlNsPtr ns = qemu_ns(d);
+    xmlNodePtr ov = ns ? child(d->root, "override", ns) : NULL;
+    xmlNodePtr dev;
+
+    if (!ov || !alias) {
+        return NULL;
+    }
+    for (dev = ov->children; dev; dev = dev->next) {
+        if (is_element(dev, "device") && prop_equals(dev, "alias", alias)) {
+            return child(dev, "frontend", ns);
+        }
+    }
+    return NULL;
+}
+
+static xmlChar *frontend_value(xmlNodePtr frontend, const char *property)
+{
+    xmlNodePtr p;
+
+    for (p = frontend ? frontend->children : NULL; p; p = p->next) {
+        if (is_element(p, "property") && prop_equals(p, "name", property)) {
+            return xmlGetProp(p, BAD_CAST "value");
+        }
+    }
+    return NULL;
+}
+
+/* "vfio-pci.PROPERTY=VALUE" from a <qemu:commandline> -global. */
+static char *global_value(const GpDomain *d, const char *property)
+{
+    xmlNsPtr ns = qemu_ns(d);
+    xmlNodePtr cl = ns ? child(d->root, "commandline", ns) : NULL;
+    g_autofree char *prefix = g_strdup_printf("vfio-pci.%s=", property);
+    char *found = NULL;
+    bool after_global = false;
+    xmlNodePtr a;
+
+    for (a = cl ? cl->children : NULL; a; a = a->next) {
+        g_autofree xmlChar *v = NULL;
+
+        if (!is_element(a, "arg")) {
+            continue;
+        }
+        v = xmlGetProp(a, BAD_CAST "value");
+        if (v && after_global &&
+            g_str_has_prefix((const char *)v, prefix)) {
+            g_free(found);      /* the last one wins, as in QEMU */
+            found = g_strdup((const char *)v + strlen(prefix));
+        }
+        after_global = v && !xmlStrcmp(v, BAD_CAST "-global");
+    }
+    return found;
+}
+
+/* -1 for auto or off, the id for 0-15, -2 for anything else. */
+static int parse_clique(const char *value)
+{
+    guint64 id;
+
+    if (!strcmp(value, "auto") || !strcmp(value, "off")) {
+        return -1;
+    }
+    if (!g_ascii_string_to_unsigned(value, 10, 0, GP_PLAN_MAX_CLIQUES - 1,
+                                    &id, NULL)) {
+        return -2;
+    }
+    return (int)id;
+}
+
+/* The clique setting in effect for @h: its override, else a -global. */
+static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
+                             GError **errp)
+{
+    xmlNodePtr fe = override_frontend(d, h->alias);
+    g_autofree xmlChar *verify = frontend_value(fe, "x-gpu-p2p-verify");
+    g_autofree char *gverify = global_value(d, "x-gpu-p2p-verify");
+    const char *v = verify ? (const char *)verify : gverify;
+    size_t i;
+
+    h->explicit_id = -1;
+    h->verify_relaxed = v && (!strcmp(v, "warn") || !strcmp(v, "trust"));
+    for (i = 0; i < G_N_ELEMENTS(clique_properties); i++) {
+        g_autofree xmlChar *own = frontend_value(fe, clique_properties[i]);
+        g_autofree char *global = own ? NULL :
+                                  global_value(d, clique_properties[i]);
+        const char *value = own ? (const char *)own : global;
+        int id;
+
+        if (!value) {
+            continue;
+        }
+        id = parse_clique(value);
+        if (id == -2) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: %s: %s='%s' "
+                        "is not auto, off or a clique id 0-%d", d->name,
+                        h->bdf, clique_properties[i], value,
+                        GP_PLAN_MAX_CLIQUES - 1);
+            return false;
+        }
+        h->explicit_id = id;
+        h->id_property = clique_properties[i];
+        return true;            /* the extension's property comes first */
+    }
+    return true;
+}
+
+static void hostdev_free(gpointer p)
+{
+    GpDomainHostdev *h = p;
+
+    g_free(h->alias);
+    g_free(h);
+}
+
+static bool collect_hostdevs(GpDomain *d, GError **errp)
+{
+    xmlNodePtr devices = child(d->root, "devices", NULL);
+    xmlNodePtr hd;
+
+    for (hd = devices ? devices->children : NULL; hd; hd = hd->next) {
+        GpDomainHostdev *h;
+        xmlNodePtr alias;
+
+        if (!is_element(hd, "hostdev") || !prop_equals(hd, "type", "pci")) {
+            continue;
+        }
+        h = g_new0(GpDomainHostdev, 1);
+        h->hostdev = hd;
+        g_ptr_array_add(d->hostdevs, h);
+        if (!hostdev_bdf(hd, h->bdf)) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: line %ld: a "
+                        "PCI <hostdev> without a valid source address",
+                        d->name, xmlGetLineNo(hd));
+            return false;
+        }
+        alias = child(hd, "alias", NULL);
+        h->alias = alias ? (char *)xmlGetProp(alias, BAD_CAST "name") : NULL;
+        if (!read_explicit_id(d, h, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+GpDomain *gp_domain_parse(const char *xml, const char *name, GError **errp)
+{
+    g_autoptr(GpDomain) d = g_new0(GpDomain, 1);
+
+    d->name = name;
+    d->hostdevs = g_ptr_array_new_with_free_func(hostdev_free);
+    d->gpus = g_ptr_array_new();
+    d->doc = xmlReadMemory(xml, (int)strlen(xml), name, NULL,
+                           XML_PARSE_NONET | XML_PARSE_NOBLANKS |
+                           XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    if (!d->doc) {
+        const xmlError *e = xmlGetLastError();
+
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: not well-formed "
+                    "XML: line %d: %s", name, e ? e->line : 0,
+                    e && e->message ? g_strchomp(e->message) : "?");
+        return NULL;
+    }
+    d->root = xmlDocGetRootElement(d->doc);
+    if (!d->root || xmlStrcmp(d->root->name, BAD_CAST "domain")) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s: the root element is not <domain>", name);
+        return NULL;
+    }
+    d->domain_name = (char *)xmlNodeGetContent(child(d->root, "name", NULL));
+    if (!d->domain_name) {
+        d->domain_name = g_strdup("?");
+    }
+    if (!collect_hostdevs(d, errp)) {
+        return NULL;
+    }
+    return g_steal_pointer(&d);
+}
+
+void gp_domain_free(GpDomain *d)
+{
+    if (!d) {
+        return;
+    }
+    if (d->doc) {
+        xmlFreeDoc(d->doc);
+    }
+    g_ptr_array_unref(d->gpus);
+    g_ptr_array_unref(d->hostdevs);
+    g_free(d->domain_name);
+    g_free(d);
+}
+
+bool gp_domain_has_explicit_ids(const GpDomain *d)
+{
+    guint i;
+
+    for (i = 0; i < d->hostdevs->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, i);
+
+        if (h->explicit_id >= 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool gp_domain_find_gpus(GpDomain *d, const GpTopology *topo,
+                         GError **errp)
+{
+    guint i;
+
+    g_ptr_array_set_size(d->gpus, 0);
+    for (i = 0; i < d->hostdevs->len; i++) {
+        GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, i);
+
+        h->dev = gp_topo_find(topo, h->bdf);
+        if (!h->dev) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "%s: <hostdev> "
+                        "%s is not a PCI device of this host", d->name,
+                        h->bdf);
+            return false;
+        }
+        if (gp_device_is_gpu(h->dev)) {
+            g_ptr_array_add(d->gpus, h);
+        }
+    }
+    return true;
+}
+
+/* Why @a and @b may not share a clique on @topo; NULL when they may. */
+static char *pair_objection(const GpTopology *topo, const GpDomainHostdev *a,
+                            const GpDomainHostdev *b, bool *unknown)
+{
+    GpP2pVerdict v;
+    char *why;
+
+    *unknown = false;
+    if (!a->dev || !b->dev) {
+        *unknown = true;
+        return g_strdup_printf("%s is not a PCI device of this host",
+                               a->dev ? b->bdf : a->bdf);
+    }
+    gp_p2p_verdict(topo, a->dev, b->dev, &v);
+    if (gp_p2p_possible(v.kind)) {
+        gp_p2p_verdict_clear(&v);
+        return NULL;
+    }
+    *unknown = v.kind == GP_P2P_UNKNOWN;
+    why = g_strdup_printf("%s (%s)", v.reason ? v.reason : "no reason given",
+                          gp_p2p_kind_name(v.kind));
+    gp_p2p_verdict_clear(&v);
+    return why;
+}
+
+bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
+                         GError **errp)
+{
+    guint i, j;
+
+    for (i = 0; i < d->hostdevs->len; i++) {
+        GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, i);
+
+        h->dev = gp_topo_find(topo, h->bdf);
+    }
+    for (i = 0; i < d->hostdevs->len; i++) {
+        const GpDomainHostdev *a = g_ptr_array_index(d->hostdevs, i);
+
+        for (j = i + 1; a->explicit_id >= 0 && j < d->hostdevs->len; j++) {
+            const GpDomainHostdev *b = g_ptr_array_index(d->hostdevs, j);
+            g_autofree char *why = NULL;
+            bool unknown;
+
+            if (b->explicit_id != a->explicit_id ||
+                (a->dev && !gp_device_is_gpu(a->dev)) ||
+                (b->dev && !gp_device_is_gpu(b->dev))) {
+                continue;
+            }
+            why = pair_objection(topo, a, b, &unknown);
+            if (!why) {
+                continue;
+            }
+            /*
+             * As QEMU: a pair the host cannot judge keeps its id, and
+             * x-gpu-p2p-verify=warn|trust on both turns a no into a warning.
+             */
+            if (unknown || (a->verify_relaxed && b->verify_relaxed)) {
+                fprintf(stderr, "gpup2p libvirt: warning: domain '%s': "
+                        "%s and %s share clique %d, which the host %s: %s\n",
+                        d->domain_name, a->bdf, b->bdf, a->explicit_id,
+                        unknown ? "cannot judge" : "contradicts", why);
+                continue;
+            }
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s and %s "
+                        "share clique %d (%s), but the host says they cannot "
+                        "do P2P: %s", a->bdf, b->bdf, a->explicit_id,
+                        a->id_property, why);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Set <qemu:property name=...> under the device's frontend; NULL removes. */
+static void set_property(xmlNodePtr frontend, xmlNsPtr ns, const char *name,
+                         const char *type, const char *value)
+{
+    xmlNodePtr p, next;
+
+    for (p = frontend->children; p; p = next) {
+        next = p->next;
+        if (p->type == XML_ELEMENT_NODE && prop_equals(p, "name", name)) {
+            xmlUnlinkNode(p);
+            xmlFreeNode(p);
+        }
+    }
+    if (value) {
+        p = xmlNewChild(frontend, ns, BAD_CAST "property", NULL);
+        xmlNewProp(p, BAD_CAST "name", BAD_CAST name);
+        xmlNewProp(p, BAD_CAST "type", BAD_CAST type);
+        xmlNewProp(p, BAD_CAST "value", BAD_CAST value);
+    }
+}
+
+/* The device's <qemu:frontend>, created with its override where missing. */
+static xmlNodePtr frontend_for(GpDomain *d, xmlNsPtr ns, const char *alias)
+{
+    xmlNodePtr ov = child_or_new(d->root, "override", ns);
+    xmlNodePtr dev = override_frontend(d, alias);
+
+    if (dev) {
+        return dev;
+    }
+    for (dev = ov->children; dev; dev = dev->next) {
+        if (is_element(dev, "device") && prop_equals(dev, "alias", alias)) {
+            return child_or_new(dev, "frontend", ns);
+        }
+    }
+    dev = xmlNewChild(ov, ns, BAD_CAST "device", NULL);
+    xmlNewProp(dev, BAD_CAST "alias", BAD_CAST alias);
+    return xmlNewChild(dev, ns, BAD_CAST "frontend", NULL);
+}
+
+/* libvirt keeps only user aliases that start with "ua-". */
+static void ensure_alias(GpDomainHostdev *h)
+{
+    xmlNodePtr a = child(h->hostdev, "alias", NULL);
+
+    if (h->alias && g_str_has_prefix(h->alias, "ua-")) {
+        return;
+    }
+    g_free(h->alias);
+    h->alias = g_strdup_printf("ua-gpup2p-%s", h->bdf);
+    g_strdelimit(h->alias, ":.", '-');
+    if (!a) {
+        a = xmlNewChild(h->hostdev, NULL, BAD_CAST "alias", NULL);
+    }
+    xmlSetProp(a, BAD_CAST "name", BAD_CAST h->alias);
+}
+
+static xmlNsPtr ensure_qemu_ns(GpDomain *d)
+{
+    xmlNsPtr ns = qemu_ns(d);
+
+    return ns ? ns : xmlNewNs(d->root, BAD_CAST QEMU_NS, BAD_CAST "qemu");
+}
+
+void gp_domain_set_auto(GpDomain *d, const char *snapshot)
+{
+    xmlNsPtr ns = ensure_qemu_ns(d);
+    guint i;
+
+    for (i = 0; i < d->gpus->len; i++) {
+        GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+        xmlNodePtr fe;
+
+        ensure_alias(h);
+        fe = frontend_for(d, ns, h->alias);
+        set_property(fe, ns, "x-nv-gpudirect-clique", NULL, NULL);
+        set_property(fe, ns, "x-gpu-p2p-clique", "string", "auto");
+        /* QEMU no longer reads plans; earlier runs may have set one. */
+        set_property(fe, ns, "x-gpu-p2p-host-plan", NULL, NULL);
+        set_property(fe, ns, "x-gpu-p2p-host-snapshot", "string", snapshot);
+    }
+}
+
+void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
+{
+    xmlNsPtr ns = ensure_qemu_ns(d);
+    guint i;
+
+    for (i = 0; i < d->gpus->len; i++) {
+        GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+        int id = gp_plan_clique_of(plan, h->dev);
+        g_autofree char *v = id >= 0 ? g_strdup_printf("%d", id) : NULL;
+        xmlNodePtr fe;
+
+        ensure_alias(h);
+        fe = frontend_for(d, ns, h->alias);
+        set_property(fe, ns, "x-gpu-p2p-clique", NULL, NULL);
+        set_property(fe, ns, "x-gpu-p2p-host-plan", NULL, NULL);
+        set_property(fe, ns, "x-gpu-p2p-host-snapshot", NULL, NULL);
+        set_property(fe, ns, "x-nv-gpudirect-clique", "unsigned", v);
+    }
+}
+
+static guint64 next_pow2(guint64 v)
+{
+    guint64 p = 1;
+
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
+static xmlNodePtr root_controller(xmlNodePtr devices)
+{
+    xmlNodePtr c;
+
+    for (c = devices->children; c; c = c->next) {
+        if (is_element(c, "controller") && prop_equals(c, "type", "pci") &&
+            (prop_equals(c, "model", "pcie-root") ||
+             prop_equals(c, "model", "pci-root"))) {
+            return c;
+        }
+    }
+    c = xmlNewChild(devices, NULL, BAD_CAST "controller", NULL);
+    xmlNewProp(c, BAD_CAST "type", BAD_CAST "pci");
+    xmlNewProp(c, BAD_CAST "index", BAD_CAST "0");
+    xmlNewProp(c, BAD_CAST "model", BAD_CAST "pcie-root");
+    return c;
+}
+
+static guint64 hole_kib(xmlNodePtr hole)
+{
+    g_autofree xmlChar *text = xmlNodeGetContent(hole);
+    g_autofree xmlChar *unit = xmlGetProp(hole, BAD_CAST "unit");
+    guint64 scale = 1;
+
+    if (unit && !xmlStrcmp(unit, BAD_CAST "MiB")) {
+        scale = 1024;
+    } else if (unit && !xmlStrcmp(unit, BAD_CAST "GiB")) {
+        scale = 1024 * 1024;
+    }
+    return g_ascii_strtoull((const char *)text, NULL, 10) * scale;
+}
+
+void gp_domain_size_pci_hole(GpDomain *d)
+{
+    xmlNodePtr devices = child(d->root, "devices", NULL);
+    xmlNodePtr hole;
+    g_autofree char *text = NULL;
+    guint64 need = 0;
+    guint i, j;
+
+    for (i = 0; i < d->gpus->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+
+        for (j = 0; j < h->dev->bars->len; j++) {
+            const GpBar *b = &g_array_index(h->dev->bars, GpBar, j);
+
+            if (b->is64 && !b->io) {
+                need += next_pow2(b->size);
+            }
+        }
+    }
+    if (!need || !devices) {
+        return;
+    }
+    need = next_pow2(need) / 1024;
+    hole = child(root_controller(devices), "pcihole64", NULL);
+    if (hole && hole_kib(hole) >= need) {
+        return;
+    }
+    if (!hole) {
+        hole = xmlNewChild(root_controller(devices), NULL,
+                           BAD_CAST "pcihole64", NULL);
+    }
+    text = g_strdup_printf("%" G_GUINT64_FORMAT, need);
+    xmlNodeSetContent(hole, BAD_CAST text);
+    xmlSetProp(hole, BAD_CAST "unit", BAD_CAST "KiB");
+}
+
+void gp_domain_set_emulator(GpDomain *d, const char *path)
+{
+    xmlNodePtr devices = child_or_new(d->root, "devices", NULL);
+    xmlNodePtr em = child(devices, "emulator", NULL);
+
+    if (!em) {
+        /* libvirt's schema wants it first among the devices. */
+        em = xmlNewNode(NULL, BAD_CAST "emulator");
+        if (devices->children) {
+            xmlAddPrevSibling(devices->children, em);
+        } else {
+            xmlAddChild(devices, em);
+        }
+    }
+    xmlNodeSetContent(em, BAD_CAST path);
+}
+
+bool gp_domain_qemu_unprivileged(const GpDomain *d)
+{
+    xmlNodePtr s;
+
+    for (s = d->root->children; s; s = s->next) {
+        g_autofree xmlChar *label = NULL;
+
+        if (!is_element(s, "seclabel") || !prop_equals(s, "model", "dac")) {
+            continue;
+        }
+        label = xmlNodeGetContent(child(s, "label", NULL));
+        if (label && (g_str_has_prefix((const char *)label, "+0:") ||
+                      g_str_has_prefix((const char *)label, "root:"))) {
+            return false;
+        }
+    }
+    /* qemu.conf's user = "root" cannot be seen from here. */
+    return true;
+}
+
+bool gp_domain_hides_kvm(const GpDomain *d)
+{
+    xmlNodePtr hidden = child(child(child(d->root, "features", NULL), "kvm",
+                                    NULL), "hidden", NULL);
+
+    return hidden && prop_equals(hidden, "state", "on");
+}
+
+char *gp_domain_format(const GpDomain *d)
+{
+    xmlChar *buf = NULL;
+    int len = 0;
+    char *out;
+
+    xmlDocDumpFormatMemoryEnc(d->doc, &buf, &len, "UTF-8", 1);
+    out = g_strndup((const char *)buf, len);
+    xmlFree(buf);
+    return out;
+}
+
+char *gp_xml_canonical(const char *xml, const char *name, GError **errp)
+{
+    const int flags = XML_PARSE_NONET | XML_PARSE_NOBLANKS |
+                      XML_PARSE_NOERROR | XML_PARSE_NOWARNING;
+    xmlDocPtr doc = xmlReadMemory(xml, (int)strlen(xml), name, NULL, flags);
+    xmlChar *c14n = NULL;
+    xmlChar *buf = NULL;
+    int len = 0;
+    char *out = NULL;
+
+    if (doc) {
+        len = xmlC14NDocDumpMemory(doc, NULL, XML_C14N_1_0, NULL, 1, &c14n);
+        xmlFreeDoc(doc);
+        doc = len >= 0 ? xmlReadMemory((const char *)c14n, len, name, NULL,
+                                       flags) : NULL;
+    }
+    if (!doc) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s: cannot canonicalise the XML", name);
+        xmlFree(c14n);
+        return NULL;
+    }
+    /* C14N puts each element on the text it had; indent it back. */
+    xmlDocDumpFormatMemoryEnc(doc, &buf, &len, "UTF-8", 1);
+    out = g_strndup((const char *)buf, len);
+    xmlFree(buf);
+    xmlFree(c14n);
+    xmlFreeDoc(doc);
+    return out;
+}

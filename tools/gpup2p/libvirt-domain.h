@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A libvirt domain's XML as `gpup2p libvirt` sees it: its GPU hostdevs,
+ * the clique settings its <qemu:override> and <qemu:commandline> give
+ * them, and the edits that add P2P settings.
+ */
+#ifndef GPUP2P_LIBVIRT_DOMAIN_H
+#define GPUP2P_LIBVIRT_DOMAIN_H
+
+#include <libxml/tree.h>
+
+#include "gpup2p/plan.h"
+
+/* Where the host topology service keeps its snapshot for QEMU. */
+#define GP_HOST_SNAPSHOT "/run/gpup2p/host"
+
+typedef struct {
+    xmlNodePtr hostdev;
+    char bdf[GP_BDF_LEN];
+    char *alias;                /* <alias name>, NULL when none */
+    const GpDevice *dev;        /* in the host topology, once known */
+    int explicit_id;            /* clique id the domain sets, -1 none */
+    const char *id_property;    /* the property that sets it */
+    bool verify_relaxed;        /* x-gpu-p2p-verify=warn or trust */
+} GpDomainHostdev;
+
+typedef struct {
+    const char *name;           /* file or domain name, for messages */
+    char *domain_name;          /* <name>, "?" when absent */
+    xmlDocPtr doc;
+    xmlNodePtr root;
+    GPtrArray *hostdevs;        /* GpDomainHostdev *, every PCI hostdev */
+    GPtrArray *gpus;            /* the display-class subset, once known */
+} GpDomain;
+
+GpDomain *gp_domain_parse(const char *xml, const char *name, GError **errp);
+void gp_domain_free(GpDomain *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpDomain, gp_domain_free)
+
+/* Whether some PCI hostdev gets an explicit clique id. */
+bool gp_domain_has_explicit_ids(const GpDomain *d);
+
+/* Match the hostdevs to @topo and keep the GPUs; fails without GPUs. */
+bool gp_domain_find_gpus(GpDomain *d, const GpTopology *topo,
+                         GError **errp);
+
+/*
+ * Check explicit ids against @topo: GPUs sharing an id must be P2P peers
+ * on the host. Returns false, naming the pair and the reason, when the
+ * host says no. As QEMU does, only warns for a pair the host cannot judge
+ * and when both set x-gpu-p2p-verify=warn or trust.
+ */
+bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
+                         GError **errp);
+
+/*
+ * Per GPU, x-gpu-p2p-clique=auto, and x-gpu-p2p-host-snapshot=@snapshot
+ * when not NULL (QEMU's own default is GP_HOST_SNAPSHOT).
+ */
+void gp_domain_set_auto(GpDomain *d, const char *snapshot);
+/* Per GPU, the planned id through upstream's x-nv-gpudirect-clique. */
+void gp_domain_set_stock(GpDomain *d, const GpPlan *plan);
+/* Grow <pcihole64> to hold the GPUs' 64-bit BARs. */
+void gp_domain_size_pci_hole(GpDomain *d);
+/* Point <emulator> at @path. */
+void gp_domain_set_emulator(GpDomain *d, const char *path);
+
+/* Whether libvirt runs this domain's QEMU as an unprivileged user. */
+bool gp_domain_qemu_unprivileged(const GpDomain *d);
+/* <kvm><hidden state='on'/>: the guest driver then ignores the cliques. */
+bool gp_domain_hides_kvm(const GpDomain *d);
+
+/* The document as libvirt-style indented text. */
+char *gp_domain_format(const GpDomain *d);
+
+/*
+ * @xml canonicalised (C14N 1.0: attribute order, quoting, empty
+ * elements, namespace declarations) and indented one element a line, so
+ * two documents that mean the same give the same text.
+ */
+char *gp_xml_canonical(const char *xml, const char *name, GError **errp);
+
+#endif /* GPUP2P_LIBVIRT_DOMAIN_H */
