@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "gpup2p/mirror.h"
+#include "gpup2p-version.h"
 #include "verify.h"
 
 void verify_note(VerifyReport *r, const char *fmt, ...)
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
     g_autoptr(GError) err = NULL;
     gint64 t0 = g_get_monotonic_time();
     int mib = 0, code;
+    gboolean version = FALSE;
     GOptionEntry entries[] = {
         { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &o.sysfs_root,
           "Run the PCI checks on a captured tree instead of /sys", "DIR" },
@@ -115,6 +117,11 @@ int main(int argc, char **argv)
         { "nccl-topo", 0, 0, G_OPTION_ARG_FILENAME, &o.nccl_topo,
           "Write an NCCL topology file (NCCL_TOPO_FILE) for this VM",
           "FILE" },
+        { "prometheus", 0, 0, G_OPTION_ARG_FILENAME, &o.prometheus,
+          "Also write the results as Prometheus textfile-collector "
+          "metrics", "FILE" },
+        { "version", 0, 0, G_OPTION_ARG_NONE, &version,
+          "Print the version and exit", NULL },
         { NULL },
     };
 
@@ -126,6 +133,10 @@ int main(int argc, char **argv)
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         fprintf(stderr, "gpup2p-verify: %s\n", err->message);
         return VERIFY_EXIT_USAGE;
+    }
+    if (version) {
+        printf("gpup2p-verify %s\n", GP_VERSION);
+        return VERIFY_EXIT_OK;
     }
     if (argc > 1 || mib < 0 || mib > 16384 || o.samples < 1 ||
         o.samples > 16) {
@@ -181,6 +192,17 @@ int main(int argc, char **argv)
         }
     }
     r.seconds = (g_get_monotonic_time() - t0) / 1e6;
+    /* Before the report, so that a file that could not be written is in
+     * it; the metrics then carry the exit code the run ends with. */
+    if (o.prometheus) {
+        g_autoptr(GError) write_err = NULL;
+
+        if (!verify_write_prometheus(&o, &r, &write_err)) {
+            fprintf(stderr, "gpup2p-verify: %s\n", write_err->message);
+            verify_note(&r, "%s", write_err->message);
+            r.untested = true;
+        }
+    }
     if (o.json) {
         verify_print_json(&o, &r);
     } else {
@@ -197,5 +219,6 @@ int main(int argc, char **argv)
     g_free(r.rdma_status);
     g_free(o.sysfs_root);
     g_free(o.nccl_topo);
+    g_free(o.prometheus);
     return code;
 }

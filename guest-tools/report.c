@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "gpup2p/json.h"
+#include "gpup2p-version.h"
 
 #include "verify.h"
 
@@ -336,7 +337,7 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
     json_builder_begin_object(b);
     add_int_or_null(b, "schema_version", VERIFY_JSON_SCHEMA, true);
     gp_json_add_string_or_null(b, "tool", "gpup2p-verify");
-    gp_json_add_string_or_null(b, "tool_version", VERIFY_VERSION);
+    gp_json_add_string_or_null(b, "tool_version", GP_VERSION);
     gp_json_add_string_or_null(b, "driver_version",
                                r->driver_version[0] ? r->driver_version :
                                NULL);

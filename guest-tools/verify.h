@@ -154,6 +154,7 @@ typedef struct VerifyOptions {
     double min_bandwidth;       /* GB/s, 0: none */
     double max_latency;         /* us, 0: none */
     char *nccl_topo;
+    char *prometheus;           /* textfile-collector metrics file */
     gsize bytes;                /* transfer size */
     unsigned samples;
 } VerifyOptions;
@@ -193,5 +194,11 @@ bool verify_nccl_topo(const VerifyOptions *o, const VerifyReport *r,
 void verify_print_text(const VerifyOptions *o, const VerifyReport *r);
 void verify_print_json(const VerifyOptions *o, const VerifyReport *r);
 int verify_exit_code(const VerifyReport *r);
+/* Prometheus text format 0.0.4; @end_real_time as g_get_real_time(). */
+char *verify_prometheus_text(const VerifyOptions *o, const VerifyReport *r,
+                             gint64 end_real_time);
+/* Written atomically (renamed into place) to o->prometheus. */
+bool verify_write_prometheus(const VerifyOptions *o, const VerifyReport *r,
+                             GError **errp);
 
 #endif

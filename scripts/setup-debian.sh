@@ -60,7 +60,7 @@ apt-get install -y -q --no-install-recommends \
 apt-get install -y -q --no-install-recommends \
     clang libclang-rt-dev dkms groff-base
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
-    meson python3-pycotap
+    meson python3-pycotap python3-prometheus-client
 
 # The virtual GPU host: Debian's QEMU 10.0 and tools to build its initramfs.
 apt-get install -y -q --no-install-recommends -t bookworm-backports \

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""gpup2p-verify --prometheus: the metrics file as the Prometheus client
+library's own parser reads it (Debian's python3-prometheus-client), unknown
+figures absent, and a file that cannot be written named in a failure."""
+
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+
+from prometheus_client.parser import text_string_to_metric_families
+
+V = os.environ["GPUP2P_VERIFY"]
+VERSION = os.environ["GPUP2P_VERSION"]
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                       "fixtures", "h200x2-vm", "sys")
+
+n = 0
+failed = 0
+
+
+def ok(cond, what, detail=""):
+    global n, failed
+    n += 1
+    print("%sok %d - %s" % ("" if cond else "not ", n, what))
+    if not cond:
+        failed += 1
+        for line in str(detail).splitlines()[-30:]:
+            print("# " + line)
+
+
+def run(*args):
+    return subprocess.run([V, "--sysfs-root", FIXTURE] + list(args),
+                          capture_output=True, text=True)
+
+
+def main():
+    p = subprocess.run([V, "--version"], capture_output=True, text=True)
+    ok(p.returncode == 0 and p.stdout == "gpup2p-verify %s\n" % VERSION,
+       "--version prints the project's version", p.stdout + p.stderr)
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "gpup2p.prom")
+        p = run("--prometheus", path)
+        ok(p.returncode == 0, "a PCI-only run with --prometheus exits 0",
+           p.stdout + p.stderr)
+        text = open(path).read()
+        ok(os.listdir(d) == ["gpup2p.prom"],
+           "only the metrics file is left in its directory", os.listdir(d))
+        ok(stat.S_IMODE(os.stat(path).st_mode) == 0o644,
+           "the collector may read it (mode 0644)")
+        try:
+            fams = {f.name: f for f in text_string_to_metric_families(text)}
+        except Exception as e:  # the parser's verdict is the test
+            ok(False, "prometheus_client parses the file", "%r\n%s"
+               % (e, text))
+            fams = {}
+        else:
+            ok(True, "prometheus_client parses the file")
+        for name in ["gpup2p_verify_info", "gpup2p_verify_exit_code",
+                     "gpup2p_verify_last_run_timestamp_seconds",
+                     "gpup2p_verify_duration_seconds", "gpup2p_verify_gpus",
+                     "gpup2p_verify_check_status"]:
+            ok(name in fams and fams[name].type == "gauge",
+               "%s is a gauge" % name, sorted(fams))
+
+        def samples(name):
+            return fams[name].samples if name in fams else []
+
+        info = samples("gpup2p_verify_info")
+        ok(len(info) == 1 and info[0].value == 1 and
+           info[0].labels == {"version": VERSION, "mode": "pci-only"},
+           "info: the version, no driver label where none is known", info)
+        ex = samples("gpup2p_verify_exit_code")
+        ok([s.value for s in ex] == [0], "exit_code is the run's, 0", ex)
+        gpus = samples("gpup2p_verify_gpus")
+        ok([s.value for s in gpus] == [2], "two GPUs in the fixture", gpus)
+        ts = samples("gpup2p_verify_last_run_timestamp_seconds")
+        ok(len(ts) == 1 and abs(ts[0].value - os.path.getmtime(path)) < 60,
+           "the timestamp is the run's time", ts)
+        # Nothing measured, no CUDA: no figure, no pair, no clique, not 0.
+        for name in ["gpup2p_verify_pair_bandwidth_bytes_per_second",
+                     "gpup2p_verify_pair_latency_seconds",
+                     "gpup2p_verify_gpu_bandwidth_bytes_per_second",
+                     "gpup2p_verify_pair_peer_access",
+                     "gpup2p_verify_pair_link_limit_bytes_per_second",
+                     "gpup2p_verify_gpu_clique"]:
+            ok(not samples(name), "%s is absent: unknown here" % name,
+               samples(name))
+        ok(" 0\n" not in text.replace("gpup2p_verify_exit_code 0\n", ""),
+           "no other value is written as 0", text)
+
+    for bad in ["/dev/full/x", "/proc/gpup2p-no-such-dir/m.prom"]:
+        p = run("--prometheus", bad)
+        ok(p.returncode != 0 and bad in p.stderr,
+           "--prometheus %s: fails naming the file" % bad,
+           "exit %d: %s" % (p.returncode, p.stderr))
+    print("1..%d" % n)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
