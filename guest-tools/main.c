@@ -20,20 +20,6 @@ void verify_note(VerifyReport *r, const char *fmt, ...)
     va_end(ap);
 }
 
-VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b)
-{
-    guint i;
-
-    for (i = 0; i < r->pairs->len; i++) {
-        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
-
-        if (p->a == a && p->b == b) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
 /* What the measurements mean for the verdict. */
 static void judge(const VerifyOptions *o, VerifyReport *r)
 {

@@ -22,6 +22,20 @@ static const char *state_name(CheckState s)
     return "not run";
 }
 
+VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b)
+{
+    guint i;
+
+    for (i = 0; i < r->pairs->len; i++) {
+        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
+
+        if (p->a == a && p->b == b) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
 int verify_exit_code(const VerifyReport *r)
 {
     if (r->p2p_broken) {

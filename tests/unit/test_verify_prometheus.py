@@ -36,6 +36,73 @@ def run(*args):
                           capture_output=True, text=True)
 
 
+def model_checks():
+    """The series no GPU-less run fills, from verify-prometheus-model."""
+    p = subprocess.run([os.environ["VERIFY_PROMETHEUS_MODEL"]],
+                       capture_output=True, text=True)
+    ok(p.returncode == 0, "the made-up model prints", p.stderr)
+    try:
+        fams = {f.name: f for f in text_string_to_metric_families(p.stdout)}
+    except Exception as e:
+        ok(False, "prometheus_client parses the model's metrics",
+           "%r\n%s" % (e, p.stdout))
+        return
+    ok(all(f.type == "gauge" for f in fams.values()),
+       "every family is a gauge", [(f.name, f.type) for f in fams.values()])
+
+    def series(name):
+        return {tuple(sorted(s.labels.items())): s.value
+                for s in (fams[name].samples if name in fams else [])}
+
+    pair01 = (("dst", "1"), ("dst_bus_id", "0000:02:00.0"), ("src", "0"),
+              ("src_bus_id", "0000:01:00.0"))
+    pair10 = (("dst", "0"), ("dst_bus_id", "0000:01:00.0"), ("src", "1"),
+              ("src_bus_id", "0000:02:00.0"))
+    info = series("gpup2p_verify_info")
+    ok(list(info.values()) == [1] and dict(list(info)[0]).get("driver") ==
+       '570.1 "beta\\x"\n', "info: the driver label escaped and read back",
+       info)
+    ok(series("gpup2p_verify_exit_code") == {(): 1},
+       "exit_code follows the model (P2P broken: 1)")
+    ok(series("gpup2p_verify_last_run_timestamp_seconds") == {(): 1.7e9},
+       "the timestamp is the run's end in seconds")
+    bw = series("gpup2p_verify_pair_bandwidth_bytes_per_second")
+    def fig(pair, name):
+        return tuple(sorted(pair + (("figure", name),)))
+
+    ok(bw == {fig(pair01, "unidirectional_ce"): 380.5e9,
+              fig(pair10, "unidirectional_ce"): 12.25e9},
+       "bandwidth per ordered pair in bytes/s, unmeasured figures absent",
+       bw)
+    lat = series("gpup2p_verify_pair_latency_seconds")
+    ok(lat.keys() == {fig(pair01, "latency_sm")} and
+       abs(lat[fig(pair01, "latency_sm")] - 2.5e-6) < 1e-15,
+       "latency in seconds, only where measured", lat)
+    ok(series("gpup2p_verify_pair_peer_access") == {pair01: 1},
+       "peer access only where known")
+    ok(series("gpup2p_verify_pair_link_limit_bytes_per_second") ==
+       {pair01: 450e9}, "link limit only where known")
+    agg = series("gpup2p_verify_gpu_bandwidth_bytes_per_second")
+    ok(agg == {(("bus_id", "0000:01:00.0"), ("figure", "all_to_one_ce"),
+                ("gpu", "0")): 400e9}, "aggregate only where measured", agg)
+    st = series("gpup2p_verify_check_status")
+    want = {
+        (("bus_id", "0000:01:00.0"), ("check", "p2p_capability"),
+         ("gpu", "0")): 0,
+        (("bus_id", "0000:02:00.0"), ("check", "p2p_capability"),
+         ("gpu", "1")): 1,
+        (("check", "data_ce"),) + pair01: 0,
+        (("check", "data_sm_write"),) + pair01: 1,
+        (("check", "data_sm_read"),) + pair01: 2,
+        (("check", "data_ce"),) + pair10: 3,
+        (("check", "rdma_host_mr"), ("device", "mlx5_0")): 0,
+        (("check", "rdma_gpu_dmabuf"), ("device", "mlx5_0")): 3,
+    }
+    got = {k: st.get(tuple(sorted(k))) for k in want}
+    ok(got == want and len(st) == 14,
+       "check status: 0 ok, 1 failed, 2 not testable, 3 not run", st)
+
+
 def main():
     p = subprocess.run([V, "--version"], capture_output=True, text=True)
     ok(p.returncode == 0 and p.stdout == "gpup2p-verify %s\n" % VERSION,
@@ -91,6 +158,8 @@ def main():
                samples(name))
         ok(" 0\n" not in text.replace("gpup2p_verify_exit_code 0\n", ""),
            "no other value is written as 0", text)
+
+    model_checks()
 
     for bad in ["/dev/full/x", "/proc/gpup2p-no-such-dir/m.prom"]:
         p = run("--prometheus", bad)
