@@ -10,24 +10,17 @@ import os
 import re
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+from taplib import Tap  # noqa: E402
 
 G = os.environ["GPUP2P"]
 VERSION = os.environ["GPUP2P_VERSION"]
 MAN_DIR = os.environ["GPUP2P_MAN_DIR"]
 COMPLETION = os.environ["GPUP2P_COMPLETION"]
 
-n = 0
-failed = 0
-
-
-def ok(cond, what, detail=""):
-    global n, failed
-    n += 1
-    print("%sok %d - %s" % ("" if cond else "not ", n, what))
-    if not cond:
-        failed += 1
-        for line in str(detail).splitlines()[-30:]:
-            print("# " + line)
+TAP = Tap()
+ok = TAP.ok
 
 
 def run(argv, **kw):
@@ -149,8 +142,8 @@ def main():
         p = run([G, cmd, "--no-such-option"])
         ok(p.returncode == 2, "gpup2p %s --no-such-option exits 2" % cmd,
            "exit %d: %s" % (p.returncode, p.stderr))
-    print("1..%d" % n)
-    return 1 if failed else 0
+    print("1..%d" % TAP.n)
+    return 1 if TAP.failed else 0
 
 
 if __name__ == "__main__":

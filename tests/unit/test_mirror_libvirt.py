@@ -15,11 +15,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
+from test_libvirt import run, validate  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures")
 TWO_NUMA = os.path.join(FIX, "vhost-two-numa")
 HIDDEN = os.path.join(FIX, "vhost-hidden")
-G = os.environ.get("GPUP2P", "gpup2p")
 
 # The hidden-style capture (tests/vhost/topologies/hidden.json): node 0
 # switch with gpu0 gpu1 nic0, node 1 switch with gpu2 gpu3 nic1, gpu4 on
@@ -28,21 +29,6 @@ HIDDEN_DEVS = {"gpu0": "0000:23:00.0", "gpu1": "0000:24:00.0",
                "nic0": "0000:25:00.0", "gpu2": "0000:43:00.0",
                "gpu3": "0000:44:00.0", "nic1": "0000:45:00.0",
                "gpu4": "0000:61:00.0"}
-
-
-def run(*args, **kw):
-    return subprocess.run([G] + list(args), capture_output=True, text=True,
-                          **kw)
-
-
-def validate(t, xml, what):
-    with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
-        f.write(xml)
-        f.flush()
-        p = subprocess.run(["virt-xml-validate", f.name, "domain"],
-                           capture_output=True, text=True)
-    t.ok(p.returncode == 0, "%s validates against libvirt's schema" % what,
-         p.stdout + p.stderr)
 
 
 def domain(bdfs, vcpus=4, memory_gib=8, extra=""):

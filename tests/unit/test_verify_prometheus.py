@@ -11,24 +11,17 @@ import sys
 import tempfile
 
 from prometheus_client.parser import text_string_to_metric_families
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+from taplib import Tap  # noqa: E402
 
 V = os.environ["GPUP2P_VERIFY"]
 VERSION = os.environ["GPUP2P_VERSION"]
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                        "fixtures", "h200x2-vm", "sys")
 
-n = 0
-failed = 0
-
-
-def ok(cond, what, detail=""):
-    global n, failed
-    n += 1
-    print("%sok %d - %s" % ("" if cond else "not ", n, what))
-    if not cond:
-        failed += 1
-        for line in str(detail).splitlines()[-30:]:
-            print("# " + line)
+TAP = Tap()
+ok = TAP.ok
 
 
 def run(*args):
@@ -166,8 +159,8 @@ def main():
         ok(p.returncode != 0 and bad in p.stderr,
            "--prometheus %s: fails naming the file" % bad,
            "exit %d: %s" % (p.returncode, p.stderr))
-    print("1..%d" % n)
-    return 1 if failed else 0
+    print("1..%d" % TAP.n)
+    return 1 if TAP.failed else 0
 
 
 if __name__ == "__main__":
