@@ -15,12 +15,7 @@ load_module kvm_amd
 chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
 G0=$(bdf gpu0); G1=$(bdf gpu1); G2=$(bdf gpu2)
 bind_vfio $G0 $G1 $G2
-# libvirt needs writable state; the root is shared read-only.
-cp -a /etc/libvirt /tmp/etc-libvirt
-for d in /etc/libvirt /var/lib/libvirt /var/cache/libvirt /var/log/libvirt; do
-    mount -t tmpfs tmpfs $d
-done
-cp -a /tmp/etc-libvirt/. /etc/libvirt/
+libvirt_writable_state
 # The security driver stays libvirt's default. Mount namespaces and cgroups
 # are off: the root here is a read-only 9p share and no cgroup tree is
 # mounted.

@@ -19,12 +19,7 @@ for n in $NAMES; do
     BDFS="$BDFS $b"
 done
 bind_vfio $BDFS
-# libvirt needs writable state; the root is shared read-only.
-cp -a /etc/libvirt /tmp/etc-libvirt
-for d in /etc/libvirt /var/lib/libvirt /var/cache/libvirt /var/log/libvirt; do
-    mount -t tmpfs tmpfs $d
-done
-cp -a /tmp/etc-libvirt/. /etc/libvirt/
+libvirt_writable_state
 cat >> /etc/libvirt/qemu.conf <<'CONF'
 namespaces = [ ]
 security_driver = "none"

@@ -24,3 +24,14 @@ load_module() {
         modprobe -d "$VHOST_KERNEL_DIR" -S "$VHOST_KERNEL_VERSION" "$m"
     done
 }
+
+# libvirt needs writable state, and the root is shared read-only: tmpfs
+# over libvirt's directories, with /etc/libvirt's files copied in.
+libvirt_writable_state() {
+    cp -a /etc/libvirt /tmp/etc-libvirt
+    for d in /etc/libvirt /var/lib/libvirt /var/cache/libvirt \
+             /var/log/libvirt; do
+        mount -t tmpfs tmpfs $d
+    done
+    cp -a /tmp/etc-libvirt/. /etc/libvirt/
+}
