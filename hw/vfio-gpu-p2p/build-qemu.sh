@@ -4,12 +4,14 @@
 #   hw/vfio-gpu-p2p/build-qemu.sh [--default-clique=off|auto] [BUILD_DIR]
 #                                        (default: off, build/qemu)
 #
-# Fetches the upstream tarball through Debian's source packages, adds
+# Fetches the upstream tarball through Debian's source packages (or takes
+# the file GPUP2P_QEMU_TARBALL names, checked against the same SHA-256), adds
 # hw/vfio-gpu-p2p/ (the extension and the core library it links), applies
 # the small hook patch to hw/vfio, and builds a minimal x86_64 QEMU with KVM
 # and TCG. Re-running rebuilds only what changed. The binary ends up at
-# BUILD_DIR/build/qemu-system-x86_64. --default-clique sets the default
-# of vfio-pci's x-gpu-p2p-clique in the binary (a fleet-wide "auto").
+# BUILD_DIR/qemu-system-x86_64 (a link into the build tree).
+# --default-clique sets the default of vfio-pci's x-gpu-p2p-clique in the
+# binary (a fleet-wide "auto").
 set -eu
 
 default_clique=off
@@ -43,8 +45,13 @@ if [ ! -f "$out/$tarball" ]; then
              "deb-src configured? run scripts/setup-debian.sh)" >&2
         exit 1
     fi
-    (cd "$out" && apt-get source --download-only -t bookworm-backports \
-        "qemu=1:$version+ds-2+deb13u1~bpo12+1" >/dev/null 2>&1) || true
+    if [ -n "${GPUP2P_QEMU_TARBALL:-}" ]; then
+        # A copy fetched before (e.g. another build tree's): still checked.
+        cp "$GPUP2P_QEMU_TARBALL" "$out/$tarball" || true
+    else
+        (cd "$out" && apt-get source --download-only -t bookworm-backports \
+            "qemu=1:$version+ds-2+deb13u1~bpo12+1" >/dev/null 2>&1) || true
+    fi
     got=$(sha256sum "$out/$tarball" 2>/dev/null | cut -d' ' -f1)
     if [ "$got" != "$want" ]; then
         echo "build-qemu: $tarball missing or its SHA-256 is not $want" >&2
@@ -94,12 +101,24 @@ echo "$default_clique" > "$dst/default-clique.new"
 sync_file "$dst/default-clique.new" "$dst/default-clique"
 rm -f "$dst/default-clique.new"
 sync_file "$here/meson.build.qemu" "$dst/meson.build"
-for f in error.c pcicfg.c p2pcap.c topo.c sysfs.c p2p.c plan.c \
-         sysfs-internal.h; do
+# The core library as lib/core-sources.txt lists it (the one list of its
+# sources), with its private and public headers and the shared kernel
+# headers (P2P rule, UAPI).
+mkdir -p "$dst/core/include/uapi"
+sync_file "$top/lib/core-sources.txt" "$dst/core/core-sources.txt"
+for f in $(cat "$top/lib/core-sources.txt") $(cd "$top/lib" && ls *.h); do
     sync_file "$top/lib/$f" "$dst/core/lib/$f"
 done
 for f in "$top"/include/gpup2p/*.h "$top"/kernel/include/gpup2p/*.h; do
     sync_file "$f" "$dst/core/include/gpup2p/$(basename "$f")"
+done
+for f in "$top"/kernel/include/uapi/*.h; do
+    sync_file "$f" "$dst/core/include/uapi/$(basename "$f")"
+done
+# Files a former list had and the current one lacks would still be built.
+for f in "$dst"/core/lib/*; do
+    name=$(basename "$f")
+    [ -e "$top/lib/$name" ] || rm -f "$f"
 done
 
 if [ ! -f "$src/build/build.ninja" ]; then
