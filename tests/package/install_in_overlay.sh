@@ -35,7 +35,8 @@ STANDIN
 chmod 0755 "$stand_in/deb-systemd-invoke"
 : > "$out/deb-systemd-invoke.log"
 step install env PATH="$stand_in:$PATH" dpkg -i "$debs"/gpup2p_*.deb \
-    "$debs"/gpup2p-dkms_*.deb "$debs"/gpup2p-verify_*.deb
+    "$debs"/gpup2p-dkms_*.deb "$debs"/gpup2p-verify_*.deb \
+    "$debs"/gpup2p-qemu_*.deb
 rmdir /run/systemd/system /run/systemd
 step version gpup2p --version
 step help gpup2p --help
@@ -59,6 +60,16 @@ step enabled readlink \
 step verify-help gpup2p-verify --help
 step hook sh -c "echo \"<domain><name>x</name></domain>\" |
     /etc/libvirt/hooks/qemu.d/gpup2p x prepare begin -"
+# The packaged QEMU: its property's default, firmware found from its own
+# prefix (a q35 machine reaches the monitor), and gpup2p libvirt's choice
+# of <emulator>.
+qemu=/usr/lib/gpup2p/qemu/bin/qemu-system-x86_64
+step qemu-version "$qemu" --version
+step qemu-vfio-help "$qemu" -device vfio-pci,help
+step qemu-start sh -c "echo quit | timeout 120 $qemu -machine q35 \
+    -accel tcg -nodefaults -display none -S -monitor stdio"
+step qemu-emulator sh -c "gpup2p libvirt --sysfs-root $fixture \
+    $fixture/../libvirt/gpu-vm.xml 2>/dev/null | grep '<emulator>'"
 step snapshot env GPUP2P_SYSFS_ROOT="$fixture" \
     /usr/libexec/gpup2p/gpup2p-host-snapshot
 step snapshot-topo gpup2p topo --sysfs-root /run/gpup2p/host
@@ -69,8 +80,11 @@ if dpkg -s libvirt0 > /dev/null 2>&1; then
     step nolibvirt-connect gpup2p libvirt --connect test:///default \
         --domain test
 fi
-step purge dpkg --purge gpup2p gpup2p-dkms gpup2p-verify
+step purge dpkg --purge gpup2p gpup2p-dkms gpup2p-verify gpup2p-qemu
 step dkms-after dkms status gpup2p
-step files-after ls /usr/bin/gpup2p /etc/libvirt/hooks/qemu.d/gpup2p \
-    /lib/systemd/system/gpup2p-host-topology.service
+# What is still there (nothing, when purge removed it all).
+step files-after sh -c 'for f in /usr/bin/gpup2p /usr/bin/gpup2p-verify \
+    /etc/libvirt/hooks/qemu.d/gpup2p /usr/lib/gpup2p /usr/src/gpup2p-* \
+    /lib/systemd/system/gpup2p-host-topology.service; do
+        [ ! -e "$f" ] || echo "$f"; done'
 exit 0

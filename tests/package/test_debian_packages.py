@@ -20,6 +20,13 @@ from taplib import Tap, read_text  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 FIXTURE = os.path.join(SRC, "tests", "fixtures", "vhost-two-numa")
+# Our QEMU's build tree for the package (argument 1: under meson's build
+# directory) and the tarball the tree's own QEMU build fetched, if any.
+QEMU_BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else \
+    os.path.join(SRC, "build", "qemu-deb")
+QEMU_TARBALL = os.path.join(SRC, "build", "qemu",
+                            "qemu_10.0.2+ds.orig.tar.xz")
+PACKAGED_QEMU = "/usr/lib/gpup2p/qemu/bin/qemu-system-x86_64"
 NEEDED = ["dpkg-buildpackage", "dh", "dh_dkms", "dkms", "unshare", "git",
           "modinfo", "meson"]
 
@@ -50,16 +57,23 @@ def test(t):
         src = os.path.join(d, "vfio-gpu-p2p")
         os.makedirs(src)
         t.ok(copy_tree(src), "the tree is copied for the build")
-        p = subprocess.run(["nice", "dpkg-buildpackage", "-us", "-uc", "-b"],
-                           cwd=src, capture_output=True, text=True)
+        # With our QEMU (build profile pkg.gpup2p.qemu), built in a tree
+        # kept under the build directory: a later run rebuilds only what
+        # changed.
+        env = dict(os.environ, GPUP2P_QEMU_BUILD=QEMU_BUILD)
+        if os.path.exists(QEMU_TARBALL):
+            env["GPUP2P_QEMU_TARBALL"] = QEMU_TARBALL
+        p = subprocess.run(["nice", "dpkg-buildpackage", "-us", "-uc", "-b",
+                            "-Ppkg.gpup2p.qemu"], cwd=src, env=env,
+                           capture_output=True, text=True)
         if not t.eq(p.returncode, 0, "dpkg-buildpackage builds the packages"):
             t.diag((p.stdout + p.stderr)[-4000:])
             return
         debs = {os.path.basename(f).split("_")[0]: f
                 for f in glob.glob(os.path.join(d, "*.deb"))}
-        t.ok("gpup2p" in debs and "gpup2p-dkms" in debs and
-             "gpup2p-verify" in debs,
-             "gpup2p, gpup2p-dkms and gpup2p-verify are built", sorted(debs))
+        t.ok({"gpup2p", "gpup2p-dkms", "gpup2p-verify", "gpup2p-qemu"} <=
+             set(debs), "gpup2p, gpup2p-dkms, gpup2p-verify and gpup2p-qemu "
+             "are built", sorted(debs))
         contents = subprocess.run(["dpkg-deb", "-c", debs["gpup2p"]],
                                   capture_output=True, text=True).stdout
         t.ok("libvirt" not in subprocess.run(
@@ -115,13 +129,7 @@ def check_installed(t, out):
     t.ok("try-restart virtqemud.service libvirtd.service" in calls,
          "the install restarts a running libvirt daemon, which finds hooks "
          "only when it starts", calls)
-    with open(os.path.join(SRC, "tools", "gpup2p", "main.c")) as f:
-        has_version = '"--version"' in f.read()
-    if has_version:
-        t.eq(rc(out, "version"), "0", "gpup2p --version runs")
-    else:
-        t.eq(rc(out, "help"), "0",
-             "gpup2p --help runs (this gpup2p has no --version yet)")
+    t.eq(rc(out, "version"), "0", "gpup2p --version runs")
     status = read_text(out, "dkms-status.txt")
     t.ok(rc(out, "dkms-status") == "0" and "gpup2p/" in status,
          "dkms status lists gpup2p", status)
@@ -143,8 +151,8 @@ def check_installed(t, out):
          "the DKMS source is kernel/ as it is, less the tree's build files")
     t.eq(rc(out, "module-group"), "0", "gpup2p-dkms creates the gpup2p "
          "group (sysusers)")
-    if os.path.exists(os.path.join(SRC, "docs", "man", "gpup2p.1.md")):
-        t.eq(rc(out, "man"), "0", "gpup2p installs its manual page")
+    t.eq(rc(out, "man"), "0", "gpup2p installs its manual page")
+    check_qemu(t, out)
     t.ok(read_text(out, "enabled.txt").endswith(
          "gpup2p-host-topology.service"),
          "the package enables the topology service")
@@ -165,7 +173,27 @@ def check_installed(t, out):
     t.eq(rc(out, "purge"), "0", "dpkg --purge removes the packages")
     t.ok("gpup2p/" not in read_text(out, "dkms-after.txt"),
          "... and DKMS forgets the module")
-    t.ok(rc(out, "files-after") != "0", "... and their files")
+    t.eq((rc(out, "files-after"), read_text(out, "files-after.txt")),
+         ("0", ""), "... and their files")
+
+
+def check_qemu(t, out):
+    """gpup2p-qemu: QEMU with the extension in its own prefix."""
+    t.ok(rc(out, "qemu-version") == "0" and "10.0.2" in
+         read_text(out, "qemu-version.txt"),
+         "the packaged QEMU runs (%s)" % PACKAGED_QEMU,
+         read_text(out, "qemu-version.txt"))
+    props = read_text(out, "qemu-vfio-help.txt")
+    line = [l for l in props.splitlines() if "x-gpu-p2p-clique=" in l]
+    t.ok(rc(out, "qemu-vfio-help") == "0" and len(line) == 1 and
+         '(default: auto)' in line[0],
+         "its vfio-pci has x-gpu-p2p-clique, default auto", line or props)
+    t.ok(rc(out, "qemu-start") == "0", "a q35 machine starts from the "
+         "package's prefix (firmware found) and quits",
+         read_text(out, "qemu-start.txt"))
+    t.eq(read_text(out, "qemu-emulator.txt").strip(),
+         "<emulator>%s</emulator>" % PACKAGED_QEMU,
+         "gpup2p libvirt makes the packaged QEMU the domain's <emulator>")
 
 
 if __name__ == "__main__":

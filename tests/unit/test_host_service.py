@@ -238,6 +238,8 @@ def test_apparmor(t, d):
     t.ok("/{,var/}run/gpup2p/** r," in p.stdout,
          "libvirt's libvirt-qemu abstraction includes the snippet",
          p.stderr)
+    t.ok("/usr/lib/gpup2p/qemu/bin/qemu-system-x86_64 rmix," in p.stdout,
+         "... which lets a domain's QEMU be the packaged one (gpup2p-qemu)")
     with open(snippet, "a") as f:
         f.write("  /run/gpup2p/** rx broken\n")
     p = subprocess.run(parse + [template], capture_output=True, text=True)
