@@ -1,20 +1,27 @@
 #!/bin/sh
 # Build the kernel module out of the source tree, into BUILD_DIR (default
 # build/kernel), against KVER's headers (default: the kernel the virtual
-# GPU host boots, else the running one). kernel/ is self-contained (as
-# DKMS needs it).
+# GPU host boots, VHOST_CACHE's or else build/vhost's, else the running
+# one). A virtual host kernel built from source (its cache has a
+# kernel-source file) is built against that source tree. kernel/ is
+# self-contained (as DKMS needs it).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 out=${1:-$top/build/kernel}
-kver=${KVER:-$(cat "$top/build/vhost/kernel-version" 2>/dev/null ||
-               cat "${VHOST_CACHE:-/nonexistent}/kernel-version" 2>/dev/null ||
-               uname -r)}
-kdir=/lib/modules/$kver/build
+cache=${VHOST_CACHE:-$top/build/vhost}
+kver=${KVER:-$(cat "$cache/kernel-version" 2>/dev/null || uname -r)}
+if [ -z "${KVER:-}" ] && [ -f "$cache/kernel-source" ]; then
+    kdir=$(cat "$cache/kernel-source")
+else
+    kdir=/lib/modules/$kver/build
+fi
 [ -d "$kdir" ] || { echo "kernel/build.sh: no headers in $kdir" >&2; exit 1; }
 mkdir -p "$out"
-for f in Kbuild gpup2p.h gpup2p_main.c gpup2p_verdict.c; do
-    cmp -s "$here/$f" "$out/$f" 2>/dev/null || cp "$here/$f" "$out/$f"
+# Kbuild names the objects (the one list); the sources are every .c and .h.
+for f in "$here"/Kbuild "$here"/*.c "$here"/*.h; do
+    name=$(basename "$f")
+    cmp -s "$f" "$out/$name" 2>/dev/null || cp "$f" "$out/$name"
 done
 # The shared headers are read where they are, not copied: a copy under
 # build/kernel/include would shadow them for meson's build-directory

@@ -129,6 +129,14 @@ echo $? > %(out)s/rc
 
 def cmd_prepare(args):
     os.makedirs(CACHE, exist_ok=True)
+    built = os.path.join(CACHE, "kernel-source")
+    if os.path.exists(built):
+        # A kernel built from source (tests/kernel/build-kasan-kernel.sh),
+        # not Debian's package: left as it is.
+        with open(os.path.join(CACHE, "kernel-version")) as f:
+            log("kernel %s built from %s, in %s" % (
+                f.read().strip(), open(built).read().strip(), CACHE))
+        return
     pkg = kernel_package()
     version = pkg[len("linux-image-"):]
     root = os.path.join(CACHE, "kernel")
