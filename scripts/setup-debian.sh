@@ -70,11 +70,12 @@ apt-get install -y -q --no-install-recommends \
 apt-get install -y -q --no-install-recommends -t bookworm-backports \
     linux-headers-amd64
 
-# Debian packages (debian/, tests/package/), the host topology unit's
-# checks (systemd-analyze) and the libvirt tests' judges.
+# Debian packages (debian/, tests/package/; debootstrap for the clean-root
+# check), the host topology unit's checks (systemd-analyze) and the libvirt
+# tests' judges.
 apt-get install -y -q --no-install-recommends \
     debhelper dh-dkms dkms systemd udev libvirt-clients util-linux binutils \
-    libvirt-daemon-system apparmor
+    libvirt-daemon-system apparmor debootstrap
 
 # Building QEMU 10.0.2 with the extension (hw/vfio-gpu-p2p/build-qemu.sh).
 apt-get install -y -q --no-install-recommends \
