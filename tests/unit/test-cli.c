@@ -531,6 +531,7 @@ static void test_check_unreadable(void)
     g_assert_cmpint(r.status, ==, 6);
 }
 
+#ifdef GP_HAVE_LIBVIRT
 static const char domain_xml[] =
     "<domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/"
     "qemu/1.0'>\n  <name>g</name>\n  <memory unit='GiB'>%u</memory>\n"
@@ -628,6 +629,37 @@ static void test_check_domain(void)
                                           "guest address bits")), ==, "fail");
     sb_remove_tree(tmp);
 }
+#else
+/*
+ * A build without libvirt (meson -Dlibvirt=disabled) reads no domain: its
+ * libvirt command and check's --domain are refused, exit 1, saying why;
+ * check without --domain still runs.
+ */
+static void test_libvirt_not_built(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-check-XXXXXX", NULL);
+    g_autofree char *xml = write_tmp(tmp, "vm.xml", "<domain type='kvm'/>",
+                                     0644);
+    g_auto(Run) l = { 0 }, d = { 0 }, h = { 0 };
+
+    ready_host(sb, 0x2020);
+    run(&l, "libvirt", "--check", xml, NULL);
+    g_assert_cmpint(l.status, ==, 1);
+    g_assert_nonnull(strstr(l.err, "gpup2p libvirt: gpup2p was built "
+                            "without libvirt support (meson "
+                            "-Dlibvirt=disabled)"));
+    run(&d, "check", "--sysfs-root", sb_root(sb), "--domain", xml, NULL);
+    g_assert_cmpint(d.status, ==, 1);
+    g_assert_nonnull(strstr(d.err, xml));
+    g_assert_nonnull(strstr(d.err, "built without libvirt support"));
+    run(&h, "check", "--sysfs-root", sb_root(sb), "--qemu", "/bin/true",
+        "--json", NULL);
+    g_assert_cmpint(h.status, !=, 1);
+    g_assert_nonnull(strstr(h.out, "\"items\""));
+    sb_remove_tree(tmp);
+}
+#endif
 
 /* Point @bdf's driver link at @driver, or remove it for NULL. */
 static void rebind(SysfsBuilder *sb, const char *bdf, const char *driver)
@@ -688,8 +720,10 @@ static void test_check_binding(void)
     JsonObject *o;
     const char *text;
 
+#ifdef GP_HAVE_LIBVIRT
     validate_domain(yes);
     validate_domain(no);
+#endif
     ready_host(sb, 0x2020);
     /* GPU A's group: functions unbound, on pci-stub, on a host driver. */
     sb_add(sb, "0000:02:00.0", "0000:03:00.1", SB_ENDPOINT, 0x10de, 0x22a3,
@@ -721,6 +755,7 @@ static void test_check_binding(void)
     g_assert_null(strstr(text, "0000:03:00.1"));
     g_assert_null(strstr(text, "0000:03:00.2"));
 
+#ifdef GP_HAVE_LIBVIRT
     /* managed='yes': libvirt rebinds what the domain assigns. */
     run(&m, "check", "--sysfs-root", sb_root(sb), "--domain", yes, "--json",
         NULL);
@@ -742,6 +777,14 @@ static void test_check_binding(void)
                     "fail");
     g_assert_cmpstr(verdict_of(check_item(p, n.out, SB_GPU_A " IOMMU group")),
                     ==, "ok");
+#else
+    /* Without libvirt no domain is read: --domain is refused. */
+    run(&m, "check", "--sysfs-root", sb_root(sb), "--domain", yes, NULL);
+    g_assert_cmpint(m.status, ==, 1);
+    g_assert_nonnull(strstr(m.err, "built without libvirt support"));
+    run(&n, "check", "--sysfs-root", sb_root(sb), "--domain", no, NULL);
+    g_assert_cmpint(n.status, ==, 1);
+#endif
 
     /* No IOMMU: the fix names options the kernel has (no amd_iommu=on). */
     sb_add(off, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x1022, 0x14d8,
@@ -792,7 +835,11 @@ int main(int argc, char **argv)
                     test_snapshot_failure_leaves_nothing);
     g_test_add_func("/cli/check/capture", test_check_capture);
     g_test_add_func("/cli/check/advice", test_check_advice);
+#ifdef GP_HAVE_LIBVIRT
     g_test_add_func("/cli/check/domain", test_check_domain);
+#else
+    g_test_add_func("/cli/libvirt/not-built", test_libvirt_not_built);
+#endif
     g_test_add_func("/cli/check/binding", test_check_binding);
     g_test_add_func("/cli/write-error", test_write_error);
     return g_test_run();

@@ -16,6 +16,8 @@ from taplib import Tap  # noqa: E402
 
 G = os.environ["GPUP2P"]
 VERSION = os.environ["GPUP2P_VERSION"]
+# The optional parts as meson configured them: "+libvirt -guest-tool ...".
+FEATURES = os.environ["GPUP2P_FEATURES"]
 MAN_DIR = os.environ["GPUP2P_MAN_DIR"]
 COMPLETION = os.environ["GPUP2P_COMPLETION"]
 
@@ -37,6 +39,8 @@ def commands():
 # Refused on this kernel (docs/kernel-helper.md): --help answers with the
 # refusal, anything else exits 1.
 REFUSED = ["map", "unmap", "mappings", "audit"]
+# Named but not in a build without libvirt (meson -Dlibvirt=disabled).
+NOT_BUILT = ["libvirt"] if "-libvirt" in FEATURES.split() else []
 SOURCE_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                            "..", "..")
 
@@ -63,8 +67,10 @@ def complete(words):
 
 def main():
     p = run([G, "--version"])
-    ok(p.returncode == 0 and p.stdout == "gpup2p %s\n" % VERSION,
-       "gpup2p --version prints the project's version", p.stdout + p.stderr)
+    ok(p.returncode == 0 and
+       p.stdout == "gpup2p %s\nfeatures: %s\n" % (VERSION, FEATURES),
+       "gpup2p --version prints the project's version and the optional "
+       "parts built (%s)" % FEATURES, p.stdout + p.stderr)
 
     cmds = commands()
     ok(len(cmds) >= 5 and "topo" in cmds and "check" in cmds,
@@ -107,7 +113,15 @@ def main():
         ok("Refused" in h and p.returncode == 1 and "refused" in p.stderr,
            "gpup2p %s: --help states the refusal, a run exits 1" % cmd,
            "exit %d: %s" % (p.returncode, h + p.stderr))
-    runs = [c for c in cmds if c not in REFUSED]
+    for cmd in NOT_BUILT:
+        h = run([G, cmd, "--help"]).stdout
+        p = run([G, cmd, "--check", "-"], input="<domain/>")
+        ok("Not in this build" in h and p.returncode == 1 and
+           "built without libvirt support (meson -Dlibvirt=disabled)"
+           in p.stderr,
+           "gpup2p %s: --help says it is not built, a run exits 1" % cmd,
+           "exit %d: %s" % (p.returncode, h + p.stderr))
+    runs = [c for c in cmds if c not in REFUSED + NOT_BUILT]
     ok(len(runs) >= 5, "most commands run here", runs)
 
     # Every exit code that each document gives a meaning is one cli.h

@@ -16,6 +16,13 @@ enum {
     GP_EXIT_UNTESTED = 6,       /* check: none failed, some not checkable */
 };
 
+/*
+ * What `gpup2p libvirt` and `check --domain` say in a build without libvirt
+ * (meson -Dlibvirt=disabled, or libvirt's or libxml2's headers missing).
+ */
+#define GP_WITHOUT_LIBVIRT \
+    "gpup2p was built without libvirt support (meson -Dlibvirt=disabled)"
+
 typedef int (*GpCommandFn)(int argc, char **argv);
 
 int gp_cmd_topo(int argc, char **argv);

@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef GP_HAVE_LIBVIRT
 #include <libxml/parser.h>
 #include <libxml/xpath.h>
+#endif
 
 #include "cli.h"
 
@@ -159,6 +161,7 @@ static void domain_free(Domain *d)
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Domain, domain_free)
 
+#ifdef GP_HAVE_LIBVIRT
 /* The string value of @expr, NULL when it is empty. */
 static char *xpath_string(xmlXPathContextPtr ctx, const char *expr)
 {
@@ -404,6 +407,15 @@ static Domain *domain_read(const char *path, GError **errp)
     xmlFreeDoc(doc);
     return ok ? g_steal_pointer(&d) : NULL;
 }
+#else
+/* A domain is read with libxml2, which a build without libvirt lacks. */
+static Domain *domain_read(const char *path, GError **errp)
+{
+    g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "--domain %s: %s", path,
+                GP_WITHOUT_LIBVIRT);
+    return NULL;
+}
+#endif
 
 /* ---- host items ---- */
 

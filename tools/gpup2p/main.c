@@ -8,6 +8,23 @@
 #include "cli.h"
 #include "gpup2p-version.h"
 
+#ifndef GP_HAVE_LIBVIRT
+/* The command stays named, so that its refusal says why. */
+static int libvirt_not_built(int argc, char **argv)
+{
+    int i;
+
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("Usage:\n  gpup2p libvirt\n\nNot in this build: any "
+                   "invocation exits 1. %s.\n", GP_WITHOUT_LIBVIRT);
+            return GP_EXIT_OK;
+        }
+    }
+    return gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", GP_WITHOUT_LIBVIRT);
+}
+#endif
+
 static const struct {
     const char *name;
     GpCommandFn fn;
@@ -21,7 +38,11 @@ static const struct {
     { "mappings", gp_cmd_mappings, "refused: the kernel module keeps none" },
     { "audit", gp_cmd_audit, "refused: the kernel module does not audit" },
     { "verdict", gp_cmd_verdict, "P2P verdict as the kernel sees it" },
+#ifdef GP_HAVE_LIBVIRT
     { "libvirt", gp_cmd_libvirt, "P2P settings for a libvirt domain" },
+#else
+    { "libvirt", libvirt_not_built, "not in this build (-Dlibvirt=disabled)" },
+#endif
     { "check", gp_cmd_check, "is this host ready for GPU P2P in VMs?" },
     { "qemu-args", gp_cmd_qemu_args, "QEMU arguments that mirror the host "
       "topology" },
@@ -37,11 +58,11 @@ static void usage(FILE *out)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     }
     fprintf(out, "\n'gpup2p COMMAND --help' describes a command's options.\n"
-            "\nExit codes: 0 success, 1 bad input or failed operation, "
-            "2 bad command line,\n3 no valid clique plan (plan), 5 host not "
-            "ready (check: an item failed),\n6 not fully checked (check: no "
-            "item failed, some could not be checked\nfrom the input); 4 is "
-            "not used.\n");
+            "\nExit codes: 0 success, 1 bad input or failed operation (also "
+            "a refused command\nor one this build lacks), 2 bad command "
+            "line, 3 no valid clique plan (plan),\n5 host not ready (check: "
+            "an item failed), 6 not fully checked (check: no item\nfailed, "
+            "some could not be checked from the input); 4 is not used.\n");
 }
 
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
@@ -150,7 +171,8 @@ int main(int argc, char **argv)
         return finish_output(GP_EXIT_OK);
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
-        printf("gpup2p %s\n", GP_VERSION);
+        /* The optional parts of this build (meson_options.txt). */
+        printf("gpup2p %s\nfeatures: %s\n", GP_VERSION, GP_FEATURES);
         return finish_output(GP_EXIT_OK);
     }
     for (i = 0; i < G_N_ELEMENTS(commands); i++) {
