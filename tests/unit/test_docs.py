@@ -151,10 +151,19 @@ def main():
            "cli.h defines" % doc, "documented %s, defined %s"
            % (sorted(meant), sorted(defined)))
 
-    # One usage code: a bad command line is 2 in every command that runs.
+    # One usage code across both tools: a bad command line is EX_USAGE
+    # (64, sysexits.h) in every gpup2p command that runs and in
+    # gpup2p-verify (where the guest tool is built).
     for cmd in runs:
         p = run([G, cmd, "--no-such-option"])
-        ok(p.returncode == 2, "gpup2p %s --no-such-option exits 2" % cmd,
+        ok(p.returncode == 64, "gpup2p %s --no-such-option exits 64" % cmd,
+           "exit %d: %s" % (p.returncode, p.stderr))
+    p = run([G, "no-such-command"])
+    ok(p.returncode == 64, "gpup2p no-such-command exits 64",
+       "exit %d: %s" % (p.returncode, p.stderr))
+    if "GPUP2P_VERIFY" in os.environ:
+        p = run([os.environ["GPUP2P_VERIFY"], "--no-such-option"])
+        ok(p.returncode == 64, "gpup2p-verify --no-such-option exits 64",
            "exit %d: %s" % (p.returncode, p.stderr))
     print("1..%d" % TAP.n)
     return 1 if TAP.failed else 0

@@ -213,7 +213,7 @@ def test_operator_path(t):
     t.ok(by_stdin.returncode == 0 and by_stdin.stdout == by_file.stdout,
          "- reads the domain from standard input", by_stdin.stderr)
     p = run("libvirt", "--sysfs-root", HOST, "--in-place", "-", input=dom)
-    t.eq(p.returncode, 2, "--in-place with - is a usage error")
+    t.eq(p.returncode, 64, "--in-place with - is a usage error")
 
     # --diff compares canonical XML: quoting, attribute order and
     # indentation are no change.
@@ -282,7 +282,7 @@ def test_operator_path(t):
     for other in ("--qemu-stock", "--host-snapshot=" + HOST):
         p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto",
                 other, DOMAIN)
-        t.eq(p.returncode, 2, "--qemu-default-auto with %s is refused"
+        t.eq(p.returncode, 64, "--qemu-default-auto with %s is refused"
              % other.split("=")[0])
 
     # The packaged QEMU as <emulator>.

@@ -157,7 +157,7 @@ def test_hidden(t):
              "one vCPU for two cells is refused, saying why", p6.stderr)
         p7 = run("libvirt", "--sysfs-root", HIDDEN, "--nccl-topo", nccl,
                  again)
-        t.eq(p7.returncode, 2, "--nccl-topo without --mirror is a usage "
+        t.eq(p7.returncode, 64, "--nccl-topo without --mirror is a usage "
              "error")
         p8 = run_mirror(t, HIDDEN, domain(bdfs, extra=(
             "  <cpu><numa><cell id='0' cpus='0-3' memory='8' unit='GiB'/>"
@@ -200,7 +200,7 @@ def test_qemu_args(t):
     t.ok(p2.returncode == 1 and "0000:22:00.0 is a bridge" in p2.stderr,
          "a bridge is refused, named", p2.stderr)
     p3 = run("qemu-args", "--sysfs-root", HIDDEN, *bdfs)
-    t.eq(p3.returncode, 2, "without --mirror: usage error")
+    t.eq(p3.returncode, 64, "without --mirror: usage error")
 
 
 def test(t):

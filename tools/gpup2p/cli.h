@@ -9,11 +9,12 @@
 enum {
     GP_EXIT_OK = 0,
     GP_EXIT_FAILED = 1,         /* bad input or an operation failed */
-    GP_EXIT_USAGE = 2,          /* bad command line */
+    /* 2 and 4 are not used; 4's audit is refused (exit 1). */
     GP_EXIT_NO_PLAN = 3,        /* no valid clique plan exists */
-    /* 4 is not used: audit, which it reported, is refused (exit 1). */
     GP_EXIT_NOT_READY = 5,      /* check: an item failed */
     GP_EXIT_UNTESTED = 6,       /* check: none failed, some not checkable */
+    /* bad command line: EX_USAGE (sysexits.h), as gpup2p-verify's */
+    GP_EXIT_USAGE = 64,
 };
 
 /*

@@ -59,10 +59,11 @@ static void usage(FILE *out)
     }
     fprintf(out, "\n'gpup2p COMMAND --help' describes a command's options.\n"
             "\nExit codes: 0 success, 1 bad input or failed operation (also "
-            "a refused command\nor one this build lacks), 2 bad command "
-            "line, 3 no valid clique plan (plan),\n5 host not ready (check: "
-            "an item failed), 6 not fully checked (check: no item\nfailed, "
-            "some could not be checked from the input); 4 is not used.\n");
+            "a refused command\nor one this build lacks), 3 no valid clique "
+            "plan (plan), 5 host not ready\n(check: an item failed), 6 not "
+            "fully checked (check: no item failed, some\ncould not be checked "
+            "from the input), 64 bad command line (as gpup2p-verify);\n2 and "
+            "4 are not used.\n");
 }
 
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
