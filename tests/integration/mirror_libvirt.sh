@@ -59,14 +59,16 @@ cp /run/gpup2p/mirror-vm-nccl.xml $O/nccl-topo.xml
 virsh define $O/out.xml > $O/define.txt 2>&1; echo $? > $O/define.rc
 virsh domxml-to-native qemu-argv $O/out.xml > $O/argv.txt 2>&1
 virsh start mirror-vm > $O/start.txt 2>&1; echo $? > $O/start.rc
-# Firmware numbers the buses soon after start; wait until a bridge of
-# the mirrored hierarchy has its secondary bus.
+# Firmware numbers the buses soon after start, one bridge after the
+# other; wait until a bridge of the mirrored hierarchy has its secondary
+# bus and no bridge is left without one (secondary 0).
 i=0
 [ "$(cat $O/start.rc)" = 0 ] || i=120
 while [ $i -lt 120 ]; do
     virsh qemu-monitor-command mirror-vm '{"execute":"query-pci"}' \
         > $O/query-pci.json 2>&1
-    grep -q '"secondary": *1[2-9][0-9]' $O/query-pci.json && break
+    grep -q '"secondary": *1[2-9][0-9]' $O/query-pci.json &&
+        ! grep -q '"secondary": *0[,}]' $O/query-pci.json && break
     sleep 1; i=$((i + 1))
 done
 for id in ua-gpup2p-hb0 ua-gpup2p-hb1 ua-gpup2p-hb2; do

@@ -5,12 +5,12 @@
 #
 #   tests/kernel/build-kasan-kernel.sh SRC_DIR OUT_CACHE
 #
-# SRC_DIR: Debian's source, e.g. from `apt-get source linux=6.12.95-1~bpo12+1`
-# (upstream tarball plus debian/patches applied). OUT_CACHE gets
-# kernel-version, kernel/boot/vmlinuz-VERSION, kernel/lib/modules/VERSION
-# and the stock cache's initrd.gz (VHOST_CACHE, default build/vhost).
-# Then: VHOST_CACHE=OUT_CACHE with /lib/modules/VERSION/build pointing at
-# SRC_DIR, and run the integration test's steps.
+# SRC_DIR: Debian's source of the virtual host's kernel with Debian's
+# patches applied, e.g. linux-source-6.12 6.12.95-1~bpo12+1's tarball
+# (docs/kernel-helper.md). OUT_CACHE gets kernel-version,
+# kernel/boot/vmlinuz-VERSION, kernel/lib/modules/VERSION, the stock
+# cache's initrd.gz (VHOST_CACHE, default build/vhost) and kernel-source
+# (SRC_DIR). Then run the integration tests with VHOST_CACHE=OUT_CACHE.
 set -eu
 src=$(cd "$1" && pwd)
 out=$2
@@ -41,4 +41,7 @@ cp arch/x86/boot/bzImage "$out/kernel/boot/vmlinuz-$version"
 make -s INSTALL_MOD_PATH="$out/kernel" modules_install
 cp "$stock/initrd.gz" "$out/initrd.gz"
 echo "$version" > "$out/kernel-version"
+# Marks the cache as built from source: vhost.py prepare leaves it alone
+# and kernel/build.sh builds the module against this tree.
+echo "$src" > "$out/kernel-source"
 echo "build-kasan-kernel: $version in $out"
