@@ -23,11 +23,13 @@ def test(t):
     prepare()
     qemu = os.environ.get("GPUP2P_QEMU", os.path.join(
         PROJECT, "build", "qemu", "qemu-system-x86_64"))
+    cache = os.environ.get("VHOST_CACHE", os.path.join(PROJECT, "build",
+                                                       "vhost"))
     rc, out, err, outdir = vhost_run(
         "kernel-helper.json",
-        "GPUP2P_QEMU=%s VHOST_CACHE=%s sh tests/integration/qemu_p2p_dma.sh"
-        % (qemu, os.environ.get("VHOST_CACHE", os.path.join(
-            PROJECT, "build", "vhost"))),
+        "GPUP2P_QEMU=%s VHOST_CACHE=%s VHOST_INNER_CACHE=%s "
+        "sh tests/integration/qemu_p2p_dma.sh"
+        % (qemu, cache, os.environ.get("VHOST_INNER_CACHE", cache)),
         timeout=900)
     if not t.ok(rc == 0, "the scenario ran in the virtual host", out + err):
         return

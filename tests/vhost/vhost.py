@@ -63,12 +63,12 @@ def kernel_package():
         "(is bookworm-backports configured? run scripts/setup-debian.sh)")
 
 
-def kernel_paths():
-    with open(os.path.join(CACHE, "kernel-version")) as f:
+def kernel_paths(cache=CACHE):
+    with open(os.path.join(cache, "kernel-version")) as f:
         version = f.read().strip()
-    root = os.path.join(CACHE, "kernel")
+    root = os.path.join(cache, "kernel")
     return (version, os.path.join(root, "boot", "vmlinuz-" + version), root,
-            os.path.join(CACHE, "initrd.gz"))
+            os.path.join(cache, "initrd.gz"))
 
 
 def find_module(modroot, name):
@@ -399,8 +399,11 @@ def cmd_inner(args):
     QEMU and devices, the same kernel and initramfs, and run a command."""
     if not args.command:
         die("inner: give the command after --")
+    # The nested guest's kernel: VHOST_INNER_CACHE's, e.g. Debian's while
+    # the virtual host runs a KASAN kernel (too slow nested under TCG).
     try:
-        version, vmlinuz, kdir, initrd = kernel_paths()
+        version, vmlinuz, kdir, initrd = kernel_paths(
+            os.environ.get("VHOST_INNER_CACHE", CACHE))
     except FileNotFoundError:
         die("inner: no kernel prepared")
     outdir = prepare_outdir(args, kdir, version, [])
