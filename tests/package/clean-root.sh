@@ -22,15 +22,31 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "clean-root: run as root (debootstrap, chroot, mount)" >&2
     exit 1
 fi
+# The root's mounts live in a mount namespace of their own: nothing
+# propagates to the machine's, and they go with the namespace however this
+# script ends.
+if [ -z "${GPUP2P_CLEAN_ROOT_NS:-}" ]; then
+    exec unshare -m --propagation private \
+        env GPUP2P_CLEAN_ROOT_NS=1 sh "$0" "$@"
+fi
 keep=${GPUP2P_CLEAN_ROOT:+1}
 root=${GPUP2P_CLEAN_ROOT:-$(mktemp -d /var/tmp/gpup2p-clean-root.XXXXXX)}
+case $root in
+*[[:space:]]*)
+    echo "clean-root: GPUP2P_CLEAN_ROOT '$root': a path with blanks" >&2
+    exit 1 ;;
+esac
 
 mounted=""
 cleanup() {
-    for m in $mounted; do umount -l "$m" 2>/dev/null || true; done
-    [ -n "$keep" ] || rm -rf "$root"
+    for m in $mounted; do
+        umount "$m" || echo "clean-root: $m stays mounted" >&2
+    done
+    # Never into a file system mounted below the root (/dev, /proc).
+    [ -n "$keep" ] || rm -rf --one-file-system "$root"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 start=$(date +%s)
 if [ ! -x "$root/usr/bin/apt-get" ]; then
@@ -49,6 +65,10 @@ rm -rf "$root/src"
 mkdir -p "$root/src"
 git -C "$top" ls-files -z | tar -C "$top" --null -T - -cf - |
     tar -C "$root/src" -xf -
+if [ ! -f "$root/src/scripts/setup-debian.sh" ]; then
+    echo "clean-root: copying the tree from $top failed (git ls-files)" >&2
+    exit 1
+fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mount_in_root() {     # mount_in_root DIR MOUNT-ARGS...
     dir=$root/$1; shift
@@ -90,14 +110,16 @@ failed=0
 status=0
 for s in $suites; do
     t=$(date +%s)
-    in_root "meson test -C build --suite $s --print-errorlogs" || status=1
     log=$root/src/build/meson-logs/testlog.txt
+    rm -f "$log"
+    in_root "meson test -C build --suite $s --print-errorlogs" || status=1
     ok=$(sed -n 's/^Ok:[[:space:]]*\([0-9]*\).*/\1/p' "$log" | tail -n 1)
     bad=$(sed -n 's/^Fail:[[:space:]]*\([0-9]*\).*/\1/p' "$log" | tail -n 1)
     to=$(sed -n 's/^Timeout:[[:space:]]*\([0-9]*\).*/\1/p' "$log" |
          tail -n 1)
-    if [ -z "$ok" ]; then
-        echo "clean-root: suite $s left no test log" >&2
+    if [ $((${ok:-0} + ${bad:-0} + ${to:-0})) -eq 0 ]; then
+        # meson exits 0 for a suite with no tests: that is not a pass.
+        echo "clean-root: suite $s ran no test" >&2
         status=1
         bad=1
     fi

@@ -57,14 +57,14 @@ def test(t):
         src = os.path.join(d, "vfio-gpu-p2p")
         os.makedirs(src)
         t.ok(copy_tree(src), "the tree is copied for the build")
-        # With our QEMU (build profile pkg.gpup2p.qemu), built in a tree
+        # With our QEMU (build profile pkg.vfio-gpu-p2p.qemu), built in a tree
         # kept under the build directory: a later run rebuilds only what
         # changed.
         env = dict(os.environ, GPUP2P_QEMU_BUILD=QEMU_BUILD)
         if os.path.exists(QEMU_TARBALL):
             env["GPUP2P_QEMU_TARBALL"] = QEMU_TARBALL
         p = subprocess.run(["nice", "dpkg-buildpackage", "-us", "-uc", "-b",
-                            "-Ppkg.gpup2p.qemu"], cwd=src, env=env,
+                            "-Ppkg.vfio-gpu-p2p.qemu"], cwd=src, env=env,
                            capture_output=True, text=True)
         if not t.eq(p.returncode, 0, "dpkg-buildpackage builds the packages"):
             t.diag((p.stdout + p.stderr)[-4000:])
