@@ -84,6 +84,15 @@ def load_json(path):
         return json.load(f)
 
 
+def load_result(outdir, name):
+    """A JSON file the scenario wrote, or {"error": why} when it is missing
+    or broken, so that the checks reading it fail and say why."""
+    try:
+        return load_json(os.path.join(outdir, name))
+    except (OSError, ValueError) as e:
+        return {"error": str(e)}
+
+
 def gpup2p():
     return os.environ.get("GPUP2P",
                           os.path.join(PROJECT, "build", "tools", "gpup2p",

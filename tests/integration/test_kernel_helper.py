@@ -14,23 +14,15 @@ import os
 import re
 import subprocess
 
-from taplib import Tap, prepare, vhost_run, read_text, PROJECT
+from taplib import Tap, prepare, vhost_run, read_text, load_result, PROJECT
 
 BAD_LOG = re.compile(r"WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|"
                      r"refcount_t:|list_del corruption|general protection")
 
 
-def load(outdir, name):
-    try:
-        with open(os.path.join(outdir, name)) as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        return {"error": str(e)}
-
-
 def check_verdicts(t, outdir, label, name="verdict-all"):
     """Every pair agrees; returns the results for further checks."""
-    v = load(outdir, name + ".json")
+    v = load_result(outdir, name + ".json")
     t.eq(read_text(outdir, name + ".rc"), "0",
          "%s: gpup2p verdict --all exits 0 (%s)"
          % (label, read_text(outdir, name + ".err")))
@@ -67,7 +59,7 @@ def boot(t, topology, mode, append, label):
 
 
 def check_uapi(t, outdir):
-    u = load(outdir, "uapi.json")
+    u = load_result(outdir, "uapi.json")
     t.eq((u.get("info"), u.get("info_api")), ("ok", 2),
          "GET_INFO answers API version 2")
     caps = u.get("info_caps", -1)
@@ -116,10 +108,10 @@ def check_access(t, outdir):
          "the package creates (%s)" % (group, made))
     t.eq(read_text(outdir, "dev-perm-rule.txt"), "660 4242",
          "the rule's MODE 0660 and GROUP, by name, applied by hand")
-    m = load(outdir, "access-member.json")
+    m = load_result(outdir, "access-member.json")
     t.eq((m.get("uid"), m.get("open"), m.get("info")), (4243, "ok", "ok"),
          "a non-root user in the group opens and queries")
-    o = load(outdir, "access-other.json")
+    o = load_result(outdir, "access-other.json")
     t.eq((o.get("uid"), o.get("open")), (4243, "EACCES"),
          "a non-root user outside the group cannot open (EACCES)")
 
@@ -134,7 +126,7 @@ def check_cli(t, outdir):
 
 
 def check_fuzz(t, outdir):
-    f = load(outdir, "fuzz.json")
+    f = load_result(outdir, "fuzz.json")
     t.eq(read_text(outdir, "fuzz.rc"), "0", "the fuzzer's processes ended "
          "normally (%s)" % read_text(outdir, "fuzz.err"))
     t.eq(f.get("operations"), 3 * 4 * 3000,

@@ -30,7 +30,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 from taplib import (PROJECT, Tap, gpup2p, prepare, vhost_run,
-                    read_text as read)
+                    read_text as read, load_result)
 
 HIDDEN = os.path.join(PROJECT, "tests", "fixtures", "vhost-hidden")
 DEVICES = {"gpu0": "0000:23:00.0", "gpu1": "0000:24:00.0",
@@ -54,14 +54,6 @@ if [ -e $F ]; then cp $F $VHOST_OUT/fwcfg-nccl-topo.xml; fi
 """
 
 
-def load(outdir, name):
-    try:
-        with open(os.path.join(outdir, name)) as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        return {"error": str(e)}
-
-
 def classes(topo):
     return {frozenset((link["a"], link["b"])): link["type"]
             for link in topo.get("links", [])}
@@ -80,7 +72,7 @@ def guest_map(text):
 def judge(t, what, b, host, gmap, gdir, nccl):
     """The guest in @gdir against the host's view @host of devices @b."""
     hc = classes(host)
-    gtopo = load(gdir, "topo.json")
+    gtopo = load_result(gdir, "topo.json")
     gdevs = {d["bdf"]: d for d in gtopo.get("devices", [])}
     hdevs = {d["bdf"]: d for d in host.get("devices", [])}
     for n, hb in sorted(b.items()):
@@ -154,7 +146,7 @@ def test_flat(t, host):
         extra=["--qemu-arg=" + a for a in args])
     if not t.ok(rc == 0, "the flat guest booted and ran", out + err):
         return
-    gtopo = load(gdir, "topo.json")
+    gtopo = load_result(gdir, "topo.json")
     bdfs = [x["bdf"] for x in gtopo.get("devices", [])
             if x["class"] in ("038000", "020000")]
     c = classes(gtopo)
