@@ -13,6 +13,18 @@ if [ -z "${GPUP2P_APT_ETC:-}" ] && [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
+# The Debian mirror this machine already uses (its bookworm main source),
+# so that an operator's own mirror serves every suite we add.
+mirror=$(apt-get -o Dir::Etc="$apt_etc" indextargets --no-release-info \
+             --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
+             'Identifier: Packages' 2>/dev/null |
+         awk '$2 == "bookworm" && $3 == "main" { print $1; exit }')
+if [ -z "$mirror" ]; then
+    echo "setup-debian.sh: no apt source in $apt_etc serves Debian bookworm" \
+         "main; add one (any Debian mirror) and run again" >&2
+    exit 1
+fi
+
 # bookworm-backports, unless a source already names it: apt refuses one
 # suite listed twice with different Signed-By values.
 backports=$apt_etc/sources.list.d/vfio-gpu-p2p-backports.sources
@@ -20,15 +32,38 @@ if [ ! -f "$backports" ] &&
    ! grep -qsE '^[^#]*[[:space:]]bookworm-backports([[:space:]]|$)' \
         "$apt_etc/sources.list" "$apt_etc"/sources.list.d/*.list \
         "$apt_etc"/sources.list.d/*.sources; then
-    cat > "$backports.tmp" <<'SRC'
+    cat > "$backports.tmp" <<SRC
 Types: deb deb-src
-URIs: http://deb.debian.org/debian
+URIs: $mirror
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
     mv "$backports.tmp" "$backports"
 fi
+
+# trixie-backports (Linux 7.3's source, QEMU 11.1's source) goes into an apt
+# configuration of our own, never into the host's: nothing from a newer
+# suite can be installed on this machine by accident.
+# scripts/apt-newer.sh runs apt-get on it.
+if [ -n "${GPUP2P_APT_ETC:-}" ]; then
+    newer=${GPUP2P_APT_NEWER:-$apt_etc/gpup2p-newer}
+else
+    newer=${GPUP2P_APT_NEWER:-/var/lib/gpup2p/apt-newer}
+fi
+mkdir -p "$newer/etc/sources.list.d" "$newer/etc/preferences.d" \
+         "$newer/etc/apt.conf.d" "$newer/state/lists/partial" \
+         "$newer/cache/archives/partial"
+: > "$newer/etc/sources.list"
+cat > "$newer/etc/sources.list.d/trixie-backports.sources.tmp" <<SRC
+Types: deb deb-src
+URIs: $mirror
+Suites: trixie-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+mv "$newer/etc/sources.list.d/trixie-backports.sources.tmp" \
+   "$newer/etc/sources.list.d/trixie-backports.sources"
 
 # libvirt from backports, to match QEMU 10.0 from there; everything else
 # libvirt needs (systemd among them) stays at bookworm's version.
@@ -81,3 +116,10 @@ apt-get install -y -q --no-install-recommends \
 apt-get install -y -q --no-install-recommends \
     libpixman-1-dev libfdt-dev zlib1g-dev libcap-ng-dev libattr1-dev \
     python3-venv flex bison bzip2 patch dpkg-dev
+
+# Linux 7.3's source from trixie-backports, unpacked once per machine: the
+# P2P rule's list test reads its drivers/pci/p2pdma.c, and the 7.x virtual
+# host is built from it.
+scripts_dir=$(cd "$(dirname "$0")" && pwd)
+"$scripts_dir/apt-newer.sh" update -q
+"$scripts_dir/linux-source.sh" 7.3

@@ -316,12 +316,17 @@ class Tap:
         return cond
 
 
+# An operator's own mirror; apt only prints the URIs it would fetch, so the
+# name never has to resolve.
+MIRROR = "http://debian-mirror.invalid/debian"
 BACKPORTS_LINE = ("deb [signed-by=/etc/apt/trusted.gpg.d/debian-archive-"
-                  "bookworm-automatic.asc] http://deb.debian.org/debian "
-                  "bookworm-backports main\n")
-BACKPORTS_DEB822 = ("Types: deb\nURIs: http://deb.debian.org/debian\n"
+                  "bookworm-automatic.asc] %s bookworm main\n"
+                  "deb [signed-by=/etc/apt/trusted.gpg.d/debian-archive-"
+                  "bookworm-automatic.asc] %s bookworm-backports main\n"
+                  % (MIRROR, MIRROR))
+BACKPORTS_DEB822 = ("Types: deb\nURIs: %s\n"
                     "Suites: bookworm bookworm-updates bookworm-backports\n"
-                    "Components: main\n")
+                    "Components: main\n" % MIRROR)
 
 
 def setup_sources(t, name, sources_list, extra=None):
@@ -347,6 +352,17 @@ def setup_sources(t, name, sources_list, extra=None):
         t.ok(p.returncode == 0, "%s: setup's sources step runs" % name,
              p.stderr)
         added = set(os.listdir(os.path.join(etc, "sources.list.d"))) - before
+        newer = os.path.join(etc, "gpup2p-newer", "etc", "sources.list.d",
+                             "trixie-backports.sources")
+        texts = [open(os.path.join(etc, "sources.list.d", a)).read()
+                 for a in added]
+        if os.path.exists(newer):
+            texts.append(open(newer).read())
+        for text in texts:
+            uris = re.findall(r"^URIs: (\S+)", text, re.M)
+            t.ok(uris and all(u.rstrip("/") == MIRROR for u in uris),
+                 "%s: a source setup writes uses the machine's mirror" % name,
+                 text)
         apt = subprocess.run(["apt-get", "-o", "Dir::Etc=" + etc,
                               "-o", "Dir::State=" + state,
                               "-o", "Dir::Cache=" + cache,
@@ -371,14 +387,25 @@ def test_backports_source(t):
              "%s: apt reads the sources, backports once" % name,
              apt.stderr)
     added, apt = setup_sources(t, "no backports",
-                               "# " + BACKPORTS_LINE +
-                               "deb http://deb.debian.org/debian bookworm "
-                               "main\n")
+                               "# " + BACKPORTS_LINE.splitlines()[1] +
+                               "\ndeb %s bookworm main\n" % MIRROR)
     t.ok(sorted(added) == [ours], "no backports (one commented out): setup "
          "adds its source", sorted(added))
     t.ok(apt.returncode == 0 and "bookworm-backports/InRelease" in
          apt.stdout and not apt.stderr.strip(),
          "... which apt reads", apt.stderr)
+    with tempfile.TemporaryDirectory() as d:
+        for sub in ("sources.list.d", "preferences.d"):
+            os.makedirs(os.path.join(d, sub))
+        with open(os.path.join(d, "sources.list"), "w") as f:
+            f.write("deb %s trixie main\n" % MIRROR)
+        p = subprocess.run([SETUP], capture_output=True, text=True,
+                           env=dict(os.environ, GPUP2P_APT_ETC=d,
+                                    GPUP2P_SETUP_SOURCES_ONLY="1"))
+        t.ok(p.returncode != 0 and "bookworm main" in p.stderr and
+             not os.listdir(os.path.join(d, "sources.list.d")),
+             "no bookworm source: setup refuses, says why, writes nothing",
+             "rc %d: %s" % (p.returncode, p.stderr))
 
 
 def main():
