@@ -176,6 +176,12 @@ static void build_links(JsonBuilder *b, const GpTopology *topo,
             json_builder_add_int_value(b, v.distance);
             json_builder_set_member_name(b, "reason");
             json_builder_add_string_value(b, v.reason);
+            /* The verdict cliques follow: a guest's request. */
+            json_builder_set_member_name(b, "guest_p2p");
+            json_builder_add_string_value(b,
+                gp_vm_p2p_kind_name(v.vm_kind));
+            json_builder_set_member_name(b, "guest_reason");
+            json_builder_add_string_value(b, v.vm_reason);
             json_builder_end_object(b);
             gp_p2p_verdict_clear(&v);
         }

@@ -10,6 +10,13 @@ static const GpDevice *upstream(const GpDevice *dev)
     return (dev->physfn ? dev->physfn : dev)->parent;
 }
 
+/* Two functions of one device (one slot of one bus). */
+static bool gp_same_device(const GpDevice *a, const GpDevice *b)
+{
+    return a != b && a->domain == b->domain && a->bus == b->bus &&
+           a->slot == b->slot;
+}
+
 static bool is_ancestor_or_self(const GpDevice *anc, const GpDevice *dev)
 {
     for (; dev; dev = upstream(dev)) {
@@ -111,9 +118,30 @@ bool gp_p2p_possible(GpP2pKind kind)
     return kind == GP_P2P_DIRECT || kind == GP_P2P_HOST_BRIDGE;
 }
 
+const char *gp_vm_p2p_kind_name(GpVmP2pKind kind)
+{
+    switch (kind) {
+    case GP_VM_P2P_OK:
+        return "through-iommu";
+    case GP_VM_P2P_BYPASS:
+        return "bypasses-iommu";
+    case GP_VM_P2P_NONE:
+        return "none";
+    case GP_VM_P2P_UNKNOWN:
+        return "unknown";
+    }
+    return "unknown";
+}
+
+bool gp_vm_p2p_ok(GpVmP2pKind kind)
+{
+    return kind == GP_VM_P2P_OK;
+}
+
 void gp_p2p_verdict_clear(GpP2pVerdict *v)
 {
     g_clear_pointer(&v->reason, g_free);
+    g_clear_pointer(&v->vm_reason, g_free);
 }
 
 /* A device's path for the shared rule, with the model's device per hop. */
@@ -130,6 +158,27 @@ typedef struct {
 static unsigned hop_id(const GpDevice *dev)
 {
     return dev->model_index;
+}
+
+/* What a bridge is for routing; hop 0 is always the endpoint. */
+static unsigned char hop_port(const GpDevice *d, bool first)
+{
+    if (first) {
+        return GP_P2P_PORT_ENDPOINT;
+    }
+    if (d->config_unreadable) {
+        return GP_P2P_PORT_UNKNOWN;
+    }
+    switch (d->pcie.type) {
+    case GP_PCIE_TYPE_ROOT_PORT:
+        return GP_P2P_PORT_ROOT;
+    case GP_PCIE_TYPE_UPSTREAM_PORT:
+        return GP_P2P_PORT_SWITCH_UP;
+    case GP_PCIE_TYPE_DOWNSTREAM_PORT:
+        return GP_P2P_PORT_SWITCH_DOWN;
+    default:
+        return GP_P2P_PORT_OTHER_BRIDGE;
+    }
 }
 
 static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
@@ -149,6 +198,7 @@ static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
         h->acs_state = !d->acs_known ? GP_P2P_ACS_UNKNOWN :
                        d->acs.present ? GP_P2P_ACS_PRESENT : GP_P2P_ACS_ABSENT;
         h->acs_ctrl = d->acs.present ? d->acs.ctrl : 0;
+        h->port = hop_port(d, d == dev);
     }
     rp->path.host.domain = dev->host->domain;
     rp->path.host.bus = dev->host->bus;
@@ -200,6 +250,18 @@ static const char *first_unreadable(const RulePath *rp, unsigned mask)
     for (i = 0; i < rp->path.nhops; i++) {
         if ((mask & (1u << i)) && rp->dev[i]->config_unreadable) {
             return rp->dev[i]->config_unreadable;
+        }
+    }
+    return NULL;
+}
+
+static const GpDevice *first_hop(const RulePath *rp, unsigned mask)
+{
+    unsigned i;
+
+    for (i = 0; i < rp->path.nhops; i++) {
+        if (mask & (1u << i)) {
+            return rp->dev[i];
         }
     }
     return NULL;
@@ -308,7 +370,81 @@ static void reason_text(const GpTopology *topo, const GpDevice *a,
     host_reason_text(topo, a, b, out, why);
 }
 
-/* The shared rule (gpup2p/p2p-rule.h) over this model's paths. */
+/* "bdf (no ACS)" / "bdf (ACS: RR)" for each hop of @rp in @mask. */
+static void append_bypass_ports(GString *out, const RulePath *rp,
+                                unsigned mask)
+{
+    unsigned i;
+
+    for (i = 0; i < rp->path.nhops; i++) {
+        const struct gp_p2p_hop *h = &rp->path.hops[i];
+
+        if (!(mask & (1u << i))) {
+            continue;
+        }
+        g_string_append_printf(out, "%s%s", out->len ? ", " : "",
+                               rp->dev[i]->bdf);
+        if (h->acs_state != GP_P2P_ACS_PRESENT) {
+            g_string_append(out, " (no ACS capability)");
+        } else {
+            g_autofree char *bits = gp_acs_bits_string(
+                h->acs_ctrl & GP_ACS_REDIRECT_MASK);
+
+            g_string_append_printf(out, " (ACS Control %s, needs RR CR)",
+                                   bits);
+        }
+    }
+}
+
+static void vm_reason_text(const GpTopology *topo, const GpDevice *a,
+                           const GpDevice *b, const RulePath *pa,
+                           const RulePath *pb, const GpP2pVerdict *v,
+                           GString *why)
+{
+    const struct gp_p2p_vm_outcome *vm = &v->vm;
+    g_autoptr(GString) ports = g_string_new(NULL);
+
+    switch (v->vm_kind) {
+    case GP_VM_P2P_UNKNOWN:
+        if (vm->unknown_a || vm->unknown_b) {
+            const char *dead = first_unreadable(pa, vm->unknown_a);
+
+            dead = dead ? dead : first_unreadable(pb, vm->unknown_b);
+            append_hops(ports, pa, vm->unknown_a, false);
+            append_hops(ports, pb, vm->unknown_b, false);
+            g_string_append_printf(why, "cannot tell whether a guest's "
+                                   "request reaches the IOMMU: ACS state "
+                                   "of %s unknown (%s)", ports->str,
+                                   dead ? dead : "extended config space "
+                                   "not readable; needs root");
+            return;
+        }
+        break;
+    case GP_VM_P2P_BYPASS:
+        append_bypass_ports(ports, pa, vm->bypass_a);
+        append_bypass_ports(ports, pb, vm->bypass_b);
+        if (vm->same_device) {
+            g_string_append_printf(why, "bypasses the IOMMU: %s and %s are "
+                                   "functions of one device that routes "
+                                   "between them; not redirected: %s",
+                                   a->bdf, b->bdf, ports->str);
+        } else {
+            g_string_append_printf(why, "bypasses the IOMMU: the switch "
+                                   "routes the guest-physical address on "
+                                   "host windows at %s", ports->str);
+        }
+        return;
+    case GP_VM_P2P_OK:
+    case GP_VM_P2P_NONE:
+        break;
+    }
+    g_string_append(why, v->common ?
+                    "every switch port redirects to the IOMMU; " :
+                    "no switch port routes below the root complex; ");
+    host_reason_text(topo, a, b, &vm->host, why);
+}
+
+/* The shared rules (gpup2p/p2p-rule.h) over this model's paths. */
 void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
                     const GpDevice *b, GpP2pVerdict *v)
 {
@@ -321,13 +457,16 @@ void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
     memset(v, 0, sizeof(*v));
     if (!rule_path_gather(a, pa) || !rule_path_gather(b, pb)) {
         v->kind = GP_P2P_UNKNOWN;
+        v->vm_kind = GP_VM_P2P_UNKNOWN;
         v->reason = g_strdup_printf("the path of %s or %s is deeper than %d "
                                     "bridges", a->bdf, b->bdf,
                                     GP_P2P_MAX_HOPS);
+        v->vm_reason = g_strdup(v->reason);
         return;
     }
     rule_cpu(topo, &cpu);
-    gp_p2p_rule(&pa->path, &pb->path, &cpu, &v->rule);
+    gp_p2p_vm_rule(&pa->path, &pb->path, &cpu, gp_same_device(a, b), &v->vm);
+    v->rule = v->vm.bare;
     v->kind = (GpP2pKind)v->rule.kind;
     v->distance = (int)v->rule.distance;
     v->common = v->rule.common_a >= 0 ? pa->dev[v->rule.common_a] : NULL;
@@ -335,4 +474,10 @@ void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
     v->redirect = i < 0 ? NULL : (which ? pb : pa)->dev[i];
     reason_text(topo, a, b, pa, pb, v, why);
     v->reason = g_string_free(g_steal_pointer(&why), FALSE);
+    v->vm_kind = (GpVmP2pKind)v->vm.kind;
+    v->bypass = first_hop(pa, v->vm.bypass_a);
+    v->bypass = v->bypass ? v->bypass : first_hop(pb, v->vm.bypass_b);
+    why = g_string_new(NULL);
+    vm_reason_text(topo, a, b, pa, pb, v, why);
+    v->vm_reason = g_string_free(g_steal_pointer(&why), FALSE);
 }

@@ -38,8 +38,9 @@ bool gp_plan_pair_allowed(const GpTopology *topo, const GpDevice *a,
     GpP2pVerdict v;
     bool ok;
 
+    /* A clique is a promise about a guest's requests: the VM rule. */
     gp_p2p_verdict(topo, a, b, &v);
-    ok = gp_p2p_possible(v.kind);
+    ok = gp_vm_p2p_ok(v.vm_kind);
     if (ok && policy == GP_PLAN_POLICY_HOST_BRIDGE && a->host != b->host) {
         ok = false;
         if (why) {
@@ -48,16 +49,16 @@ bool gp_plan_pair_allowed(const GpTopology *topo, const GpDevice *a,
                                    b->bdf);
         }
     } else if (ok && policy == GP_PLAN_POLICY_SWITCH &&
-               v.kind != GP_P2P_DIRECT) {
+               !(v.common && gp_device_switch(v.common))) {
         ok = false;
         if (why) {
             *why = g_strdup_printf("%s and %s share no upstream switch "
                                    "(policy switch): %s", a->bdf, b->bdf,
-                                   v.reason);
+                                   v.vm_reason);
         }
     } else if (!ok && why) {
-        *why = g_strdup_printf("%s and %s: P2P %s: %s", a->bdf, b->bdf,
-                               gp_p2p_kind_name(v.kind), v.reason);
+        *why = g_strdup_printf("%s and %s: guest P2P %s: %s", a->bdf, b->bdf,
+                               gp_vm_p2p_kind_name(v.vm_kind), v.vm_reason);
     }
     gp_p2p_verdict_clear(&v);
     return ok;

@@ -458,8 +458,9 @@ static bool read_cpuinfo(GpTopology *topo, GError **errp)
         value = g_strstrip(colon + 1);
         g_strstrip(lines[i]);
         if (!strcmp(lines[i], "vendor_id")) {
-            topo->cpu_vendor = !strcmp(value, "AuthenticAMD") ||
-                               !strcmp(value, "HygonGenuine") ?
+            /* As Linux's X86_VENDOR_AMD, which p2pdma tests: a Hygon
+             * CPU (X86_VENDOR_HYGON) is another vendor there. */
+            topo->cpu_vendor = !strcmp(value, "AuthenticAMD") ?
                                GP_CPU_VENDOR_AMD :
                                !strcmp(value, "GenuineIntel") ?
                                GP_CPU_VENDOR_INTEL : GP_CPU_VENDOR_OTHER;

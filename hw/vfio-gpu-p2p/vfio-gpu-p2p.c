@@ -414,9 +414,10 @@ static int host_pair(HostSource *src, VFIOPCIDevice *a, VFIOPCIDevice *b,
         return -1;
     }
     gp_p2p_verdict(src->topo, da, db, &v);
-    res = v.kind == GP_P2P_UNKNOWN ? -1 : gp_p2p_possible(v.kind);
-    *why = g_strdup_printf("P2P %s: %s", gp_p2p_kind_name(v.kind),
-                           v.reason ? v.reason : "");
+    /* A clique promises that the guest's requests arrive: the VM rule. */
+    res = v.vm_kind == GP_VM_P2P_UNKNOWN ? -1 : gp_vm_p2p_ok(v.vm_kind);
+    *why = g_strdup_printf("guest P2P %s: %s",
+                           gp_vm_p2p_kind_name(v.vm_kind), v.vm_reason);
     gp_p2p_verdict_clear(&v);
     trace_vfio_gpu_p2p_pair(a->gpu_p2p.host_bdf, b->gpu_p2p.host_bdf, res,
                             *why);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Path classes between two devices (the meaning `nvidia-smi topo -m` gives
- * them) and P2P verdicts by the rules of Linux's drivers/pci/p2pdma.c.
+ * them) and P2P verdicts: the bare-metal one of Linux's
+ * drivers/pci/p2pdma.c, and the one for a guest's request (the VM rule of
+ * gpup2p/p2p-rule.h), which every clique decision uses.
  */
 #ifndef GPUP2P_P2P_H
 #define GPUP2P_P2P_H
@@ -26,23 +28,41 @@ typedef enum {
     GP_P2P_UNKNOWN = GP_P2P_RULE_UNKNOWN,
 } GpP2pKind;
 
+/* The VM rule's verdicts (gpup2p/p2p-rule.h), by name. */
+typedef enum {
+    GP_VM_P2P_OK = GP_P2P_VM_OK,
+    GP_VM_P2P_BYPASS = GP_P2P_VM_BYPASS,
+    GP_VM_P2P_NONE = GP_P2P_VM_NONE,
+    GP_VM_P2P_UNKNOWN = GP_P2P_VM_UNKNOWN,
+} GpVmP2pKind;
+
 typedef struct GpP2pVerdict {
+    /* Bare metal (p2pdma): what `topo` shows beside the VM verdict. */
     GpP2pKind kind;
     int distance;       /* bridge hops, as p2pdma counts them */
     const GpDevice *common;     /* common upstream bridge, or NULL */
     const GpDevice *redirect;   /* first hop whose ACS redirects, or NULL */
     struct gp_p2p_outcome rule; /* the shared rule's codes */
     char *reason;
+    /* A guest's request: the verdict cliques follow. */
+    GpVmP2pKind vm_kind;
+    struct gp_p2p_vm_outcome vm;
+    const GpDevice *bypass;     /* first port that routes it itself, or NULL */
+    char *vm_reason;
 } GpP2pVerdict;
 
 GpPathType gp_path_classify(const GpDevice *a, const GpDevice *b);
 const char *gp_path_type_name(GpPathType type);
 
-/* Fills @v; free its reason with gp_p2p_verdict_clear(). */
+/* Fills @v, both verdicts; free the reasons with gp_p2p_verdict_clear(). */
 void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
                     const GpDevice *b, GpP2pVerdict *v);
 void gp_p2p_verdict_clear(GpP2pVerdict *v);
 const char *gp_p2p_kind_name(GpP2pKind kind);
 bool gp_p2p_possible(GpP2pKind kind);
+/* "through-iommu", "bypasses-iommu", "none", "unknown". */
+const char *gp_vm_p2p_kind_name(GpVmP2pKind kind);
+/* May the pair share a clique? Only GP_VM_P2P_OK. */
+bool gp_vm_p2p_ok(GpVmP2pKind kind);
 
 #endif /* GPUP2P_P2P_H */

@@ -80,6 +80,59 @@ def pair(bdfs, links, x, y):
     return (a, b), links[(a, b)]
 
 
+# The description's GPUs that a guest may pair (the VM rule) on the
+# virtual host's AMD Zen CPU (VHOST_CPU): endpoints straight under root
+# ports, whichever host bridge, except the two functions of one device.
+ROOT_PORT_GPUS = ["gpu2", "gpu3", "gpu4", "gpu5"]
+
+
+def check_guest_rule(t, bdfs, devs, links, label):
+    """The VM rule on the kernel's own ACS state, judged by the ports
+    the topology description builds."""
+    sw, link = pair(bdfs, links, "gpu0", "gpu1")
+    t.eq(link["p2p"], "direct", "%s: switch peers: direct on bare metal"
+         % label)
+    ports = [devs[bdfs[g]]["upstream"][0] for g in ("gpu0", "gpu1")]
+    t.ok(link["guest_p2p"] == "bypasses-iommu" and
+         all(p + " (no ACS capability)" in link["guest_reason"]
+             for p in ports),
+         "%s: switch peers: a guest's request bypasses the IOMMU, the "
+         "reason names both xio3130 ports" % label, link)
+    _, link = pair(bdfs, links, "gpu0", "gpu2")
+    t.eq(link["guest_p2p"], "bypasses-iommu",
+         "%s: under the switch vs a root port: the switch port still "
+         "routes the guest address" % label)
+    _, link = pair(bdfs, links, "gpu5", "gpu6")
+    t.ok(link["guest_p2p"] == "bypasses-iommu" and
+         "functions of one device" in link["guest_reason"],
+         "%s: two functions of one device route between themselves"
+         % label, link)
+    for i, a in enumerate(ROOT_PORT_GPUS):
+        for b in ROOT_PORT_GPUS[i + 1:]:
+            _, link = pair(bdfs, links, a, b)
+            t.ok(link["guest_p2p"] == "through-iommu" and
+                 "AMD CPU family 19h" in link["guest_reason"],
+                 "%s: %s-%s under root ports: through the IOMMU, the AMD "
+                 "Zen root complex forwards" % (label, a, b), link)
+
+
+def check_plan(t, outdir, bdfs, label):
+    """Every clique holds only pairs the VM rule allows; the switch peers
+    and the two functions are never in one."""
+    plan = load_json(os.path.join(outdir, "plan.json"))
+    allowed = {bdfs[g] for g in ROOT_PORT_GPUS + ["gpu6"]}
+    cliques = [set(c["devices"]) for c in plan["cliques"]]
+    t.ok(cliques and all(c <= allowed and len(c) >= 2 for c in cliques),
+         "%s: cliques only of GPUs under root ports" % label, cliques)
+    t.ok(not any({bdfs["gpu0"], bdfs["gpu1"]} & c for c in cliques),
+         "%s: the switch peers get no clique" % label, cliques)
+    t.ok(not any({bdfs["gpu5"], bdfs["gpu6"]} <= c for c in cliques),
+         "%s: the two functions never share one" % label, cliques)
+    grouped = set().union(*cliques) if cliques else set()
+    t.ok({bdfs[g] for g in ROOT_PORT_GPUS} <= grouped,
+         "%s: every root-port GPU is in a clique" % label, cliques)
+
+
 def test(t):
     prepare()
 
@@ -88,39 +141,32 @@ def test(t):
     outdir = boot(t, "", "acs-on")
     if outdir:
         bdfs, devs, links = check_topology(t, outdir, "acs-on")
-        sw, link = pair(bdfs, links, "gpu0", "gpu1")
-        t.eq(link["p2p"], "direct", "acs-on: switch peers: direct P2P")
         fn, link = pair(bdfs, links, "gpu5", "gpu6")
-        t.eq(link["p2p"], "none",
-             "acs-on: functions under an ACS root port: no P2P")
         port = devs[bdfs["gpu5"]]["upstream"][0]
-        t.ok(port + " (RR CR)" in link["reason"],
-             "acs-on: the reason names the root port and its RR CR bits",
-             link["reason"])
-        _, link = pair(bdfs, links, "gpu0", "gpu2")
-        t.ok(link["p2p"] == "none" and "8086:29c0" in link["reason"],
-             "acs-on: across root ports: Q35's host bridge does not forward",
-             link["reason"])
+        t.ok(link["p2p"] == "host-bridge" and
+             port + " (RR CR)" in link["reason"],
+             "acs-on: functions under an ACS root port: bare metal goes "
+             "through the host bridge, the reason names the root port's "
+             "RR CR bits", link["reason"])
         t.ok(devs[bdfs["gpu0"]]["iommu_group"] !=
              devs[bdfs["gpu1"]]["iommu_group"],
-             "acs-on: switch peers are in separate IOMMU groups")
-        plan = load_json(os.path.join(outdir, "plan.json"))
-        t.eq([c["devices"] for c in plan["cliques"]], [list(sw)],
-             "acs-on: only the switch peers share a clique")
+             "acs-on: switch peers are in separate IOMMU groups (which "
+             "does not make them safe: the ports have no ACS)")
+        check_guest_rule(t, bdfs, devs, links, "acs-on")
+        check_plan(t, outdir, bdfs, "acs-on")
         snapshot_round_trip(t, outdir, "acs-on")
 
-    # 2. ACS redirect disabled on QEMU's root ports (1b36:000c): the two
-    #    functions under one root port talk directly and get a clique.
+    # 2. ACS redirect disabled on QEMU's root ports (1b36:000c): bare metal
+    #    now sees the two functions talk directly; a guest's verdicts do
+    #    not change (root ports belong to the root complex).
     outdir = boot(t, "pci=disable_acs_redir=pci:1b36:000c", "acs-off")
     if outdir:
         bdfs, devs, links = check_topology(t, outdir, "acs-off")
-        sw, _ = pair(bdfs, links, "gpu0", "gpu1")
         fn, link = pair(bdfs, links, "gpu5", "gpu6")
         t.eq(link["p2p"], "direct",
-             "acs-off: functions under the root port: direct P2P")
-        plan = load_json(os.path.join(outdir, "plan.json"))
-        t.eq([c["devices"] for c in plan["cliques"]], [list(sw), list(fn)],
-             "acs-off: switch peers clique 0, the functions clique 1")
+             "acs-off: functions under the root port: direct on bare metal")
+        check_guest_rule(t, bdfs, devs, links, "acs-off")
+        check_plan(t, outdir, bdfs, "acs-off")
         snapshot_round_trip(t, outdir, "acs-off")
 
 

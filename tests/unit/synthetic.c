@@ -22,6 +22,8 @@ static GpDevice *add(GpTopology *t, GpHostBridge *hb, GpDevice *parent,
     d->acs_known = true;
     d->acs.present = d->is_bridge;
     d->acs.cap = d->is_bridge ? 0x5f : 0;
+    /* As Linux sets them with an IOMMU on: SV RR CR UF. */
+    d->acs.ctrl = d->is_bridge ? 0x1d : 0;
     return d;
 }
 
@@ -43,6 +45,9 @@ GpTopology *synthetic_host(unsigned hosts, unsigned gpus,
         g_assert_cmpuint(base + per_switch + 1, <, 256);
         rp = add(t, hb, NULL, 0, 1 + sw / hosts, GP_PCIE_TYPE_ROOT_PORT,
                  0x8086, 0x060400, (int)(h % 2));
+        /* The root bus's first device, which p2pdma matches its list on:
+         * Xeon E5's 3c00 forwards P2P only within one host bridge. */
+        rp->device = 0x3c00;
         up = add(t, hb, rp, base, 0, GP_PCIE_TYPE_UPSTREAM_PORT, 0x1000,
                  0x060400, (int)(h % 2));
         for (i = 0; i < per_switch && made < gpus; i++, made++) {

@@ -8,7 +8,9 @@
 /*
  * @hosts host bridges (two NUMA nodes, alternating), each with root ports
  * holding one switch of @per_switch NVIDIA GPUs, until @gpus GPUs exist.
- * Switch ports have ACS with nothing redirected; the CPU is Intel.
+ * Ports redirect peer requests (ACS SV RR CR UF); the CPU is Intel and each
+ * host bridge a Xeon E5 (8086:3c00), which forwards P2P only within itself:
+ * one P2P domain per host bridge.
  */
 GpTopology *synthetic_host(unsigned hosts, unsigned gpus,
                            unsigned per_switch);

@@ -166,7 +166,14 @@ static void test_topo_text(void)
     g_assert_nonnull(strstr(r.out, "16-31          1\n"));
     g_assert_nonnull(strstr(r.out, "GPU0    " SB_GPU_A "  10de:2335"));
     g_assert_nonnull(strstr(r.out, "NIC0    " SB_NIC "  15b3:101d"));
-    g_assert_nonnull(strstr(r.out, "P2P     GPU0"));
+    /* The guest's matrix first (cliques follow it), then bare metal's. */
+    g_assert_nonnull(strstr(r.out, "GUEST   GPU0"));
+    g_assert_nonnull(strstr(r.out, "HOST    GPU0"));
+    g_assert_true(strstr(r.out, "GUEST   GPU0") <
+                  strstr(r.out, "HOST    GPU0"));
+    g_assert_nonnull(strstr(r.out, "  BY GPU0-GPU1: bypasses the IOMMU: the "
+                                   "switch routes the guest-physical "
+                                   "address on host windows at 0000:02:00.0"));
     g_assert_nonnull(strstr(r.out, "  OK GPU0-GPU1: common upstream bridge "
                                    "0000:01:00.0"));
     g_assert_null(strstr(r.out, "0000:01:00.0  "));     /* no bridges */
@@ -234,6 +241,9 @@ static void test_plan_json(void)
     JsonArray *cliques, *members;
 
     sb_two_node_host(sb, 0x2020);
+    /* Switch ports that redirect, as Linux sets them with an IOMMU on. */
+    sb_set_acs(sb, "0000:02:00.0", 0x1f, 0x1d);
+    sb_set_acs(sb, "0000:02:01.0", 0x1f, 0x1d);
     run(&r, "plan", "--sysfs-root", sb_root(sb), "--policy", "host-bridge",
         "--json", NULL);
     g_assert_cmpint(r.status, ==, 0);
@@ -290,30 +300,31 @@ static void test_too_many_cliques_exit(void)
     g_auto(Run) r = { 0 };
     unsigned s;
 
-    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
-           0x060000, 0, -1, NULL);
+    /* 17 Xeon E5 host bridges (8086:3c00 forwards only within itself),
+     * each with two GPUs on root ports: 17 P2P domains for a guest. */
     for (s = 0; s < 17; s++) {
-        char rp[16], up[16], d0[16], d1[16], g0[16], g1[16];
-        unsigned bus = 1 + s * 5;
+        char hb[16], rp0[16], rp1[16], g0[16], g1[16];
+        unsigned bus = s * 8;
 
-        g_snprintf(rp, sizeof(rp), "0000:00:%02x.0", s + 1);
-        g_snprintf(up, sizeof(up), "0000:%02x:00.0", bus);
-        g_snprintf(d0, sizeof(d0), "0000:%02x:00.0", bus + 1);
-        g_snprintf(d1, sizeof(d1), "0000:%02x:01.0", bus + 1);
-        g_snprintf(g0, sizeof(g0), "0000:%02x:00.0", bus + 2);
-        g_snprintf(g1, sizeof(g1), "0000:%02x:00.0", bus + 3);
-        sb_add(sb, NULL, rp, SB_ROOT_PORT, 0x8086, 1, 0x060400, 0, -1, NULL);
-        sb_add(sb, rp, up, SB_SWITCH_UP, 1, 2, 0x060400, 0, -1, NULL);
-        sb_add(sb, up, d0, SB_SWITCH_DOWN, 1, 2, 0x060400, 0, -1, NULL);
-        sb_add(sb, up, d1, SB_SWITCH_DOWN, 1, 2, 0x060400, 0, -1, NULL);
-        sb_add(sb, d0, g0, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0, -1, NULL);
-        sb_add(sb, d1, g1, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0, -1, NULL);
+        g_snprintf(hb, sizeof(hb), "0000:%02x:00.0", bus);
+        g_snprintf(rp0, sizeof(rp0), "0000:%02x:01.0", bus);
+        g_snprintf(rp1, sizeof(rp1), "0000:%02x:02.0", bus);
+        g_snprintf(g0, sizeof(g0), "0000:%02x:00.0", bus + 1);
+        g_snprintf(g1, sizeof(g1), "0000:%02x:00.0", bus + 2);
+        sb_add(sb, NULL, hb, SB_HOST_BRIDGE, 0x8086, 0x3c00, 0x060000, 0, -1,
+               NULL);
+        sb_add(sb, NULL, rp0, SB_ROOT_PORT, 0x8086, 1, 0x060400, 0, -1, NULL);
+        sb_add(sb, NULL, rp1, SB_ROOT_PORT, 0x8086, 1, 0x060400, 0, -1, NULL);
+        sb_add(sb, rp0, g0, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0, -1,
+               NULL);
+        sb_add(sb, rp1, g1, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0, -1,
+               NULL);
     }
     sb_cpu(sb, "GenuineIntel", 6);
     run(&r, "plan", "--sysfs-root", sb_root(sb), NULL);
     g_assert_cmpint(r.status, ==, 3);
     g_assert_nonnull(strstr(r.err, "17 P2P cliques"));
-    g_assert_nonnull(strstr(r.err, "0000:53:00.0, 0000:54:00.0"));
+    g_assert_nonnull(strstr(r.err, "0000:81:00.0, 0000:82:00.0"));
 }
 
 static void test_snapshot_round_trip(void)
@@ -468,17 +479,28 @@ static void test_check_advice(void)
     JsonObject *o;
     const char *fix;
 
-    /* GPU A and D: different host bridges not on Linux's list. */
+    /* GPU C and D: root ports of host bridges not on Linux's list. */
     ready_host(sb, 0x29c0);
     run(&r, "check", "--sysfs-root", sb_root(sb), "--qemu", "/bin/true",
-        "--devices", SB_GPU_A "," SB_GPU_D, "--json", NULL);
-    o = check_item(p, r.out, "P2P 03:00.0-81:00.0");
+        "--devices", SB_GPU_C "," SB_GPU_D "," SB_GPU_A "," SB_GPU_B,
+        "--json", NULL);
+    o = check_item(p, r.out, "P2P 05:00.0-81:00.0");
     g_assert_cmpstr(verdict_of(o), ==, "warn");
     fix = json_object_get_string_member(o, "fix");
-    g_assert_nonnull(strstr(fix, "host bridge is not known"));
+    g_assert_nonnull(strstr(fix, "root complex is not known to forward"));
     g_assert_null(strstr(fix, "disable_acs_redir"));
+    /* GPU A and B under a switch whose ports do not redirect: the guest's
+     * request never reaches the IOMMU. The fix turns ACS on, never off. */
+    o = check_item(p, r.out, "P2P 03:00.0-04:00.0");
+    g_assert_cmpstr(verdict_of(o), ==, "warn");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
+                            "bypasses the IOMMU"));
+    fix = json_object_get_string_member(o, "fix");
+    g_assert_nonnull(strstr(fix, "turn ACS redirect on"));
+    g_assert_null(strstr(fix, "boot with pci=disable_acs_redir"));
 
-    /* GPU A and B under one switch whose ports redirect: the ACS fix. */
+    /* GPU A and B under one switch whose ports redirect: through the
+     * IOMMU, but Q35's host bridge does not forward: the root complex. */
     ready_host(acs, 0x29c0);
     sb_set_acs(acs, "0000:02:00.0", 0x1f, 0x1d);
     sb_set_acs(acs, "0000:02:01.0", 0x1f, 0x1d);
@@ -486,8 +508,9 @@ static void test_check_advice(void)
         "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
     o = check_item(p, a.out, "P2P 03:00.0-04:00.0");
     g_assert_cmpstr(verdict_of(o), ==, "warn");
-    g_assert_nonnull(strstr(json_object_get_string_member(o, "fix"),
-                            "disable_acs_redir"));
+    fix = json_object_get_string_member(o, "fix");
+    g_assert_nonnull(strstr(fix, "root complex is not known to forward"));
+    g_assert_null(strstr(fix, "disable_acs_redir"));
 
     /* A config space cut short (non-root capture): capture as root. */
     ready_host(user, 0x2020);

@@ -43,9 +43,15 @@ static void assert_plan_sound(const GpPlan *plan, const GpTopology *t)
     }
 }
 
-static GpTopology *two_node(SysfsBuilder *sb, uint16_t hb, const char *cpu,
-                            unsigned family)
+/*
+ * The two-node host; @switch_acs: its switch's downstream ports redirect
+ * peer requests (ACS RR CR), as Linux sets them with an IOMMU on.
+ */
+static GpTopology *two_node_acs(SysfsBuilder *sb, uint16_t hb,
+                                const char *cpu, unsigned family,
+                                bool switch_acs)
 {
+    const uint16_t rr_cr = GP_ACS_SV | GP_ACS_RR | GP_ACS_CR | GP_ACS_UF;
     g_autoptr(GError) err = NULL;
     GpTopology *t;
 
@@ -53,32 +59,68 @@ static GpTopology *two_node(SysfsBuilder *sb, uint16_t hb, const char *cpu,
     if (cpu) {
         sb_cpu(sb, cpu, family);
     }
+    if (switch_acs) {
+        sb_set_acs(sb, "0000:02:00.0", 0x5f, rr_cr);
+        sb_set_acs(sb, "0000:02:01.0", 0x5f, rr_cr);
+    }
     t = gp_topo_read(sb_root(sb), &err);
     g_assert_no_error(err);
     return t;
 }
 
-static void test_switch_peers_only(void)
+static GpTopology *two_node(SysfsBuilder *sb, uint16_t hb, const char *cpu,
+                            unsigned family)
+{
+    return two_node_acs(sb, hb, cpu, family, true);
+}
+
+/*
+ * Q35's unlisted host bridge on an Intel CPU: nothing forwards between
+ * root ports, and the switch peers, whose ports do not redirect, would be
+ * routed by the switch on host addresses: no clique at all (p2pdma would
+ * call the switch peers "direct").
+ */
+static void test_no_clique_on_unlisted_host(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
-    g_autoptr(GpTopology) t = two_node(sb, 0x29c0, NULL, 0);
+    g_autoptr(GpTopology) t = two_node_acs(sb, 0x29c0, NULL, 0, false);
     g_autoptr(GpPlan) plan = plan_ok(t, NULL, GP_PLAN_POLICY_SYSTEM);
     guint i;
 
     /* Default set: the five NVIDIA GPUs, not the NIC. */
     g_assert_cmpuint(plan->devices->len, ==, 5);
+    g_assert_cmpuint(plan->cliques->len, ==, 0);
+    g_assert_cmpuint(plan->left_out->len, ==, 5);
+    for (i = 0; i < plan->left_out->len; i++) {
+        const GpPlanLeftOut *l = g_ptr_array_index(plan->left_out, i);
+        bool switch_peer = !strcmp(l->device->bdf, SB_GPU_A) ||
+                           !strcmp(l->device->bdf, SB_GPU_B);
+
+        g_assert_nonnull(strstr(l->reason, l->device->bdf));
+        if (switch_peer) {
+            g_assert_nonnull(strstr(l->reason, "bypasses the IOMMU"));
+        }
+    }
+    assert_plan_sound(plan, t);
+}
+
+/* With the switch's ACS redirect on, its peers go through the IOMMU and
+ * the root complex; on the same unlisted host they still get no clique. */
+static void test_switch_acs_needs_root_complex(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = two_node_acs(sb, 0x29c0, NULL, 0, true);
+    g_autoptr(GpPlan) plan = plan_ok(t, NULL, GP_PLAN_POLICY_SYSTEM);
+
+    g_assert_cmpuint(plan->cliques->len, ==, 0);
+    g_clear_pointer(&plan, gp_plan_free);
+    g_clear_pointer(&t, gp_topo_free);
+    sb_cpu(sb, "AuthenticAMD", 0x19);
+    t = gp_topo_read(sb_root(sb), NULL);
+    plan = plan_ok(t, NULL, GP_PLAN_POLICY_SYSTEM);
     g_assert_cmpuint(plan->cliques->len, ==, 1);
     g_assert_cmpint(clique(plan, t, SB_GPU_A), ==, 0);
     g_assert_cmpint(clique(plan, t, SB_GPU_B), ==, 0);
-    g_assert_cmpint(clique(plan, t, SB_GPU_C), ==, -1);
-    g_assert_cmpint(clique(plan, t, SB_GPU_D), ==, -1);
-    g_assert_cmpint(clique(plan, t, SB_GPU_F), ==, -1);
-    g_assert_cmpuint(plan->left_out->len, ==, 3);
-    for (i = 0; i < plan->left_out->len; i++) {
-        const GpPlanLeftOut *l = g_ptr_array_index(plan->left_out, i);
-
-        g_assert_nonnull(strstr(l->reason, "not known to forward P2P"));
-    }
     assert_plan_sound(plan, t);
 }
 
@@ -116,11 +158,21 @@ static void test_amd_zen_one_clique(void)
     g_autoptr(SysfsBuilder) sb = sb_new();
     g_autoptr(GpTopology) t = two_node(sb, 0x29c0, "AuthenticAMD", 0x19);
     g_autoptr(GpPlan) plan = plan_ok(t, NULL, GP_PLAN_POLICY_SYSTEM);
+    g_autoptr(SysfsBuilder) sb2 = sb_new();
+    g_autoptr(GpTopology) t2 = two_node_acs(sb2, 0x29c0, "AuthenticAMD", 0x19,
+                                            false);
+    g_autoptr(GpPlan) plan2 = plan_ok(t2, NULL, GP_PLAN_POLICY_SYSTEM);
 
     g_assert_cmpuint(plan->cliques->len, ==, 1);
     g_assert_cmpuint(((GpClique *)g_ptr_array_index(plan->cliques, 0))
                      ->devices->len, ==, 5);
     assert_plan_sound(plan, t);
+    /* Without the switch's redirect its two GPUs stay out. */
+    g_assert_cmpuint(plan2->cliques->len, ==, 1);
+    g_assert_cmpint(clique(plan2, t2, SB_GPU_A), ==, -1);
+    g_assert_cmpint(clique(plan2, t2, SB_GPU_B), ==, -1);
+    g_assert_cmpint(clique(plan2, t2, SB_GPU_C), ==, 0);
+    assert_plan_sound(plan2, t2);
 }
 
 static void test_named_devices(void)
@@ -158,18 +210,18 @@ static void test_bad_devices(void)
 
 static void test_too_many_cliques(void)
 {
-    /* 17 switches of two GPUs each, no forwarding between them. */
-    g_autoptr(GpTopology) t = synthetic_host(1, 34, 2);
-    g_autoptr(GpTopology) t16 = synthetic_host(1, 32, 2);
+    /* 17 host bridges of two GPUs each, no forwarding between them. */
+    g_autoptr(GpTopology) t = synthetic_host(17, 34, 2);
+    g_autoptr(GpTopology) t16 = synthetic_host(16, 32, 2);
     g_autoptr(GError) err = NULL;
     g_autoptr(GpPlan) ok = NULL;
 
     g_assert_null(gp_plan_compute(t, NULL, GP_PLAN_POLICY_SYSTEM, &err));
     g_assert_error(err, GP_ERROR, GP_ERROR_TOO_MANY_CLIQUES);
     g_assert_nonnull(strstr(err->message, "17 P2P cliques"));
-    /* The 17th switch's GPUs are named. */
-    g_assert_nonnull(strstr(err->message, "0000:44:00.0"));
-    g_assert_nonnull(strstr(err->message, "0000:43:00.0"));
+    /* The 17th host bridge's GPUs are named. */
+    g_assert_nonnull(strstr(err->message, "0010:03:00.0"));
+    g_assert_nonnull(strstr(err->message, "0010:04:00.0"));
 
     ok = plan_ok(t16, NULL, GP_PLAN_POLICY_SYSTEM);
     g_assert_cmpuint(ok->cliques->len, ==, 16);
@@ -287,7 +339,10 @@ static void test_check_names_contradiction(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/plan/switch-peers", test_switch_peers_only);
+    g_test_add_func("/plan/no-clique-on-unlisted-host",
+                    test_no_clique_on_unlisted_host);
+    g_test_add_func("/plan/switch-acs-needs-root-complex",
+                    test_switch_acs_needs_root_complex);
     g_test_add_func("/plan/policies", test_policies);
     g_test_add_func("/plan/amd-zen", test_amd_zen_one_clique);
     g_test_add_func("/plan/named-devices", test_named_devices);

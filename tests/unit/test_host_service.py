@@ -288,8 +288,9 @@ def test_hook(t, d):
         return subprocess.run([hook, "ids-vm"] + list(op), input=xml,
                               capture_output=True, text=True)
 
-    # 03:00.0 and 04:00.0 share a switch; 41:00.0 is under another host
-    # bridge that is not known to forward P2P.
+    # 03:00.0 and 04:00.0 share a switch whose ports have no ACS; so a
+    # guest's request from 03:00.0 is routed by the switch, whatever the
+    # peer (41:00.0 is under a root port of another host bridge).
     bad = DOMAIN % (QEMU_NS, "41", override("x-gpu-p2p-clique", "3", "3"))
     p = run_hook(bad)
     t.ok(p.returncode != 0 and "refusing domain 'ids-vm'" in p.stderr and
@@ -298,10 +299,21 @@ def test_hook(t, d):
          "naming both", p.stderr)
     p = run_hook(bad, ("start", "begin", "-"))
     t.eq(p.returncode, 0, "hook: other operations pass untouched")
+    # A clique for switch peers whose ports lack ACS: the host proves a
+    # guest's request would bypass the IOMMU, so the hook refuses it.
     p = run_hook(DOMAIN % (QEMU_NS, "04",
                            override("x-gpu-p2p-clique", "3", "3")))
+    t.ok(p.returncode != 0 and "bypasses the IOMMU" in p.stderr and
+         "0000:02:00.0" in p.stderr and "0000:02:01.0" in p.stderr,
+         "hook: refuses a clique for switch peers without ACS, naming the "
+         "ports", p.stderr)
+    # 05:00.0 and 41:00.0 sit on root ports of the AMD Zen virtual host,
+    # whose root complex forwards P2P: one clique passes.
+    p = run_hook((DOMAIN % (QEMU_NS, "41",
+                            override("x-gpu-p2p-clique", "3", "3")))
+                 .replace("bus='0x03'", "bus='0x05'"))
     t.ok(p.returncode == 0 and not p.stderr,
-         "hook: one clique for switch peers passes", p.stderr)
+         "hook: one clique for GPUs under root ports passes", p.stderr)
     p = run_hook(DOMAIN % (QEMU_NS, "41",
                            override("x-gpu-p2p-clique", "3", "4")))
     t.eq(p.returncode, 0, "hook: different ids make no claim and pass")

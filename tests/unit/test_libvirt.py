@@ -60,10 +60,20 @@ def test(t):
         t.eq(p2.stdout, out, "running it twice changes nothing")
 
         # --qemu-stock: the planner's ids through x-nv-gpudirect-clique.
-        p3 = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", once)
+        # 05:00.0 (instead of 04:00.0) and 41:00.0 sit on root ports of
+        # the AMD Zen host: id 0; 03:00.0's switch port has no ACS.
+        with open(once) as f:
+            rp_dom = f.read().replace('bus="0x04"', 'bus="0x05"')
+        p3 = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "-",
+                 input=rp_dom)
         s = p3.stdout
         t.eq(s.count('name="x-nv-gpudirect-clique" type="unsigned" '
-                     'value="0"'), 2, "--qemu-stock: switch peers get id 0")
+                     'value="0"'), 2, "--qemu-stock: GPUs under root ports "
+             "get id 0")
+        t.ok("0000:03:00.0 gets no clique id" in p3.stderr and
+             "bypasses the IOMMU" in p3.stderr,
+             "--qemu-stock: the GPU behind the switch without ACS gets none, "
+             "with the reason", p3.stderr)
         t.ok("x-gpu-p2p-clique" not in s,
              "--qemu-stock replaces the extension's setting")
         validate(t, s, "the --qemu-stock output")
@@ -175,8 +185,15 @@ def test(t):
          "check: a GPU not on vfio-pci fails")
     t.ok("driver_override" in items["0000:03:00.0 driver"]["fix"],
          "... with the fix")
-    t.eq(items["P2P 03:00.0-04:00.0"]["verdict"], "ok",
-         "check: switch peers can do P2P")
+    t.ok(items["P2P 03:00.0-04:00.0"]["verdict"] == "warn" and
+         "bypasses the IOMMU" in items["P2P 03:00.0-04:00.0"]["detail"],
+         "check: switch peers without ACS: a guest's request bypasses the "
+         "IOMMU", items["P2P 03:00.0-04:00.0"])
+    p = run("check", "--sysfs-root", HOST, "--devices",
+            "0000:05:00.0,0000:41:00.0", "--qemu", "/bin/false", "--json")
+    items = {i["item"]: i for i in json.loads(p.stdout)["items"]}
+    t.eq(items["P2P 05:00.0-41:00.0"]["verdict"], "ok",
+         "check: GPUs under root ports of the AMD Zen host can do P2P")
     t.eq(items["QEMU extension"]["verdict"], "warn",
          "check: a QEMU without the extension is flagged")
     t.eq(p.returncode, 5, "check exits 5 (not ready) when an item fails")
@@ -242,7 +259,7 @@ def test_operator_path(t):
     # --qemu-stock names the GPU it leaves without an id.
     p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", DOMAIN)
     t.ok(p.returncode == 0 and "0000:41:00.0 gets no clique id" in p.stderr
-         and "not known to forward P2P" in p.stderr,
+         and "bypasses the IOMMU" in p.stderr,
          "--qemu-stock: a GPU left out is named, with the reason", p.stderr)
 
     # Will it start unprivileged?

@@ -590,20 +590,18 @@ static bool unreadable_on_path(const GpDevice *d, const GpDevice *stop)
     return false;
 }
 
-/* The fix for a pair whose P2P is not possible, by what blocks it. */
+/* The fix for a pair whose guest P2P is not possible, by what blocks it. */
 static const char *p2p_fix(const Check *c, const GpDevice *a,
                            const GpDevice *b, const GpP2pVerdict *v)
 {
-    if (v->kind == GP_P2P_UNKNOWN &&
-        (unreadable_on_path(a, v->common) ||
-         unreadable_on_path(b, v->common))) {
+    if (v->vm_kind == GP_VM_P2P_UNKNOWN &&
+        (unreadable_on_path(a, NULL) || unreadable_on_path(b, NULL))) {
         return "a device on the path does not answer config reads (see the "
                "reason): look in the kernel log for it (Xid 79, AER), reset "
                "or power-cycle it";
     }
-    if (v->kind == GP_P2P_UNKNOWN) {
-        if (acs_unknown_on_path(a, v->common) ||
-            acs_unknown_on_path(b, v->common)) {
+    if (v->vm_kind == GP_VM_P2P_UNKNOWN) {
+        if (acs_unknown_on_path(a, NULL) || acs_unknown_on_path(b, NULL)) {
             return c->captured ?
                 "capture as root ('sudo gpup2p snapshot'): ACS sits in "
                 "extended config space, which needs root to read" :
@@ -616,13 +614,21 @@ static const char *p2p_fix(const Check *c, const GpDevice *a,
             "/proc/cpuinfo is not readable: the CPU vendor decides whether "
             "the root complex forwards P2P";
     }
-    if (v->common) {
-        return "ACS redirect on the path: boot with "
-               "pci=disable_acs_redir=<ports> (merges IOMMU groups), or use "
-               "GPUs under one switch";
+    if (v->vm_kind == GP_VM_P2P_BYPASS && v->vm.same_device) {
+        return "functions of one device route between themselves: give the "
+               "guest one of them, or a device whose functions support ACS";
     }
-    return "the host bridge is not known to forward P2P (Linux's p2pdma "
-           "list): use GPUs under one PCIe switch, or an NVLink path";
+    if (v->vm_kind == GP_VM_P2P_BYPASS) {
+        return "turn ACS redirect on at the named switch ports (Linux does "
+               "when an IOMMU is on and the port has ACS, unless a "
+               "disable_acs_redir or config_acs kernel argument turns it "
+               "off: remove it); a switch without ACS cannot carry a "
+               "guest's P2P: use GPUs below ports that have it";
+    }
+    return "the root complex is not known to forward P2P between these "
+           "root ports (Linux's p2pdma list; AMD Zen forwards): use GPUs "
+           "under one root port whose root complex is listed, a host whose "
+           "root complex is, or an NVLink path";
 }
 
 static void check_pairs(Check *c)
@@ -637,11 +643,13 @@ static void check_pairs(Check *c)
             GpP2pVerdict v;
 
             gp_p2p_verdict(c->topo, a, b, &v);
-            detail = g_strdup_printf("%s (%s): %s", gp_p2p_kind_name(v.kind),
-                gp_path_type_name(gp_path_classify(a, b)), v.reason);
-            item_for(c->r, gp_p2p_possible(v.kind) ? ITEM_OK :
-                     v.kind == GP_P2P_UNKNOWN ? ITEM_UNTESTED : ITEM_WARN,
-                     "P2P", a, b, detail, p2p_fix(c, a, b, &v));
+            detail = g_strdup_printf("guest %s (%s): %s; bare metal: %s",
+                gp_vm_p2p_kind_name(v.vm_kind),
+                gp_path_type_name(gp_path_classify(a, b)), v.vm_reason,
+                gp_p2p_kind_name(v.kind));
+            item_for(c->r, gp_vm_p2p_ok(v.vm_kind) ? ITEM_OK :
+                     v.vm_kind == GP_VM_P2P_UNKNOWN ? ITEM_UNTESTED :
+                     ITEM_WARN, "P2P", a, b, detail, p2p_fix(c, a, b, &v));
             gp_p2p_verdict_clear(&v);
         }
     }

@@ -307,10 +307,10 @@ static void warn_unprivileged(const LibvirtOpts *o, const GpDomain *d)
                 continue;
             }
             gp_p2p_verdict(snap, sa, sb, &v);
-            if (v.kind == GP_P2P_UNKNOWN) {
+            if (v.vm_kind == GP_VM_P2P_UNKNOWN) {
                 warn("the host snapshot %s cannot decide %s and %s (%s; "
                      "was it taken as root?): x-gpu-p2p-clique=auto gives "
-                     "them no clique", path, a->bdf, b->bdf, v.reason);
+                     "them no clique", path, a->bdf, b->bdf, v.vm_reason);
             }
             gp_p2p_verdict_clear(&v);
         }

@@ -20,10 +20,18 @@ static bool is_gpu_or_nic(const GpDevice *dev)
     return gp_device_is_gpu(dev) || gp_device_is_nic(dev);
 }
 
-/* Short P2P codes for the matrix, in GpP2pKind order. */
+/* Short bare-metal P2P codes for the matrix, in GpP2pKind order. */
 static const char *p2p_code(GpP2pKind kind)
 {
     static const char *const codes[] = { "OK", "HB", "NS", "?" };
+
+    return kind < G_N_ELEMENTS(codes) ? codes[kind] : "?";
+}
+
+/* Short guest P2P codes, in GpVmP2pKind order. */
+static const char *vm_p2p_code(GpVmP2pKind kind)
+{
+    static const char *const codes[] = { "OK", "BY", "NS", "?" };
 
     return kind < G_N_ELEMENTS(codes) ? codes[kind] : "?";
 }
@@ -97,16 +105,16 @@ static void reason_line_free(gpointer p)
 }
 
 /* Add the pair @na-@nb under its code and reason, keeping first-seen order. */
-static void add_reason(GHashTable *index, GPtrArray *lines,
-                       const GpP2pVerdict *v, const char *na, const char *nb)
+static void add_reason(GHashTable *index, GPtrArray *lines, const char *code,
+                       const char *reason, const char *na, const char *nb)
 {
-    g_autofree char *key = g_strdup_printf("%d %s", v->kind, v->reason);
+    g_autofree char *key = g_strdup_printf("%s %s", code, reason);
     ReasonLine *l = g_hash_table_lookup(index, key);
 
     if (!l) {
         l = g_new0(ReasonLine, 1);
-        l->code = p2p_code(v->kind);
-        l->reason = g_strdup(v->reason);
+        l->code = code;
+        l->reason = g_strdup(reason);
         l->pairs = g_string_new(NULL);
         g_ptr_array_add(lines, l);
         g_hash_table_insert(index, g_steal_pointer(&key), l);
@@ -116,11 +124,12 @@ static void add_reason(GHashTable *index, GPtrArray *lines,
 }
 
 /*
- * The P2P matrix in short codes, then each distinct reason once with the
- * pairs it holds for: n devices give far fewer lines than n^2 / 2.
+ * A P2P matrix in short codes (@guest: the VM rule's, else bare metal's),
+ * then each distinct reason once with the pairs it holds for: n devices
+ * give far fewer lines than n^2 / 2.
  */
 static void print_p2p(const GpTopology *topo, const GPtrArray *devs,
-                      char **names)
+                      char **names, bool guest)
 {
     g_autoptr(GHashTable) index = g_hash_table_new_full(
         g_str_hash, g_str_equal, g_free, NULL);
@@ -128,7 +137,9 @@ static void print_p2p(const GpTopology *topo, const GPtrArray *devs,
         g_ptr_array_new_with_free_func(reason_line_free);
     guint i, j;
 
-    printf("\n%-7s", "P2P");
+    printf("\n%s\n%-7s", guest ? "P2P for a guest (the verdict cliques "
+           "follow):" : "P2P on bare metal (Linux p2pdma):",
+           guest ? "GUEST" : "HOST");
     for (j = 0; j < devs->len; j++) {
         printf(" %-6s", names[j]);
     }
@@ -144,16 +155,20 @@ static void print_p2p(const GpTopology *topo, const GPtrArray *devs,
             }
             gp_p2p_verdict(topo, g_ptr_array_index(devs, MIN(i, j)),
                            g_ptr_array_index(devs, MAX(i, j)), &v);
-            printf(" %-6s", p2p_code(v.kind));
+            printf(" %-6s", guest ? vm_p2p_code(v.vm_kind) :
+                   p2p_code(v.kind));
             if (i < j) {
-                add_reason(index, lines, &v, names[i], names[j]);
+                add_reason(index, lines,
+                           guest ? vm_p2p_code(v.vm_kind) : p2p_code(v.kind),
+                           guest ? v.vm_reason : v.reason, names[i],
+                           names[j]);
             }
             gp_p2p_verdict_clear(&v);
         }
         printf("\n");
     }
     if (lines->len) {
-        printf("\nP2P reasons:\n");
+        printf("%s reasons:\n", guest ? "Guest P2P" : "Bare-metal P2P");
     }
     for (i = 0; i < lines->len; i++) {
         const ReasonLine *l = g_ptr_array_index(lines, i);
@@ -188,10 +203,16 @@ static void print_legend(const GpTopology *topo)
            "  PHB  = through PCIe and a host bridge (typically the CPU)\n"
            "  PXB  = through several PCIe switches, no host bridge\n"
            "  PIX  = through at most one PCIe switch\n"
-           "  P2P: OK direct under a common bridge, HB forwarded by the "
-           "host bridge,\n"
-           "       NS not supported, ? unknown (the input lacks what the "
-           "rules need)\n");
+           "  Guest P2P: OK through the IOMMU and forwarded by the root "
+           "complex,\n"
+           "       BY bypasses the IOMMU (a switch port without ACS redirect "
+           "routes the\n"
+           "       guest-physical address), NS the root complex does not "
+           "forward, ? unknown\n"
+           "  Bare-metal P2P: OK direct under a common bridge, HB "
+           "forwarded by the host\n"
+           "       bridge, NS not supported, ? unknown (the input lacks what "
+           "the rules need)\n");
     if (topo->config_truncated) {
         printf("\nnote: config space of %u device(s) was cut short (read as "
                "non-root?): ACS state and extended capabilities unknown\n",
@@ -223,7 +244,8 @@ static void print_view(const GpTopology *topo, GPtrArray *devs, bool all)
         return;
     }
     print_path_matrix(devs, names);
-    print_p2p(topo, devs, names);
+    print_p2p(topo, devs, names, true);
+    print_p2p(topo, devs, names, false);
     print_names(devs, names);
     print_legend(topo);
 }

@@ -334,13 +334,13 @@ static char *pair_objection(const GpTopology *topo, const GpDomainHostdev *a,
                                a->dev ? b->bdf : a->bdf);
     }
     gp_p2p_verdict(topo, a->dev, b->dev, &v);
-    if (gp_p2p_possible(v.kind)) {
+    if (gp_vm_p2p_ok(v.vm_kind)) {
         gp_p2p_verdict_clear(&v);
         return NULL;
     }
-    *unknown = v.kind == GP_P2P_UNKNOWN;
-    why = g_strdup_printf("%s (%s)", v.reason ? v.reason : "no reason given",
-                          gp_p2p_kind_name(v.kind));
+    *unknown = v.vm_kind == GP_VM_P2P_UNKNOWN;
+    why = g_strdup_printf("%s (guest P2P %s)", v.vm_reason,
+                          gp_vm_p2p_kind_name(v.vm_kind));
     gp_p2p_verdict_clear(&v);
     return why;
 }

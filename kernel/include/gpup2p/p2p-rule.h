@@ -1,10 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later OR MIT */
 /*
- * The P2P path rule of Linux's drivers/pci/p2pdma.c
- * (calc_map_type_and_dist(), cpu_supports_p2pdma(), host_bridge_whitelist()),
- * as static inline code over plain data. It is the one copy of the rule:
- * the kernel module fills the paths from struct pci_dev, the core library
- * from its sysfs model, and both call gp_p2p_rule().
+ * Two P2P rules, as static inline code over plain data:
+ *
+ * - gp_p2p_rule(): the bare-metal rule of Linux's drivers/pci/p2pdma.c
+ *   (calc_map_type_and_dist(), cpu_supports_p2pdma(),
+ *   host_bridge_whitelist()), as Linux 7.3 has it;
+ * - gp_p2p_vm_rule(): the rule for a guest's P2P request, which every
+ *   clique decision follows. A guest addresses its peer's BAR by
+ *   guest-physical address; only a request that reaches the root complex
+ *   is translated by the IOMMU (through the VMM's mapping of the peer BAR)
+ *   and forwarded. So every switch port on the way must redirect peer
+ *   requests upstream (ACS P2P Request and Completion Redirect, PCIe r6.0
+ *   7.7.8), and the root complex must forward P2P between the root ports
+ *   (p2pdma's host bridge rule). A pair p2pdma calls "direct" is, for a
+ *   guest, routed by the switch on host addresses: it bypasses the IOMMU.
+ *
+ * It is the one copy of both: the kernel module fills the paths from
+ * struct pci_dev, the core library from its sysfs model.
  *
  * No library calls and no kernel or libc types, so it compiles unchanged in
  * the kernel and in user space.
@@ -32,11 +44,22 @@ enum gp_p2p_acs_state {
 	GP_P2P_ACS_UNKNOWN,	/* not readable (unprivileged sysfs reader) */
 };
 
+/* What a hop is, as far as routing a peer request goes. */
+enum gp_p2p_port {
+	GP_P2P_PORT_UNKNOWN,	/* a bridge whose config space was not read */
+	GP_P2P_PORT_ENDPOINT,	/* the device itself (hop 0) */
+	GP_P2P_PORT_ROOT,	/* a root port: the root complex routes */
+	GP_P2P_PORT_SWITCH_UP,	/* a switch upstream port */
+	GP_P2P_PORT_SWITCH_DOWN,	/* a switch downstream port */
+	GP_P2P_PORT_OTHER_BRIDGE,	/* PCI(-X) or PCIe-to-PCI bridge */
+};
+
 /* One device of a path: the device itself, then each upstream bridge. */
 struct gp_p2p_hop {
 	unsigned int addr;		/* GP_P2P_ADDR() */
 	unsigned short acs_ctrl;
 	unsigned char acs_state;	/* enum gp_p2p_acs_state */
+	unsigned char port;		/* enum gp_p2p_port */
 };
 
 /*
@@ -116,6 +139,8 @@ struct gp_p2p_outcome {
 };
 
 #define GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE	0x1
+/* The entry matches every device of its vendor (PCI_ANY_ID). */
+#define GP_HOSTBRIDGE_ANY_DEVICE		0x2
 
 struct gp_hostbridge_entry {
 	unsigned short vendor;
@@ -125,8 +150,11 @@ struct gp_hostbridge_entry {
 };
 
 /*
- * p2pdma's pci_p2pdma_whitelist[] as of Linux 6.12 (the kernel the module
- * is built and tested for); a later kernel may list more.
+ * p2pdma's pci_p2pdma_whitelist[] as of Linux 7.3, in its order (the first
+ * entry of a vendor/device decides). tests/unit/test_p2pdma_source.py
+ * compares it with the list in Debian's linux-source and fails on any
+ * difference. The module on an older kernel (6.12) still answers with this
+ * list, and says so: an older kernel lists fewer bridges.
  */
 static const struct gp_hostbridge_entry gp_hostbridge_p2p_list[] = {
 	{ 0x8086, 0x3c00, GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE,
@@ -143,9 +171,27 @@ static const struct gp_hostbridge_entry gp_hostbridge_p2p_list[] = {
 	{ 0x8086, 0x2033, 0, "Intel Skylake-E" },
 	{ 0x8086, 0x2020, 0, "Intel Skylake-SP" },
 	{ 0x8086, 0x09a2, 0, "Intel Ice Lake-SP" },
+	{ 0x8086, 0x0b25, 0, "Intel Sapphire Rapids DSA" },
+	{ 0x8086, 0x0cfe, 0, "Intel Sapphire Rapids IAX" },
+	{ 0x8086, 0x11fb, 0, "Intel Granite Rapids-D DSA" },
+	{ 0x8086, 0x1212, 0, "Intel Diamond Rapids DSA" },
+	{ 0x8086, 0x1216, 0, "Intel Diamond Rapids IAA" },
+	{ 0x8086, 0x4940, 0, "Intel QAT 4xxx" },
+	{ 0x8086, 0x4942, 0, "Intel QAT 401xx" },
+	{ 0x8086, 0x4944, 0, "Intel QAT 402xx" },
+	{ 0x8086, 0x4946, 0, "Intel QAT 420xx" },
+	{ 0x8086, 0x4948, 0, "Intel QAT 6xxx" },
+	{ 0x1ae0, 0, GP_HOSTBRIDGE_ANY_DEVICE, "Google SoC" },
+	{ 0x10de, 0x2f95, 0, "NVIDIA CPU" },
+	{ 0x10de, 0x2f96, 0, "NVIDIA CPU" },
+	{ 0x10de, 0x2f97, 0, "NVIDIA CPU" },
+	{ 0x10de, 0x2f98, 0, "NVIDIA CPU" },
 };
 
-/* AMD CPUs of family 17h (Zen) and later route P2P between root ports. */
+/*
+ * AMD CPUs of family 17h (Zen) and later route P2P between root ports
+ * (cpu_supports_p2pdma() tests X86_VENDOR_AMD only: Hygon is not AMD).
+ */
 #define GP_AMD_P2P_MIN_FAMILY	0x17
 
 static inline const struct gp_hostbridge_entry *
@@ -157,9 +203,13 @@ gp_hostbridge_lookup(const struct gp_p2p_host *host)
 		return 0;
 	for (i = 0; i < sizeof(gp_hostbridge_p2p_list) /
 			sizeof(gp_hostbridge_p2p_list[0]); i++) {
-		if (gp_hostbridge_p2p_list[i].vendor == host->vendor &&
-		    gp_hostbridge_p2p_list[i].device == host->device)
-			return &gp_hostbridge_p2p_list[i];
+		const struct gp_hostbridge_entry *e =
+			&gp_hostbridge_p2p_list[i];
+
+		if (e->vendor == host->vendor &&
+		    ((e->flags & GP_HOSTBRIDGE_ANY_DEVICE) ||
+		     e->device == host->device))
+			return e;
 	}
 	return 0;
 }
@@ -303,6 +353,122 @@ static inline int gp_p2p_first_redirect(const struct gp_p2p_outcome *out,
 		}
 	}
 	return -1;
+}
+
+enum gp_p2p_vm_kind {
+	GP_P2P_VM_OK,		/* reaches the IOMMU; the root complex forwards */
+	GP_P2P_VM_BYPASS,	/* a port routes the guest address itself */
+	GP_P2P_VM_NONE,		/* reaches the IOMMU; the root complex does not
+				 * forward P2P between these root ports */
+	GP_P2P_VM_UNKNOWN,	/* a port's ACS or the CPU could not be read */
+};
+
+#define GP_P2P_ACS_VM_REDIRECT	(GP_P2P_ACS_RR | GP_P2P_ACS_CR)
+
+struct gp_p2p_vm_outcome {
+	unsigned int kind;		/* enum gp_p2p_vm_kind */
+	/* Bit i: hop i routes peer requests without redirecting them. */
+	unsigned int bypass_a, bypass_b;
+	/* Bit i: hop i could route them, and its ACS was not read. */
+	unsigned int unknown_a, unknown_b;
+	int same_device;		/* two functions of one device */
+	struct gp_p2p_outcome bare;	/* gp_p2p_rule()'s verdict */
+	struct gp_p2p_outcome host;	/* the host bridge half, for reasons */
+};
+
+/* Could @hop route a peer request below the root complex? */
+static inline int gp_p2p_hop_routes(const struct gp_p2p_hop *hop)
+{
+	return hop->port == GP_P2P_PORT_SWITCH_DOWN ||
+	       hop->port == GP_P2P_PORT_OTHER_BRIDGE ||
+	       hop->port == GP_P2P_PORT_UNKNOWN;
+}
+
+/* Marks @hop in @bypass or @unknown unless it redirects peer requests. */
+static inline void gp_p2p_vm_scan(const struct gp_p2p_hop *hop,
+				  unsigned int bit, unsigned int *bypass,
+				  unsigned int *unknown)
+{
+	if (hop->acs_state == GP_P2P_ACS_UNKNOWN)
+		*unknown |= 1u << bit;
+	else if (hop->acs_state != GP_P2P_ACS_PRESENT ||
+		 (hop->acs_ctrl & GP_P2P_ACS_VM_REDIRECT) !=
+		 GP_P2P_ACS_VM_REDIRECT)
+		*bypass |= 1u << bit;
+}
+
+/* The routing hops of @p below hop @top (exclusive; nhops: all of them). */
+static inline void gp_p2p_vm_scan_path(const struct gp_p2p_path *p,
+				       unsigned int top, unsigned int *bypass,
+				       unsigned int *unknown)
+{
+	unsigned int i;
+
+	for (i = 1; i < top && i < p->nhops; i++)
+		if (gp_p2p_hop_routes(&p->hops[i]))
+			gp_p2p_vm_scan(&p->hops[i], i, bypass, unknown);
+}
+
+/**
+ * gp_p2p_vm_rule() - may a guest's P2P request between @a and @b arrive?
+ * @a: one device's path (the device, then each upstream bridge)
+ * @b: the other's
+ * @cpu: the host CPU
+ * @same_device: @a and @b are two functions of one device
+ * @out: the verdict, with the bare-metal verdict and the ports to blame
+ *
+ * The ports that could route a request between the two are each device's
+ * bridges below the common upstream bridge, or, without one, below the
+ * root complex (a switch can deliver a guest-physical address into a
+ * sibling's host window whichever root port the peer is under). Each of
+ * them must redirect (ACS RR and CR). Two functions of one device route
+ * between themselves unless both redirect. The request then reaches the
+ * IOMMU, and the root complex must forward it: p2pdma's host bridge rule.
+ */
+static inline void gp_p2p_vm_rule(const struct gp_p2p_path *a,
+				  const struct gp_p2p_path *b,
+				  const struct gp_p2p_cpu *cpu, int same_device,
+				  struct gp_p2p_vm_outcome *out)
+{
+	unsigned int top_a, top_b;
+
+	gp_p2p_rule(a, b, cpu, &out->bare);
+	out->bypass_a = out->bypass_b = 0;
+	out->unknown_a = out->unknown_b = 0;
+	out->same_device = same_device;
+	top_a = out->bare.common_a >= 0 ? (unsigned int)out->bare.common_a :
+					  a->nhops;
+	top_b = out->bare.common_b >= 0 ? (unsigned int)out->bare.common_b :
+					  b->nhops;
+	gp_p2p_vm_scan_path(a, top_a, &out->bypass_a, &out->unknown_a);
+	gp_p2p_vm_scan_path(b, top_b, &out->bypass_b, &out->unknown_b);
+	if (same_device) {
+		gp_p2p_vm_scan(&a->hops[0], 0, &out->bypass_a,
+			       &out->unknown_a);
+		gp_p2p_vm_scan(&b->hops[0], 0, &out->bypass_b,
+			       &out->unknown_b);
+	}
+	out->host.host_reason = GP_P2P_HOST_NOT_NEEDED;
+	out->host.host_a_name = out->host.host_b_name = 0;
+	if (out->unknown_a || out->unknown_b) {
+		out->kind = GP_P2P_VM_UNKNOWN;
+		return;
+	}
+	if (out->bypass_a || out->bypass_b) {
+		out->kind = GP_P2P_VM_BYPASS;
+		return;
+	}
+	switch (gp_p2p_host_rule(a, b, cpu, &out->host)) {
+	case GP_P2P_RULE_HOST_BRIDGE:
+		out->kind = GP_P2P_VM_OK;
+		break;
+	case GP_P2P_RULE_NONE:
+		out->kind = GP_P2P_VM_NONE;
+		break;
+	default:
+		out->kind = GP_P2P_VM_UNKNOWN;
+		break;
+	}
 }
 
 #endif /* GPUP2P_P2P_RULE_H */

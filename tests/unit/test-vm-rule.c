@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The VM rule (gp_p2p_vm_rule() in gpup2p/p2p-rule.h) on synthetic sysfs
+ * trees: a guest's P2P request must reach the IOMMU (every switch port on
+ * the way redirects it: ACS RR and CR) and the root complex must forward
+ * it (Linux's host bridge rule). Plans and the VM verdict agree.
+ */
+#include <string.h>
+
+#include "gpup2p/p2p.h"
+#include "gpup2p/plan.h"
+#include "sysfs-builder.h"
+
+#define DOWN_A "0000:02:00.0"
+#define DOWN_B "0000:02:01.0"
+#define RR_CR  (GP_ACS_SV | GP_ACS_RR | GP_ACS_CR | GP_ACS_UF)
+
+static GpTopology *read_ok(const char *root)
+{
+    g_autoptr(GError) err = NULL;
+    GpTopology *topo = gp_topo_read(root, &err);
+
+    g_assert_no_error(err);
+    g_assert_nonnull(topo);
+    return topo;
+}
+
+/* Both verdicts for @a, @b, checking that the VM one is symmetric. */
+static GpVmP2pKind vm(const GpTopology *t, const char *a, const char *b,
+                      GpP2pKind *bare, char **reason)
+{
+    GpP2pVerdict v, w;
+    GpVmP2pKind kind;
+
+    gp_p2p_verdict(t, gp_topo_find(t, a), gp_topo_find(t, b), &v);
+    gp_p2p_verdict(t, gp_topo_find(t, b), gp_topo_find(t, a), &w);
+    g_assert_cmpint(v.vm_kind, ==, w.vm_kind);
+    kind = v.vm_kind;
+    if (bare) {
+        *bare = v.kind;
+    }
+    if (reason) {
+        *reason = g_steal_pointer(&v.vm_reason);
+    }
+    gp_p2p_verdict_clear(&v);
+    gp_p2p_verdict_clear(&w);
+    return kind;
+}
+
+static void assert_has(const char *text, const char *part)
+{
+    if (!strstr(text, part)) {
+        g_error("'%s' lacks '%s'", text, part);
+    }
+}
+
+/*
+ * Switch peers whose downstream ports have no ACS: p2pdma says direct,
+ * but the switch routes the guest-physical address on host windows.
+ */
+static void test_switch_without_acs(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+    GpP2pKind bare;
+
+    sb_two_node_host(sb, 0x2020);       /* a listed root complex */
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, &bare, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    g_assert_cmpint(bare, ==, GP_P2P_DIRECT);
+    assert_has(why, "bypasses the IOMMU");
+    /* The builder's switch ports carry ACS with nothing enabled. */
+    assert_has(why, DOWN_A " (ACS Control none, needs RR CR)");
+    assert_has(why, DOWN_B " (ACS Control none, needs RR CR)");
+    g_clear_pointer(&why, g_free);
+    /* A switch port routes the guest address whoever the peer is. */
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_C, &bare, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    g_assert_cmpint(bare, ==, GP_P2P_HOST_BRIDGE);
+    assert_has(why, DOWN_A);
+    g_assert_null(strstr(why, DOWN_B));
+    /* Root ports are the root complex's: GPUs below two of them pass. */
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, NULL), ==,
+                    GP_VM_P2P_OK);
+}
+
+/* With RR and CR on both downstream ports the request reaches the IOMMU. */
+static void test_switch_with_acs(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+    GpP2pKind bare;
+
+    sb_two_node_host(sb, 0x2020);
+    sb_set_acs(sb, DOWN_A, 0x5f, RR_CR);
+    sb_set_acs(sb, DOWN_B, 0x5f, RR_CR);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, &bare, &why), ==,
+                    GP_VM_P2P_OK);
+    g_assert_cmpint(bare, ==, GP_P2P_HOST_BRIDGE);
+    assert_has(why, "every switch port redirects");
+    assert_has(why, "Skylake-SP");
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_F, NULL, NULL), ==,
+                    GP_VM_P2P_OK);
+}
+
+/* RR without CR (or the other way round) is not enough; nor is one port. */
+static void test_switch_partial_acs(void)
+{
+    static const struct {
+        uint16_t ctrl_a, ctrl_b;
+        const char *blamed, *cleared;
+    } cases[] = {
+        { GP_ACS_SV | GP_ACS_RR, RR_CR, DOWN_A, DOWN_B },
+        { RR_CR, GP_ACS_SV | GP_ACS_CR, DOWN_B, DOWN_A },
+        { RR_CR, GP_ACS_SV | GP_ACS_EC, DOWN_B, DOWN_A },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(SysfsBuilder) sb = sb_new();
+        g_autoptr(GpTopology) t = NULL;
+        g_autofree char *why = NULL;
+
+        sb_two_node_host(sb, 0x2020);
+        sb_set_acs(sb, DOWN_A, 0x7f, cases[i].ctrl_a);
+        sb_set_acs(sb, DOWN_B, 0x7f, cases[i].ctrl_b);
+        t = read_ok(sb_root(sb));
+        g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
+                        GP_VM_P2P_BYPASS);
+        assert_has(why, cases[i].blamed);
+        assert_has(why, "needs RR CR");
+        g_assert_null(strstr(why, cases[i].cleared));
+    }
+}
+
+/* Through the IOMMU, but the root complex must forward: Linux's list. */
+static void test_root_complex(void)
+{
+    static const struct {
+        uint16_t hb_device;
+        const char *vendor;
+        unsigned family;
+        GpVmP2pKind same, across;
+    } cases[] = {
+        { 0x2020, "GenuineIntel", 6, GP_VM_P2P_OK, GP_VM_P2P_OK },
+        /* Haswell-EP forwards only within one host bridge. */
+        { 0x2f00, "GenuineIntel", 6, GP_VM_P2P_OK, GP_VM_P2P_NONE },
+        /* Q35's 29c0 is on no list. */
+        { 0x29c0, "GenuineIntel", 6, GP_VM_P2P_NONE, GP_VM_P2P_NONE },
+        /* Sapphire Rapids DSA and QAT 4xxx: Linux 7.x's additions. */
+        { 0x0b25, "GenuineIntel", 6, GP_VM_P2P_OK, GP_VM_P2P_OK },
+        { 0x4940, "GenuineIntel", 6, GP_VM_P2P_OK, GP_VM_P2P_OK },
+        /* AMD Zen forwards whatever the host bridge; older AMD does not. */
+        { 0x29c0, "AuthenticAMD", 0x19, GP_VM_P2P_OK, GP_VM_P2P_OK },
+        { 0x29c0, "AuthenticAMD", 0x17, GP_VM_P2P_OK, GP_VM_P2P_OK },
+        { 0x29c0, "AuthenticAMD", 0x15, GP_VM_P2P_NONE, GP_VM_P2P_NONE },
+        /* cpu_supports_p2pdma() tests X86_VENDOR_AMD: Hygon is not. */
+        { 0x29c0, "HygonGenuine", 0x18, GP_VM_P2P_NONE, GP_VM_P2P_NONE },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(SysfsBuilder) sb = sb_new();
+        g_autoptr(GpTopology) t = NULL;
+
+        sb_two_node_host(sb, cases[i].hb_device);
+        sb_cpu(sb, cases[i].vendor, cases[i].family);
+        sb_set_acs(sb, DOWN_A, 0x5f, RR_CR);
+        sb_set_acs(sb, DOWN_B, 0x5f, RR_CR);
+        t = read_ok(sb_root(sb));
+        if (vm(t, SB_GPU_A, SB_GPU_C, NULL, NULL) != cases[i].same ||
+            vm(t, SB_GPU_A, SB_GPU_F, NULL, NULL) != cases[i].across) {
+            g_error("case %zu (%04x, %s %x): got %s/%s", i,
+                    cases[i].hb_device, cases[i].vendor, cases[i].family,
+                    gp_vm_p2p_kind_name(vm(t, SB_GPU_A, SB_GPU_C, NULL,
+                                           NULL)),
+                    gp_vm_p2p_kind_name(vm(t, SB_GPU_A, SB_GPU_F, NULL,
+                                           NULL)));
+        }
+    }
+}
+
+/* {PCI_VENDOR_ID_GOOGLE, PCI_ANY_ID}: any Google root complex forwards. */
+static void test_google_root_complex(void)
+{
+    const uint32_t gpu = 0x030200, port = 0x060400;
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_cpu(sb, "ARM", 0);
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x1ae0, 0x5a17,
+           0x060000, 0, -1, NULL);
+    sb_add(sb, NULL, "0000:00:01.0", SB_ROOT_PORT, 0x1ae0, 0x0042, port, 0,
+           1, "pcieport");
+    sb_add(sb, NULL, "0000:00:02.0", SB_ROOT_PORT, 0x1ae0, 0x0042, port, 0,
+           2, "pcieport");
+    sb_add(sb, "0000:00:01.0", "0000:01:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 3, "vfio-pci");
+    sb_add(sb, "0000:00:02.0", "0000:02:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           gpu, 0, 4, "vfio-pci");
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, "0000:01:00.0", "0000:02:00.0", NULL, &why), ==,
+                    GP_VM_P2P_OK);
+    assert_has(why, "Google");
+}
+
+/* A switch port whose ACS cannot be read: never a clique, never "bypass". */
+static void test_acs_unknown(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_two_node_host(sb, 0x2020);
+    sb_set_acs(sb, DOWN_A, 0x5f, RR_CR);
+    sb_set_acs(sb, DOWN_B, 0x5f, RR_CR);
+    sb_truncate_config(sb, DOWN_B, 64);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
+                    GP_VM_P2P_UNKNOWN);
+    assert_has(why, DOWN_B);
+    /* The pairs whose path does not cross it are still decided. */
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_C, NULL, NULL), ==,
+                    GP_VM_P2P_OK);
+}
+
+/* Two functions of one device route between themselves unless both
+ * redirect, whatever the port above them does. */
+static void test_functions_of_one_device(void)
+{
+    const uint32_t gpu = 0x030200;
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+    const char *fn1 = "0000:05:00.1";
+
+    sb_two_node_host(sb, 0x2020);
+    sb_add(sb, "0000:00:02.0", fn1, SB_ENDPOINT, 0x10de, 0x2335, gpu, 0, 9,
+           "vfio-pci");
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, fn1, NULL, &why), ==, GP_VM_P2P_BYPASS);
+    assert_has(why, "functions of one device");
+    g_clear_pointer(&t, gp_topo_free);
+    sb_set_acs(sb, SB_GPU_C, 0x5f, RR_CR);
+    sb_set_acs(sb, fn1, 0x5f, RR_CR);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, fn1, NULL, NULL), ==, GP_VM_P2P_OK);
+}
+
+/* The planner follows the VM rule: switch peers without ACS stay apart. */
+static void test_plan_follows_vm_rule(void)
+{
+    const char *const gpus[] = { SB_GPU_A, SB_GPU_B, SB_GPU_C, SB_GPU_F,
+                                 NULL };
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GError) err = NULL;
+    GpPlan *plan;
+    guint i;
+
+    sb_two_node_host(sb, 0x2020);
+    t = read_ok(sb_root(sb));
+    plan = gp_plan_compute(t, gpus, GP_PLAN_POLICY_SYSTEM, &err);
+    g_assert_no_error(err);
+    for (i = 0; i < plan->cliques->len; i++) {
+        const GpClique *c = g_ptr_array_index(plan->cliques, i);
+
+        g_assert_false(g_ptr_array_find(c->devices,
+                                        gp_topo_find(t, SB_GPU_A), NULL));
+        g_assert_false(g_ptr_array_find(c->devices,
+                                        gp_topo_find(t, SB_GPU_B), NULL));
+    }
+    g_assert_cmpuint(plan->cliques->len, ==, 1);
+    g_assert_cmpuint(plan->left_out->len, ==, 2);
+    gp_plan_free(plan);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/vm-rule/switch/no-acs", test_switch_without_acs);
+    g_test_add_func("/vm-rule/switch/acs", test_switch_with_acs);
+    g_test_add_func("/vm-rule/switch/partial-acs", test_switch_partial_acs);
+    g_test_add_func("/vm-rule/root-complex", test_root_complex);
+    g_test_add_func("/vm-rule/root-complex/google", test_google_root_complex);
+    g_test_add_func("/vm-rule/acs-unknown", test_acs_unknown);
+    g_test_add_func("/vm-rule/functions", test_functions_of_one_device);
+    g_test_add_func("/vm-rule/plan", test_plan_follows_vm_rule);
+    return g_test_run();
+}
