@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The rule header's host bridge list and AMD condition against Linux's own
+drivers/pci/p2pdma.c, read from Debian's linux-source (scripts/
+linux-source.sh unpacks it; GPUP2P_LINUX_SRC names another tree). Any
+difference fails, and so does a missing source: the list must never be
+judged against nothing."""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+from taplib import Tap  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROJECT = os.path.normpath(os.path.join(HERE, "..", ".."))
+SRC = os.environ.get("GPUP2P_LINUX_SRC",
+                     "/var/cache/gpup2p/linux-source-7.3")
+
+# Prints the header's table as "vendor device any same" lines.
+DUMP = r"""
+#include <stdio.h>
+#include "gpup2p/p2p-rule.h"
+int main(void)
+{
+    unsigned i;
+    for (i = 0; i < sizeof(gp_hostbridge_p2p_list) /
+                    sizeof(gp_hostbridge_p2p_list[0]); i++) {
+        const struct gp_hostbridge_entry *e = &gp_hostbridge_p2p_list[i];
+        printf("%04x %04x %d %d\n", e->vendor, e->device,
+               !!(e->flags & GP_HOSTBRIDGE_ANY_DEVICE),
+               !!(e->flags & GP_HOSTBRIDGE_REQ_SAME_HOST_BRIDGE));
+    }
+    printf("amd-min-family %x\n", GP_AMD_P2P_MIN_FAMILY);
+    return 0;
+}
+"""
+
+
+def pci_ids(src):
+    """PCI_VENDOR_ID_* and PCI_DEVICE_ID_* from include/linux/pci_ids.h."""
+    ids = {}
+    with open(os.path.join(src, "include", "linux", "pci_ids.h")) as f:
+        for m in re.finditer(r"^#define\s+(PCI_\w+)\s+(0x[0-9a-fA-F]+)",
+                             f.read(), re.M):
+            ids[m.group(1)] = int(m.group(2), 16)
+    return ids
+
+
+def kernel_list(text, ids):
+    body = re.search(r"pci_p2pdma_whitelist\[\]\s*=\s*\{(.*?)\n\};", text,
+                     re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    entries = []
+    for m in re.finditer(r"\{\s*([^,{}]+?)\s*,\s*([^,{}]+?)\s*,\s*"
+                         r"([^,{}]+?)\s*\}", body):
+        vendor, device, flags = (x.strip() for x in m.groups())
+
+        def value(tok):
+            return int(tok, 0) if re.match(r"^(0x)?[0-9a-fA-F]+$", tok) \
+                else ids[tok]
+        any_dev = device == "PCI_ANY_ID"
+        entries.append((value(vendor), 0 if any_dev else value(device),
+                        int(any_dev), int("REQ_SAME_HOST_BRIDGE" in flags)))
+    return entries
+
+
+def ours():
+    with tempfile.TemporaryDirectory() as d:
+        c = os.path.join(d, "dump.c")
+        exe = os.path.join(d, "dump")
+        with open(c, "w") as f:
+            f.write(DUMP)
+        subprocess.run(["gcc", "-Wall", "-Werror", "-I",
+                        os.path.join(PROJECT, "kernel", "include"), c, "-o",
+                        exe], check=True)
+        out = subprocess.run([exe], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    table = [tuple(int(x, 16) if i < 2 else int(x)
+                   for i, x in enumerate(line.split()))
+             for line in out if not line.startswith("amd-min-family")]
+    family = int(out[-1].split()[1], 16)
+    return table, family
+
+
+def main():
+    t = Tap()
+    path = os.path.join(SRC, "drivers", "pci", "p2pdma.c")
+    if not t.ok(os.path.isfile(path), "Linux's p2pdma.c is at %s" % path,
+                "run scripts/setup-debian.sh (it unpacks Debian's "
+                "linux-source), or set GPUP2P_LINUX_SRC"):
+        print("1..%d" % t.n)
+        return 1
+    with open(path) as f:
+        text = f.read()
+    kernel = kernel_list(text, pci_ids(SRC))
+    table, family = ours()
+    t.ok(len(kernel) > 10, "the kernel's list parses (%d entries)"
+         % len(kernel))
+    t.ok(table == kernel, "the rule header's list is the kernel's, entry "
+         "for entry and in order",
+         "kernel: %s\nours:   %s" % (
+             [("%04x:%04x" % e[:2],) + e[2:] for e in kernel],
+             [("%04x:%04x" % e[:2],) + e[2:] for e in table]))
+    amd = re.search(r"static bool cpu_supports_p2pdma\(void\)\s*\{(.*?)\n\}",
+                    text, re.S)
+    t.ok(amd is not None, "cpu_supports_p2pdma() found")
+    cond = re.findall(r"if\s*\((.*?)\)\s*\n\s*return true;",
+                      amd.group(1) if amd else "", re.S)
+    t.eq(cond, ["c->x86_vendor == X86_VENDOR_AMD && c->x86 >= 0x%x"
+                % family],
+         "cpu_supports_p2pdma(): AMD (X86_VENDOR_AMD only, so not Hygon) "
+         "of family %xh or later, as the header says" % family)
+    # The first matching entry decides, as __host_bridge_whitelist() walks.
+    walk = re.search(r"static bool __host_bridge_whitelist\(.*?\n\}", text,
+                     re.S)
+    t.ok(walk is not None and "entry->device != PCI_ANY_ID" in walk.group(0)
+         and "return true;" in walk.group(0),
+         "__host_bridge_whitelist() matches PCI_ANY_ID and stops at the "
+         "first entry of the vendor/device")
+    print("1..%d" % t.n)
+    return 1 if t.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
