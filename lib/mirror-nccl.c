@@ -27,7 +27,9 @@ static void pci_open(GString *s, unsigned depth, const char *guest_bdf,
 
     indent(s, depth);
     g_string_append_printf(s, "<pci %s", attrs);
-    if (dev->max_link_speed && *dev->max_link_speed) {
+    /* "Unknown" is what Linux writes where the link has no speed. */
+    if (dev->max_link_speed && *dev->max_link_speed &&
+        strcmp(dev->max_link_speed, "Unknown") != 0) {
         g_autofree char *v = g_markup_escape_text(dev->max_link_speed, -1);
 
         g_string_append_printf(s, " link_speed=\"%s\"", v);

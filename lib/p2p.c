@@ -160,14 +160,14 @@ static unsigned hop_id(const GpDevice *dev)
     return dev->model_index;
 }
 
-/* What a bridge is for routing; hop 0 is always the endpoint. */
+/* What a hop is for routing; hop 0 is the device itself. */
 static unsigned char hop_port(const GpDevice *d, bool first)
 {
-    if (first) {
-        return GP_P2P_PORT_ENDPOINT;
-    }
     if (d->config_unreadable) {
         return GP_P2P_PORT_UNKNOWN;
+    }
+    if (first) {
+        return GP_P2P_PORT_ENDPOINT;
     }
     switch (d->pcie.type) {
     case GP_PCIE_TYPE_ROOT_PORT:

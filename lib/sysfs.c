@@ -150,6 +150,23 @@ static bool read_int_attr(const char *dir, const char *name, int dflt,
     return true;
 }
 
+/*
+ * A link width attribute: 0 to 63 lanes, or 255, which Linux writes
+ * (PCIE_LNK_WIDTH_UNKNOWN) for a device whose Link Capabilities read 0, as
+ * root-complex-integrated devices' do. Read as 0: no width known.
+ */
+static bool read_link_width(const char *dir, const char *name, int *val,
+                            GError **errp)
+{
+    g_autofree char *text = read_attr(dir, name);
+
+    if (text && !strcmp(text, "255")) {
+        *val = 0;
+        return true;
+    }
+    return read_int_attr(dir, name, 0, 0, 63, val, errp);
+}
+
 /* A CPU list ("0-31,64-95"), NULL when absent. */
 static bool read_cpulist(const char *dir, const char *name, char **out,
                          GError **errp)
@@ -264,6 +281,24 @@ static void config_mark_unreadable(GpDevice *dev, GpTopology *topo,
  * Bytes that contradict the vendor attribute otherwise, or hold a broken
  * capability list, are an error naming the file.
  */
+/*
+ * A capability list that cannot be walked (it loops, or points outside
+ * config space) marks the device alone: its ACS and port type are unknown,
+ * so only the pairs whose path crosses it are undecided, and check names
+ * it. Always true: the rest of the host is still read.
+ */
+static bool config_unwalkable(GpTopology *topo, GpDevice *dev,
+                              const char *path, const GError *err)
+{
+    g_free(dev->config_unreadable);
+    dev->config_unreadable = g_strdup_printf("%s: %s", path, err->message);
+    dev->pcie.type = GP_PCIE_TYPE_NONE;
+    dev->acs_known = false;
+    memset(&dev->acs, 0, sizeof(dev->acs));
+    topo->config_unreadable++;
+    return true;
+}
+
 static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
                         GError **errp)
 {
@@ -308,17 +343,13 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
     if (gp_pcicfg_walk_caps(dev->config, &caps, &err)) {
         gp_pcicfg_pcie_info(dev->config, &caps, &dev->pcie);
     } else if (len && !g_error_matches(err, GP_ERROR, GP_ERROR_INCOMPLETE)) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: %s", path,
-                    err->message);
-        return false;
+        return config_unwalkable(topo, dev, path, err);
     }
     g_clear_error(&err);
     dev->acs_known = gp_pcicfg_acs_info(dev->config, &dev->acs, &err);
     if (!dev->acs_known &&
         !g_error_matches(err, GP_ERROR, GP_ERROR_INCOMPLETE)) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: %s", path,
-                    err->message);
-        return false;
+        return config_unwalkable(topo, dev, path, err);
     }
     return true;
 }
@@ -404,10 +435,10 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
     return read_int_attr(dir, "numa_node", -1, -1, 65535, &dev->numa_node,
                          errp) &&
            read_iommu_group(dir, &dev->iommu_group, errp) &&
-           read_int_attr(dir, "current_link_width", 0, 0, 63,
-                         &dev->link_width, errp) &&
-           read_int_attr(dir, "max_link_width", 0, 0, 63,
-                         &dev->max_link_width, errp) &&
+           read_link_width(dir, "current_link_width", &dev->link_width,
+                           errp) &&
+           read_link_width(dir, "max_link_width", &dev->max_link_width,
+                           errp) &&
            read_config(dev, dir, topo, errp) &&
            read_bars(dev, dir, errp) &&
            read_node_affinity(topo, dev, errp);

@@ -549,7 +549,50 @@ static void test_misread_config(void)
     cfg[0x40] = 0x01;
     cfg[0x41] = 0x40;
     set_attr(loop, SB_GPU_B, "config", cfg, (gssize)len);
-    expect_misread(loop, "0000:04:00.0/config", "loops");
+    /* It marks that device alone: the host is still read, only the pairs
+     * whose path crosses it are undecided, and the reason names it. */
+    {
+        g_autoptr(GpTopology) t = read_ok(sb_root(loop));
+        const GpDevice *b = gp_topo_find(t, SB_GPU_B);
+        GpP2pVerdict v;
+
+        g_assert_nonnull(b->config_unreadable);
+        g_assert_nonnull(strstr(b->config_unreadable, "0000:04:00.0/config"));
+        g_assert_nonnull(strstr(b->config_unreadable, "loops"));
+        g_assert_cmpuint(t->config_unreadable, ==, 1);
+        gp_p2p_verdict(t, gp_topo_find(t, SB_GPU_A), b, &v);
+        g_assert_cmpint(v.vm_kind, ==, GP_VM_P2P_UNKNOWN);
+        g_assert_nonnull(strstr(v.vm_reason, "loops"));
+        gp_p2p_verdict_clear(&v);
+        g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_C, NULL), !=,
+                        GP_P2P_UNKNOWN);
+    }
+}
+
+/*
+ * Values the kernel really writes: max_link_width 255 and speed "Unknown"
+ * for a device whose Link Capabilities read 0 (root-complex-integrated
+ * devices, an e1000e seen on a real host) read as "no link known".
+ */
+static void test_unknown_link(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    const GpDevice *d;
+
+    sb_two_node_host(sb, 0x29c0);
+    set_attr(sb, SB_NIC, "max_link_width", "255\n", -1);
+    set_attr(sb, SB_NIC, "current_link_width", "255\n", -1);
+    set_attr(sb, SB_NIC, "max_link_speed", "Unknown\n", -1);
+    set_attr(sb, SB_NIC, "current_link_speed", "Unknown\n", -1);
+    t = read_ok(sb_root(sb));
+    d = gp_topo_find(t, SB_NIC);
+    g_assert_cmpint(d->max_link_width, ==, 0);
+    g_assert_cmpint(d->link_width, ==, 0);
+    g_assert_cmpstr(d->max_link_speed, ==, "Unknown");
+    /* 64 is no width Linux writes: still refused, naming the file. */
+    set_attr(sb, SB_NIC, "max_link_width", "64\n", -1);
+    expect_misread(sb, "max_link_width", "'64'");
 }
 
 /*
@@ -670,6 +713,7 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/misread/resource", test_misread_resource);
     g_test_add_func("/topo/misread/iommu-group", test_misread_iommu_group);
     g_test_add_func("/topo/misread/config", test_misread_config);
+    g_test_add_func("/topo/unknown-link", test_unknown_link);
     g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);
     g_test_add_func("/topo/config-unreadable", test_config_unreadable);
     g_test_add_func("/topo/vf", test_vf);

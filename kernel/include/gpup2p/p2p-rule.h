@@ -46,7 +46,8 @@ enum gp_p2p_acs_state {
 
 /* What a hop is, as far as routing a peer request goes. */
 enum gp_p2p_port {
-	GP_P2P_PORT_UNKNOWN,	/* a bridge whose config space was not read */
+	GP_P2P_PORT_UNKNOWN,	/* config space not walked (a bridge: it may
+				 * route; the device itself: undecided) */
 	GP_P2P_PORT_ENDPOINT,	/* the device itself (hop 0) */
 	GP_P2P_PORT_ROOT,	/* a root port: the root complex routes */
 	GP_P2P_PORT_SWITCH_UP,	/* a switch upstream port */
@@ -442,6 +443,11 @@ static inline void gp_p2p_vm_rule(const struct gp_p2p_path *a,
 					  b->nhops;
 	gp_p2p_vm_scan_path(a, top_a, &out->bypass_a, &out->unknown_a);
 	gp_p2p_vm_scan_path(b, top_b, &out->bypass_b, &out->unknown_b);
+	/* An endpoint whose config space could not be walked is undecided. */
+	if (a->hops[0].port == GP_P2P_PORT_UNKNOWN)
+		out->unknown_a |= 1;
+	if (b->hops[0].port == GP_P2P_PORT_UNKNOWN)
+		out->unknown_b |= 1;
 	if (same_device) {
 		gp_p2p_vm_scan(&a->hops[0], 0, &out->bypass_a,
 			       &out->unknown_a);
