@@ -31,9 +31,9 @@ def main():
     res["bdfs"] = b
     g = {n: "vfio-pci,host=%s,%s" % (b[n], NV) for n in names}
 
-    # The nested guest: gpu0 and gpu1 (one switch) cold-plugged with auto,
-    # gpu1 behind a second root port of the guest; gpu3 (same switch) and
-    # gpu2 (other host bridge) hot-plugged. The virtio-gpu stand-in the
+    # The nested guest: gpu0 and gpu1 (root ports of the host) cold-plugged
+    # with auto, gpu1 behind a second root port of the guest; gpu3 (behind
+    # the switch without ACS) and gpu2 (other host bridge) hot-plugged. The virtio-gpu stand-in the
     # qtest scenario used stays bound to vfio-pci and out of this guest.
     inner_out = os.path.join(OUT, "inner")
     qmp_path = "/run/inner-qmp.sock"

@@ -122,8 +122,9 @@ def cap_bytes(vm, bus):
 
 
 def mix(b):
-    """An explicit 0 under the other host bridge, two auto switch peers."""
-    vm = Vm(OURS, [dev(b["gpu2"], "rp2", ",id=g2,x-gpu-p2p-clique=0"),
+    """An explicit 0 on the GPU behind the switch without ACS (no auto
+    device may join it), two auto GPUs on root ports."""
+    vm = Vm(OURS, [dev(b["gpu3"], "rp2", ",id=g2,x-gpu-p2p-clique=0"),
                    dev(b["gpu0"], "rp0", ",id=g0,x-gpu-p2p-clique=auto"),
                    dev(b["gpu1"], "rp1", ",id=g1,x-gpu-p2p-clique=auto")],
             qmp=True)
@@ -143,8 +144,10 @@ def hotplug(b):
     if not vm.started:
         r["rc"], r["stderr"], _ = vm.quit()
         return r
+    # g2: the GPU behind the switch without ACS, which cannot join g0's
+    # clique; g3: the one under the other host bridge, given 9.
     plugs = [("g0", "gpu0", "rp0", "auto"), ("g1", "gpu1", "rp1", "auto"),
-             ("g2", "gpu2", "rp2", "auto"), ("g3", "gpu3", "rp3", 9)]
+             ("g2", "gpu3", "rp2", "auto"), ("g3", "gpu2", "rp3", 9)]
     for port, (ident, node, bus, clique) in enumerate(plugs):
         r["device_add"][ident] = vm.qmp.cmd(
             "device_add", driver="vfio-pci", host=b[node], bus=bus, id=ident,
@@ -218,7 +221,8 @@ def sources(b):
 
 
 def startup_errors(b):
-    g0, g2 = b["gpu0"], b["gpu2"]
+    # gpu3 sits behind the switch without ACS: its pairs bypass the IOMMU.
+    g0, g2 = b["gpu0"], b["gpu3"]
     cases = {
         "bad-value": [dev(g0, "rp0", ",x-gpu-p2p-clique=17")],
         "bad-json-int": [dev_json(g0, "rp0", **{"x-gpu-p2p-clique": 16})],

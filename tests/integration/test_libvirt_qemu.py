@@ -68,13 +68,14 @@ def test(t):
 
     bad = read(outdir, "start-bad.txt")
     t.ok(read(outdir, "start-bad.rc") != "0" and
-         "refusing domain 'bad-ids'" in bad and "share clique 5" in bad,
-         "the hook refuses one clique across two host bridges, and "
-         "libvirt shows why", bad)
+         "refusing domain 'bad-ids'" in bad and "share clique 5" in bad and
+         "bypasses the IOMMU" in bad,
+         "the hook refuses one clique with a GPU behind a switch without "
+         "ACS, and libvirt shows why", bad)
     t.eq(read(outdir, "qemu-after-bad.txt"), "",
          "... before any QEMU runs")
     t.eq(read(outdir, "start-good.rc"), "0",
-         "the hook lets one clique under one switch start",)
+         "the hook lets one clique of GPUs on root ports start",)
     t.eq(replies(read(outdir, "qom-good.txt")), [5],
          "... and QEMU gives the explicit id 5")
 

@@ -96,7 +96,8 @@ def ids_checks(t, q):
 
 def fleet_checks(t, q):
     same_bytes(t, q["auto"]["stock"], q["auto"]["ours"],
-               "auto on two switch peers: the bytes of stock's clique 0")
+               "auto on two GPUs on root ports: the bytes of stock's "
+               "clique 0")
     f = q["fleet_default"]
     same_bytes(t, f["stock"], f["ours"],
                "-global vfio-pci.x-gpu-p2p-clique=auto on a non-NVIDIA and "
@@ -158,7 +159,8 @@ def caps(cfg_hex):
 def mix_checks(t, q):
     m = q["mix"]
     t.eq(m.get("in_effect"), {"g0": 1, "g1": 1, "g2": 0},
-         "explicit 0 elsewhere: the auto switch peers get 1, not 0")
+         "explicit 0 on the GPU behind the switch without ACS: the auto "
+         "GPUs get 1, not 0")
     for dev, want in (("g0", 1), ("g1", 1), ("g2", 0)):
         t.eq(m.get("caps", {}).get(dev, {}).get("last"),
              SIG + "%02x00" % (want << 3),
@@ -214,7 +216,7 @@ def source_checks(t, q):
     t.eq(s["snapshot"].get("source"), "snapshot /run/gpup2p/host",
          "a host snapshot is a source")
     t.eq(s["snapshot"].get("in_effect"), {"g0": 0, "g1": 0},
-         "and gives the switch peers one clique")
+         "and gives the GPUs on root ports one clique")
     t.eq(s["missing"].get("in_effect"), {"g0": -1, "g1": -1},
          "no readable topology: the VM starts without a capability")
     t.ok("no capability" in s["missing"].get("stderr", ""),
@@ -234,7 +236,7 @@ def startup_checks(t, s, bdfs):
     refused("not-display", "not a display-class device")
     refused("both-properties", "cannot be used together")
     refused("verify-refuse", "x-gpu-p2p-clique=3", "cannot do P2P on the host",
-            "not known to forward P2P")
+            "bypasses the IOMMU")
     for name, node in (("not-nvidia", "gpu0"), ("not-display", "edu0"),
                        ("verify-refuse", "gpu0")):
         # QEMU itself first quotes the -device option.
@@ -249,18 +251,19 @@ def startup_checks(t, s, bdfs):
     t.ok(r["rc"] == 0 and "kept without a check" in r["stderr"],
          "unknown topology keeps an explicit id with a warning",
          json.dumps(r))
-    t.eq(s["verify-ok"]["rc"], 0, "switch peers with one explicit id start")
+    t.eq(s["verify-ok"]["rc"], 0,
+         "GPUs on root ports with one explicit id start")
 
 
 def nested_guest(t, r):
     t.eq(r["inner_rc"], 0, "the nested guest ran its checks")
     cold = {g["bdf"]: g for g in r["cold"].get("gpus", [])}
     t.eq(sorted(g["clique"] for g in cold.values()), [0, 0],
-         "nested guest: switch peers share clique 0 (auto)")
+         "nested guest: GPUs on root ports share clique 0 (auto)")
     hot = {g["bdf"]: g for g in r["hot"].get("gpus", [])}
     t.eq(sorted(g["clique"] for g in hot.values()), [0, 0, 0, 1],
-         "after hot plug: the switch peer joins 0, the other host bridge "
-         "gets 1")
+         "after hot plug: the GPU under the other host bridge joins 0 "
+         "(AMD Zen forwards), the one behind the switch without ACS gets 1")
     w = r.get("writes", {})
     t.ok(len(w) == 4 and all(v["before"] == v["after"] for v in w.values()),
          "the guest's non-zero writes through sysfs change nothing",

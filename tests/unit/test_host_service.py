@@ -280,18 +280,41 @@ def test_hook(t, d):
         f.write('#!/bin/sh\ncmd=$1; shift\nexec "%s" "$cmd" --sysfs-root '
                 '"%s" "$@"\n' % (G, HOST))
     os.chmod(wrapper, 0o755)
+    etc = os.path.join(d, "etc")
+    os.makedirs(os.path.join(etc, "gpup2p"))
     hook = executable_copy(os.path.join(SRC, "data", "libvirt-hook-qemu.in"),
                            os.path.join(d, "hook"),
-                           [("@GPUP2P@", wrapper)])
+                           [("@GPUP2P@", wrapper), ("@SYSCONFDIR@", etc)])
+    gone = executable_copy(os.path.join(SRC, "data", "libvirt-hook-qemu.in"),
+                           os.path.join(d, "hook-gone"),
+                           [("@GPUP2P@", os.path.join(d, "no-gpup2p")),
+                            ("@SYSCONFDIR@", etc)])
 
-    def run_hook(xml, op=("prepare", "begin", "-")):
-        return subprocess.run([hook, "ids-vm"] + list(op), input=xml,
-                              capture_output=True, text=True)
+    def run_hook(xml, op=("prepare", "begin", "-"), script=None):
+        return subprocess.run([script or hook, "ids-vm"] + list(op),
+                              input=xml, capture_output=True, text=True)
+
+    # It fails open: only a contradiction the host proves keeps a VM off.
+    bad = DOMAIN % (QEMU_NS, "41", override("x-gpu-p2p-clique", "3", "3"))
+    p = run_hook(bad, script=gone)
+    t.ok(p.returncode == 0 and "is not installed" in p.stderr and
+         "ids-vm" in p.stderr,
+         "hook: gpup2p removed (conffile kept): the domain starts, one line "
+         "says it was not checked", p.stderr)
+    p = run_hook("<domain><devices>")
+    t.ok(p.returncode == 0 and "could not check domain 'ids-vm'" in
+         p.stderr, "hook: XML it cannot read: the domain starts, saying so",
+         p.stderr)
+    off = os.path.join(etc, "gpup2p", "libvirt-hook-off")
+    open(off, "w").close()
+    p = run_hook(bad)
+    t.ok(p.returncode == 0 and not p.stderr,
+         "hook: /etc/gpup2p/libvirt-hook-off turns it off", p.stderr)
+    os.unlink(off)
 
     # 03:00.0 and 04:00.0 share a switch whose ports have no ACS; so a
     # guest's request from 03:00.0 is routed by the switch, whatever the
     # peer (41:00.0 is under a root port of another host bridge).
-    bad = DOMAIN % (QEMU_NS, "41", override("x-gpu-p2p-clique", "3", "3"))
     p = run_hook(bad)
     t.ok(p.returncode != 0 and "refusing domain 'ids-vm'" in p.stderr and
          "0000:03:00.0 and 0000:41:00.0 share clique 3" in p.stderr,
@@ -337,8 +360,11 @@ def test_hook(t, d):
          p.stderr)
     p = run_hook(DOMAIN % (QEMU_NS, "41",
                            override("x-gpu-p2p-clique", "16", "3")))
-    t.ok(p.returncode != 0 and "'16' is not auto, off or a clique id 0-15"
-         in p.stderr, "hook: an id out of range is named", p.stderr)
+    # Bad input is no proof: the hook lets QEMU refuse it at start-up.
+    t.ok(p.returncode == 0 and "'16' is not auto, off or a clique id 0-15"
+         in p.stderr and "could not check" in p.stderr,
+         "hook: an id out of range is named, and left to QEMU to refuse",
+         p.stderr)
     p = run_hook(DOMAIN % (QEMU_NS, "41",
                            override("x-gpu-p2p-clique", "auto", "auto")))
     t.eq(p.returncode, 0, "hook: auto passes (QEMU plans it)")

@@ -9,7 +9,10 @@
 enum {
     GP_EXIT_OK = 0,
     GP_EXIT_FAILED = 1,         /* bad input or an operation failed */
-    /* 2 and 4 are not used; 4's audit is refused (exit 1). */
+    /* libvirt --check: the host proves the domain's clique ids wrong (the
+     * hook refuses only this; on any other failure it lets the VM start) */
+    GP_EXIT_REFUSED = 2,
+    /* 4 is not used. */
     GP_EXIT_NO_PLAN = 3,        /* no valid clique plan exists */
     GP_EXIT_NOT_READY = 5,      /* check: an item failed */
     GP_EXIT_UNTESTED = 6,       /* check: none failed, some not checkable */

@@ -432,7 +432,7 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
         return GP_EXIT_OK;
     }
     if (!gp_domain_check_ids(d, topo, &err)) {
-        return gp_cli_fail("libvirt", GP_EXIT_FAILED, "refusing domain "
+        return gp_cli_fail("libvirt", GP_EXIT_REFUSED, "refusing domain "
                            "'%s': %s", d->domain_name, err->message);
     }
     return GP_EXIT_OK;

@@ -62,8 +62,9 @@ static void usage(FILE *out)
             "a refused command\nor one this build lacks), 3 no valid clique "
             "plan (plan), 5 host not ready\n(check: an item failed), 6 not "
             "fully checked (check: no item failed, some\ncould not be checked "
-            "from the input), 64 bad command line (as gpup2p-verify);\n2 and "
-            "4 are not used.\n");
+            "from the input), 2 refused domain (libvirt --check: the host "
+            "proves its\nclique ids wrong), 64 bad command line (as "
+            "gpup2p-verify); 4 is not used.\n");
 }
 
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
