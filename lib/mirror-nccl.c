@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "gpup2p/output.h"
 #include "gpup2p/mirror.h"
 
 static void indent(GString *s, unsigned depth)
@@ -128,7 +129,5 @@ bool gp_fwcfg_copy(const char *root, const char *name, const char *dest,
         return false;
     }
     *found = true;
-    return g_file_set_contents_full(dest, data, len,
-                                    G_FILE_SET_CONTENTS_CONSISTENT, 0644,
-                                    errp);
+    return gp_output_write(dest, data, (gssize)len, 0644, errp);
 }

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpup2p/output.h"
 #include "cli.h"
 #include "libvirt-domain.h"
 #include "libvirt-mirror.h"
@@ -148,17 +149,7 @@ static char *read_stream(FILE *f, const char *name, GError **errp)
 
 static bool write_atomic(const char *path, const char *data, GError **errp)
 {
-    struct stat st;
-
-    if (access(path, W_OK) < 0) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: cannot write: %s",
-                    path, g_strerror(errno));
-        return false;
-    }
-    return g_file_set_contents_full(path, data, -1,
-                                    G_FILE_SET_CONTENTS_CONSISTENT,
-                                    stat(path, &st) == 0 ?
-                                    (int)(st.st_mode & 07777) : 0644, errp);
+    return gp_output_write(path, data, -1, 0644, errp);
 }
 
 static bool write_temp(const char *text, char **path, GError **errp)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpup2p/output.h"
 #include "cli.h"
 #include "gpup2p/mirror.h"
 
@@ -148,9 +149,7 @@ int gp_cmd_qemu_args(int argc, char **argv)
     if (nccl) {
         g_autofree char *xml = gp_mirror_nccl_topo(m);
 
-        if (!g_file_set_contents_full(nccl, xml, -1,
-                                      G_FILE_SET_CONTENTS_CONSISTENT, 0644,
-                                      &err)) {
+        if (!gp_output_write(nccl, xml, -1, 0644, &err)) {
             return gp_cli_fail("qemu-args", GP_EXIT_FAILED, "--nccl-topo "
                                "%s: %s", nccl, err->message);
         }

@@ -9,6 +9,7 @@
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
 
+#include "gpup2p/output.h"
 #include "libvirt-mirror.h"
 
 #define QEMU_NS "http://libvirt.org/schemas/domain/qemu/1.0"
@@ -449,9 +450,7 @@ static bool pass_nccl_topo(xmlDocPtr doc, const GpMirror *m,
     xmlNodePtr root = xmlDocGetRootElement(doc), si = NULL, e, before;
     xmlXPathObjectPtr r;
 
-    if (!g_file_set_contents_full(path, xml, -1,
-                                  G_FILE_SET_CONTENTS_CONSISTENT, 0644,
-                                  errp)) {
+    if (!gp_output_write(path, xml, -1, 0644, errp)) {
         return false;
     }
     r = xpath(doc, "/domain/sysinfo[@type='fwcfg']");
