@@ -192,8 +192,10 @@ static bool discover(Run *run, GError **errp)
             g_strlcpy(add.bdf, norm, sizeof(add.bdf));
             g_array_append_val(r->gpus, add);
             at = r->gpus->len - 1;
-            verify_note(r, "GPU %d (%s): seen by CUDA but not on PCI", at,
-                        norm);
+            /* A failure of the PCI check: its capability is unknown. */
+            r->p2p_broken = true;
+            verify_note(r, "GPU %d (%s): seen by CUDA but not on PCI: the "
+                        "PCI check failed for it", at, norm);
         }
         run->report_of[i] = at;
         vg = &g_array_index(r->gpus, VerifyGpu, at);

@@ -20,6 +20,47 @@ void verify_note(VerifyReport *r, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Marks the run untested, saying why (exit 3 in text, JSON, Prometheus). */
+static void untested(VerifyReport *r, const char *why)
+{
+    r->untested = true;
+    verify_note(r, "untested: %s", why);
+}
+
+/* Fail closed: "all good" only where something was really tested. */
+static void judge_coverage(const VerifyOptions *o, VerifyReport *r)
+{
+    bool any_cap = false, bw = false, lat = false;
+    guint i;
+
+    for (i = 0; i < r->gpus->len; i++) {
+        any_cap |= g_array_index(r->gpus, VerifyGpu, i).clique >= 0;
+    }
+    for (i = 0; i < r->pairs->len; i++) {
+        const VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
+
+        bw |= p->fig[FIG_UNI_CE].samples > 0;
+        lat |= p->fig[FIG_LAT_SM].samples > 0;
+    }
+    if (!r->gpus->len) {
+        untested(r, "no NVIDIA GPU was found on PCI: nothing was tested");
+    } else if (r->gpus->len < 2) {
+        untested(r, "fewer than 2 GPUs: there is no pair to test");
+    } else if ((o->pci_only || o->sysfs_root) && !any_cap) {
+        untested(r, "no GPU carries the P2P capability: PCIe P2P cannot be "
+                 "approved, and NVLink cannot be judged without CUDA");
+    } else if (!o->pci_only && !o->sysfs_root && !r->pairs->len) {
+        untested(r, "fewer than 2 GPUs could be paired: P2P was not tested");
+    }
+    if (o->min_bandwidth > 0 && !bw) {
+        untested(r, "--min-bandwidth was given, but no bandwidth was "
+                 "measured");
+    }
+    if (o->max_latency > 0 && !lat) {
+        untested(r, "--max-latency was given, but no latency was measured");
+    }
+}
+
 /* What the measurements mean for the verdict. */
 static void judge(const VerifyOptions *o, VerifyReport *r)
 {
@@ -68,16 +109,40 @@ static void judge(const VerifyOptions *o, VerifyReport *r)
             verify_note(r, "%s is alone in clique %d", g->bdf, g->clique);
         }
     }
+    judge_coverage(o, r);
+}
+
+/* An integer option not given on the command line. */
+#define UNSET G_MININT
+
+/* Option values out of range: a usage error naming the option. */
+static const char *bad_option(const VerifyOptions *o, int mib, int samples)
+{
+    if (mib != UNSET && (mib < 1 || mib > 16384)) {
+        return "--size-mib must be 1 to 16384";
+    }
+    if (samples != UNSET && (samples < 1 || samples > 16)) {
+        return "--samples must be 1 to 16";
+    }
+    if (!(o->min_bandwidth >= 0 && o->min_bandwidth < 1e6)) {
+        return "--min-bandwidth must be a number from 0 to 1000000 (GB/s)";
+    }
+    if (!(o->max_latency >= 0 && o->max_latency < 1e6)) {
+        return "--max-latency must be a number from 0 to 1000000 (us)";
+    }
+    return NULL;
 }
 
 int main(int argc, char **argv)
 {
     VerifyOptions o = { .samples = 3 };
+    int samples = UNSET;
+    const char *bad;
     VerifyReport r = { 0 };
     g_autoptr(GOptionContext) ctx = NULL;
     g_autoptr(GError) err = NULL;
     gint64 t0 = g_get_monotonic_time();
-    int mib = 0, code;
+    int mib = UNSET, code;
     gboolean version = FALSE;
     GOptionEntry entries[] = {
         { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &o.sysfs_root,
@@ -93,13 +158,17 @@ int main(int argc, char **argv)
         { "no-rdma", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE,
           &o.skip_rdma, "Same as --skip-rdma", NULL },
         { "size-mib", 0, 0, G_OPTION_ARG_INT, &mib,
-          "Transfer size (default 512, 64 with --quick)", "MIB" },
-        { "samples", 0, 0, G_OPTION_ARG_INT, &o.samples,
-          "Samples per figure; the median is kept (default 3)", "N" },
+          "Transfer size, 1 to 16384 (default 512, 64 with --quick)",
+          "MIB" },
+        { "samples", 0, 0, G_OPTION_ARG_INT, &samples,
+          "Samples per figure, 1 to 16; the median is kept (default 3, 1 "
+          "with --quick)", "N" },
         { "min-bandwidth", 0, 0, G_OPTION_ARG_DOUBLE, &o.min_bandwidth,
-          "Fail a pair whose unidirectional bandwidth is lower", "GB/S" },
+          "Fail a pair whose unidirectional bandwidth is lower (0 to "
+          "1000000; untested if none is measured)", "GB/S" },
         { "max-latency", 0, 0, G_OPTION_ARG_DOUBLE, &o.max_latency,
-          "Fail a pair whose SM latency is higher", "US" },
+          "Fail a pair whose SM latency is higher (0 to 1000000; untested "
+          "if none is measured)", "US" },
         { "nccl-topo", 0, 0, G_OPTION_ARG_FILENAME, &o.nccl_topo,
           "Write an NCCL topology file (NCCL_TOPO_FILE) for this VM",
           "FILE" },
@@ -124,17 +193,14 @@ int main(int argc, char **argv)
         printf("gpup2p-verify %s\n", GP_VERSION);
         return VERIFY_EXIT_OK;
     }
-    if (argc > 1 || mib < 0 || mib > 16384 || o.samples < 1 ||
-        o.samples > 16) {
-        fprintf(stderr, "gpup2p-verify: %s\n", argc > 1 ?
-                "unexpected argument" : "--size-mib must be 1 to 16384 and "
-                "--samples 1 to 16");
+    bad = argc > 1 ? "unexpected argument" : bad_option(&o, mib, samples);
+    if (bad) {
+        fprintf(stderr, "gpup2p-verify: %s\n", bad);
         return VERIFY_EXIT_USAGE;
     }
-    if (o.quick && !mib) {
-        o.samples = 1;
-    }
-    o.bytes = (gsize)(mib ? mib : o.quick ? 64 : 512) << 20;
+    /* --quick takes one sample unless told otherwise. */
+    o.samples = samples != UNSET ? samples : o.quick ? 1 : 3;
+    o.bytes = (gsize)(mib != UNSET ? mib : o.quick ? 64 : 512) << 20;
 
     r.gpus = g_array_new(FALSE, TRUE, sizeof(VerifyGpu));
     r.pairs = g_array_new(FALSE, TRUE, sizeof(VerifyPair));

@@ -60,8 +60,11 @@ static void test_h200_fixture(void)
     Run r = { 0 };
     JsonObject *g;
 
+    /* Two H200s on NVLink, no capability: PCI alone approves nothing and
+     * cannot see NVLink, so the run is untested (exit 3), never "good". */
     run_verify(&r, root, NULL);
-    g_assert_cmpint(r.status, ==, 0);
+    g_assert_cmpint(r.status, ==, 3);
+    g_assert_nonnull(strstr(r.out, "no GPU carries the P2P capability"));
     g = gpu(p, r.out, "0000:00:07.0");
     g_assert_nonnull(g);
     g_assert_true(json_object_get_null_member(g, "clique"));
@@ -102,6 +105,45 @@ static void test_cliques_and_problems(void)
     g_assert_true(json_object_get_null_member(g, "clique"));
     run_free(&ok);
     run_free(&bad);
+}
+
+/*
+ * Fail closed: a run that tested nothing says so in its exit code (3) and
+ * its report, whatever the reason.
+ */
+static void test_fail_closed(void)
+{
+    g_autoptr(SysfsBuilder) one = sb_new();
+    g_autofree char *empty = g_dir_make_tmp("gpup2p-empty-XXXXXX", NULL);
+    g_autofree char *sys = g_build_filename(empty, "sys", "bus", "pci",
+                                            "devices", NULL);
+    Run none = { 0 }, single = { 0 }, thr = { 0 };
+
+    /* No GPU at all: an empty tree. */
+    g_assert_cmpint(g_mkdir_with_parents(sys, 0755), ==, 0);
+    run_verify(&none, empty, NULL);
+    g_assert_cmpint(none.status, ==, 3);
+    g_assert_nonnull(strstr(none.out, "no NVIDIA GPU was found"));
+    /* One GPU, with a capability: no pair. */
+    sb_add(one, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    sb_add(one, NULL, "0000:00:01.0", SB_ROOT_PORT, 0x8086, 1, 0x060400, 0,
+           -1, NULL);
+    sb_add(one, "0000:00:01.0", "0000:01:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           0x030200, 0, 1, NULL);
+    sb_set_p2pcap(one, "0000:01:00.0", 2, 8);
+    run_verify(&single, sb_root(one), NULL);
+    g_assert_cmpint(single.status, ==, 3);
+    g_assert_nonnull(strstr(single.out, "fewer than 2 GPUs"));
+    /* A threshold whose figure was never measured. */
+    run_verify(&thr, sb_root(one), "--max-latency 0.000001");
+    g_assert_cmpint(thr.status, ==, 3);
+    g_assert_nonnull(strstr(thr.out, "--max-latency was given, but no "
+                                     "latency was measured"));
+    run_free(&none);
+    run_free(&single);
+    run_free(&thr);
+    sb_remove_tree(empty);
 }
 
 static void test_unprivileged_view(void)
@@ -160,7 +202,8 @@ static void test_usage(void)
 {
     static const char *const bad[] = {
         "--samples 0", "--samples 17", "--size-mib -1", "--size-mib 99999",
-        "extra",
+        "--size-mib 0", "--min-bandwidth -1", "--min-bandwidth nan",
+        "--max-latency -0.5", "--max-latency inf", "extra",
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -271,6 +314,7 @@ int main(int argc, char **argv)
     g_test_add_func("/verify/h200-fixture", test_h200_fixture);
     g_test_add_func("/verify/cliques-and-problems", test_cliques_and_problems);
     g_test_add_func("/verify/unprivileged", test_unprivileged_view);
+    g_test_add_func("/verify/fail-closed", test_fail_closed);
     g_test_add_func("/verify/nccl-topology", test_nccl_topology);
     g_test_add_func("/verify/usage", test_usage);
     g_test_add_func("/verify/json-header", test_json_header);
