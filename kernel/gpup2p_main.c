@@ -62,9 +62,8 @@ static long gpup2p_get_info(void __user *uarg)
 	if (info.flags || info.__reserved)
 		return -EINVAL;
 	info.api_version = GPUP2P_API_VERSION;
-	info.caps = GPUP2P_CAP_VERDICT;
-	info.map_refused = GPUP2P_REFUSED_TYPE1_OWNS_DOMAIN;
-	info.audit_refused = GPUP2P_REFUSED_PGTABLE_UNLOCKED;
+	info.caps = GPUP2P_CAP_VERDICT | GPUP2P_CAP_VM_VERDICT |
+		    GPUP2P_CAP_IOMMU_GROUP;
 	return gpup2p_copy_out(uarg, &info, sizeof(info), argsz);
 }
 
@@ -97,10 +96,6 @@ static long gpup2p_ioctl(struct file *file, unsigned int cmd,
 		return gpup2p_get_info(uarg);
 	case GPUP2P_VERDICT:
 		return gpup2p_ioctl_verdict(uarg);
-	case GPUP2P_MAP:
-	case GPUP2P_AUDIT:
-		/* Refused by design: see GPUP2P_REFUSED_* in the UAPI. */
-		return -EOPNOTSUPP;
 	}
 	return -ENOTTY;
 }
@@ -141,4 +136,4 @@ module_init(gpup2p_init);
 module_exit(gpup2p_exit);
 
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("P2P path verdicts from the kernel's PCI device tree");
+MODULE_DESCRIPTION("P2P verdicts (bare metal and a guest's) and IOMMU groups from the kernel's PCI device tree");

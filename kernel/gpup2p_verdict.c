@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * gpup2p: the P2P path verdict as this kernel's PCI device tree sees it.
- * This file only gathers each device's path (the device, then each
- * pci_upstream_bridge(), with ACS Control read from config space) and its
- * host bridge; the rule is gpup2p/p2p-rule.h, the same code the core
- * library runs over its sysfs model.
+ * gpup2p: the P2P verdicts as this kernel's PCI device tree sees it. This
+ * file only gathers each device's path (the device, then each
+ * pci_upstream_bridge(), with its port type and ACS Control read from
+ * config space), its host bridge and IOMMU group; the rules (p2pdma's and
+ * the VM rule) are gpup2p/p2p-rule.h, the same code the core library runs
+ * over its sysfs model.
  */
 #include <linux/build_bug.h>
+#include <linux/iommu.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
 #include <asm/processor.h>
@@ -28,13 +30,16 @@ static_assert(GPUP2P_HOST_CPU_UNKNOWN == GP_P2P_HOST_CPU_UNKNOWN);
 static_assert(GPUP2P_HOST_A_NOT_LISTED == GP_P2P_HOST_A_NOT_LISTED);
 static_assert(GPUP2P_HOST_B_NOT_LISTED == GP_P2P_HOST_B_NOT_LISTED);
 static_assert(GPUP2P_HOST_SAME_ONLY == GP_P2P_HOST_SAME_ONLY);
+static_assert(GPUP2P_VM_OK == GP_P2P_VM_OK);
+static_assert(GPUP2P_VM_BYPASS == GP_P2P_VM_BYPASS);
+static_assert(GPUP2P_VM_NONE == GP_P2P_VM_NONE);
 
 /* Both paths and the references on their hops, kept off the stack. */
 struct gpup2p_paths {
 	struct gp_p2p_path a, b;
 	struct pci_dev *held_a[GP_P2P_MAX_HOPS];
 	struct pci_dev *held_b[GP_P2P_MAX_HOPS];
-	struct gp_p2p_outcome out;
+	struct gp_p2p_vm_outcome out;
 };
 
 static u32 gpup2p_pci_addr(const struct pci_dev *pdev)
@@ -93,6 +98,23 @@ static void gpup2p_host_gather(struct pci_dev *pdev,
 	pci_dev_put(root);
 }
 
+/* What @hop is for routing a peer request (hop 0: the device itself). */
+static unsigned char gpup2p_hop_port(struct pci_dev *hop, bool first)
+{
+	if (first)
+		return GP_P2P_PORT_ENDPOINT;
+	switch (pci_pcie_type(hop)) {
+	case PCI_EXP_TYPE_ROOT_PORT:
+		return GP_P2P_PORT_ROOT;
+	case PCI_EXP_TYPE_UPSTREAM:
+		return GP_P2P_PORT_SWITCH_UP;
+	case PCI_EXP_TYPE_DOWNSTREAM:
+		return GP_P2P_PORT_SWITCH_DOWN;
+	default:
+		return GP_P2P_PORT_OTHER_BRIDGE;
+	}
+}
+
 /**
  * gpup2p_path_gather() - read a device's path up to its host bridge
  * @pdev: the device, referenced by the caller
@@ -125,6 +147,7 @@ static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
 			pci_read_config_word(hop, hop->acs_cap + PCI_ACS_CTRL,
 					     &ctrl);
 		h->acs_ctrl = ctrl;
+		h->port = gpup2p_hop_port(hop, hop == pdev);
 	}
 	gpup2p_host_gather(pdev, &path->host);
 	return 0;
@@ -151,10 +174,34 @@ static void gpup2p_cpu_gather(struct gp_p2p_cpu *cpu)
 #endif
 }
 
+/* The device's IOMMU group number, or GPUP2P_NO_IOMMU_GROUP. */
+static s32 gpup2p_iommu_group(struct pci_dev *pdev)
+{
+	struct iommu_group *group = iommu_group_get(&pdev->dev);
+	s32 id;
+
+	if (!group)
+		return GPUP2P_NO_IOMMU_GROUP;
+	id = iommu_group_id(group);
+	iommu_group_put(group);
+	return id;
+}
+
+/* The first hop of @path in @mask, as an address; -1 with none. */
+static int gpup2p_first_hop(const struct gp_p2p_path *path, unsigned int mask)
+{
+	unsigned int i;
+
+	for (i = 0; i < path->nhops; i++)
+		if (mask & (1u << i))
+			return (int)i;
+	return -1;
+}
+
 static void gpup2p_verdict_fill(struct gpup2p_verdict *v,
 				const struct gpup2p_paths *p)
 {
-	const struct gp_p2p_outcome *out = &p->out;
+	const struct gp_p2p_outcome *out = &p->out.bare;
 	int which, i;
 
 	v->verdict = out->kind;
@@ -172,6 +219,19 @@ static void gpup2p_verdict_fill(struct gpup2p_verdict *v,
 	if (i >= 0) {
 		v->out_flags |= GPUP2P_VERDICT_HAS_REDIRECT;
 		v->redirect = (which ? &p->b : &p->a)->hops[i].addr;
+	}
+	v->vm_verdict = p->out.kind;
+	v->vm_port = 0;
+	i = gpup2p_first_hop(&p->a, p->out.bypass_a);
+	if (i >= 0) {
+		v->out_flags |= GPUP2P_VERDICT_HAS_VM_PORT;
+		v->vm_port = p->a.hops[i].addr;
+	} else {
+		i = gpup2p_first_hop(&p->b, p->out.bypass_b);
+		if (i >= 0) {
+			v->out_flags |= GPUP2P_VERDICT_HAS_VM_PORT;
+			v->vm_port = p->b.hops[i].addr;
+		}
 	}
 }
 
@@ -207,9 +267,13 @@ long gpup2p_verdict(struct gpup2p_verdict *v)
 	if (ret)
 		goto out_put;
 	gpup2p_cpu_gather(&cpu);
-	gp_p2p_rule(&p->a, &p->b, &cpu, &p->out);
+	gp_p2p_vm_rule(&p->a, &p->b, &cpu,
+		       a != b && a->bus == b->bus &&
+		       PCI_SLOT(a->devfn) == PCI_SLOT(b->devfn), &p->out);
 	/* Every ACS register is read and the CPU known: never UNKNOWN. */
 	gpup2p_verdict_fill(v, p);
+	v->iommu_group_a = gpup2p_iommu_group(a);
+	v->iommu_group_b = gpup2p_iommu_group(b);
 out_put:
 	gpup2p_path_put(p->held_b);
 	gpup2p_path_put(p->held_a);

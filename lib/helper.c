@@ -64,25 +64,6 @@ bool gp_helper_info(int fd, struct gpup2p_info *info, GError **errp)
     return true;
 }
 
-const char *gp_helper_refusal_text(uint32_t code)
-{
-    switch (code) {
-    case GPUP2P_REFUSED_NONE:
-        return "offered";
-    case GPUP2P_REFUSED_TYPE1_OWNS_DOMAIN:
-        return "VFIO type1 owns the VM's IOMMU domain: a mapping made beside "
-               "it makes a later VFIO_IOMMU_MAP_DMA over the range WARN in "
-               "the IOMMU driver, is not replayed into a new domain, and "
-               "nothing lets it make type1 refuse the range; the VMM's own "
-               "VFIO mapping of the BAR mmap is the supported path";
-    case GPUP2P_REFUSED_PGTABLE_UNLOCKED:
-        return "type1 unmaps under its private lock and the IOMMU driver "
-               "frees page-table pages right after the IOTLB flush, so a "
-               "page-table walk from outside type1 can read freed memory";
-    }
-    return "refused for a reason this program does not know";
-}
-
 bool gp_helper_verdict(int fd, struct gpup2p_verdict *v, GError **errp)
 {
     v->argsz = sizeof(*v);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * User side of the kernel module (/dev/gpup2p): its API version and
- * capabilities, and the P2P verdict as the kernel's PCI device tree sees
- * it. The module maps and audits nothing (GPUP2P_REFUSED_*).
+ * capabilities, and the P2P verdicts (bare metal and a guest's) and IOMMU
+ * groups as the kernel's PCI device tree sees them. It maps nothing: peer
+ * BAR mappings are VFIO's, made at the VMM's request.
  */
 #ifndef GPUP2P_HELPER_H
 #define GPUP2P_HELPER_H
@@ -20,7 +21,5 @@ int gp_helper_open(GError **errp);
 bool gp_helper_info(int fd, struct gpup2p_info *info, GError **errp);
 bool gp_helper_verdict(int fd, struct gpup2p_verdict *v, GError **errp);
 
-/* What a GPUP2P_REFUSED_* code means, in a sentence. */
-const char *gp_helper_refusal_text(uint32_t code);
 
 #endif /* GPUP2P_HELPER_H */

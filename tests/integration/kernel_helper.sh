@@ -4,7 +4,7 @@
 #   kernel_helper.sh verdict   the kernel's verdict against the library's
 #                              on every pair of devices, then unload
 #   kernel_helper.sh full      that, plus every UAPI rule, access by group,
-#                              the refused commands and the ioctl fuzzer
+#                              the removed commands and the ioctl fuzzer
 set -u
 mode=${1:-full}
 O=$VHOST_OUT
@@ -37,7 +37,7 @@ if [ "$mode" = full ]; then
     $U access 4243 4343 > $O/access-other.json
     $U rules $EDU $SHM > $O/uapi.json 2> $O/uapi.err
 
-    # The refused commands, with the module loaded.
+    # The commands that are gone (map, unmap, mappings, audit).
     for c in map unmap mappings audit; do
         $G $c --initiator $EDU --peer $SHM --bar 2 --size 0x10000 \
             --iova 0xa0000000 > $O/cli-$c.out 2> $O/cli-$c.err

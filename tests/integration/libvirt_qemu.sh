@@ -26,7 +26,8 @@ stdio_handler = "file"
 CONF
 # The hook as the package installs it, calling this build's gpup2p.
 mkdir -p /etc/libvirt/hooks/qemu.d
-sed "s|@GPUP2P@|$G|" data/libvirt-hook-qemu.in > /etc/libvirt/hooks/qemu.d/gpup2p
+sed -e "s|@GPUP2P@|$G|" -e "s|@SYSCONFDIR@|/etc|" data/libvirt-hook-qemu.in \
+    > /etc/libvirt/hooks/qemu.d/gpup2p
 chmod 0755 /etc/libvirt/hooks/qemu.d/gpup2p
 /usr/sbin/libvirtd --daemon
 i=0; while [ ! -S /run/libvirt/libvirt-sock ] && [ $i -lt 100 ]; do

@@ -85,7 +85,8 @@ static uint32_t rand_addr(unsigned *seed)
 static unsigned long rand_cmd(unsigned *seed)
 {
     static const unsigned long known[] = {
-        GPUP2P_GET_INFO, GPUP2P_VERDICT, GPUP2P_MAP, GPUP2P_AUDIT,
+        /* Ours, and API 2's MAP and AUDIT (type 0xB7), now unknown. */
+        GPUP2P_GET_INFO, GPUP2P_VERDICT, _IO(0xB7, 0x22), _IO(0xB7, 0x23),
     };
 
     switch (rand_r(seed) % 8) {

@@ -22,9 +22,13 @@
 
 #include "gpup2p/helper.h"
 
-/* The numbers of the first API, which put struct sizes into them. */
-#define OLD_MAP         _IOWR(GPUP2P_TYPE, 0, char[96])
-#define OLD_VERDICT     _IOWR(GPUP2P_TYPE, 4, char[224])
+/* The numbers of the first API, which put struct sizes into them, and of
+ * the second (type 0xB7, nsfs's), whose MAP and AUDIT are gone. */
+#define OLD_MAP         _IOWR(0xB7, 0, char[96])
+#define OLD_VERDICT     _IOWR(0xB7, 4, char[224])
+#define API2_VERDICT    _IO(0xB7, 0x21)
+#define API2_MAP        _IO(0xB7, 0x22)
+#define API2_AUDIT      _IO(0xB7, 0x23)
 
 static bool first = true;
 
@@ -70,10 +74,8 @@ static void check_info(int fd)
     char *page;
 
     if (call(fd, "info", GPUP2P_GET_INFO, &info) == 0) {
-        printf(", \"info_api\": %u, \"info_caps\": %llu, "
-               "\"info_map_refused\": %u, \"info_audit_refused\": %u",
-               info.api_version, (unsigned long long)info.caps,
-               info.map_refused, info.audit_refused);
+        printf(", \"info_api\": %u, \"info_caps\": %llu",
+               info.api_version, (unsigned long long)info.caps);
     }
     for (bit = 0; bit < 32; bit++) {
         info = (struct gpup2p_info){ .argsz = sizeof(info), .flags = 1u << bit };
@@ -161,11 +163,11 @@ static void check_numbers(int fd)
 {
     char buf[256] = { 0 };
 
-    call(fd, "map", GPUP2P_MAP, buf);
-    call(fd, "audit", GPUP2P_AUDIT, buf);
-    call(fd, "map-null", GPUP2P_MAP, NULL);
-    call(fd, "unknown-next", _IO(GPUP2P_TYPE, GPUP2P_BASE + 4), buf);
-    call(fd, "unknown-zero", _IO(GPUP2P_TYPE, 0), buf);
+    call(fd, "api2-map", API2_MAP, buf);
+    call(fd, "api2-audit", API2_AUDIT, buf);
+    call(fd, "api2-verdict", API2_VERDICT, buf);
+    call(fd, "unknown-next", _IO(GPUP2P_TYPE, GPUP2P_BASE + 2), buf);
+    call(fd, "unknown-last", _IO(GPUP2P_TYPE, 0xff), buf);
     call(fd, "unknown-type", _IO(';', GPUP2P_BASE), buf);
     call(fd, "info-as-iowr", _IOWR(GPUP2P_TYPE, GPUP2P_BASE,
                                    struct gpup2p_info), buf);

@@ -50,7 +50,9 @@ step files ls -l /lib/systemd/system/gpup2p-host-topology.service \
     /etc/libvirt/hooks/qemu.d/gpup2p \
     /usr/libexec/gpup2p/gpup2p-host-snapshot
 step module-files ls -l /lib/udev/rules.d/60-gpup2p.rules \
-    /usr/lib/modules-load.d/gpup2p.conf
+    /usr/share/doc/gpup2p-dkms/examples/modules-load.d-gpup2p.conf
+step no-autoload sh -c '! ls /usr/lib/modules-load.d/gpup2p.conf \
+    /etc/modules-load.d/gpup2p.conf 2>/dev/null' 
 step dkms-source sh -c 'cd /usr/src/gpup2p-*/ &&
     find . -type f ! -path ./dkms.conf | LC_ALL=C sort | xargs sha256sum'
 step module-group getent group gpup2p

@@ -146,7 +146,9 @@ def check_installed(t, out):
                           if "hooks/qemu.d/gpup2p" in l],
          "the libvirt hook is executable", files)
     t.eq(rc(out, "module-files"), "0", "gpup2p-dkms installs the "
-         "module's udev rule and modules-load file")
+         "module's udev rule and an example modules-load file")
+    t.eq(rc(out, "no-autoload"), "0", "nothing loads the optional module "
+         "at boot unless the operator asks")
     t.eq(read_text(out, "dkms-source.txt"), kernel_listing().strip(),
          "the DKMS source is kernel/ as it is, less the tree's build files")
     t.eq(rc(out, "module-group"), "0", "gpup2p-dkms creates the gpup2p "

@@ -122,8 +122,32 @@ def main():
          and "return true;" in walk.group(0),
          "__host_bridge_whitelist() matches PCI_ANY_ID and stops at the "
          "first entry of the vendor/device")
+    check_ioctl_type(t)
     print("1..%d" % t.n)
     return 1 if t.failed else 0
+
+
+def check_ioctl_type(t):
+    """The module's ioctl type is listed by no subsystem in Linux's own
+    Documentation/userspace-api/ioctl/ioctl-number.rst."""
+    rst = os.path.join(SRC, "Documentation", "userspace-api", "ioctl",
+                       "ioctl-number.rst")
+    uapi = open(os.path.join(PROJECT, "kernel", "include", "uapi",
+                             "gpup2p.h")).read()
+    m = re.search(r"#define GPUP2P_TYPE\s+(0x[0-9A-Fa-f]+)", uapi)
+    ours = int(m.group(1), 16) if m else None
+    used = set()
+    with open(rst) as f:
+        for line in f:
+            c = re.match(r"^(0x[0-9A-Fa-f]{2}|'.')\s", line)
+            if c:
+                code = c.group(1)
+                used.add(int(code, 16) if code.startswith("0x")
+                         else ord(code[1]))
+    t.ok(len(used) > 100, "ioctl-number.rst parses (%d types)" % len(used))
+    t.ok(ours is not None and ours not in used,
+         "GPUP2P_TYPE (%s) is listed by no subsystem in ioctl-number.rst"
+         % (hex(ours) if ours is not None else "?"))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The kernel module's commands. `gpup2p verdict` compares the P2P verdict
- * the kernel reads from its PCI device tree with the one the core library
- * reads from sysfs (one rule, two readers). `map`, `unmap`, `mappings` and
- * `audit` are refused: the module does not map or audit on this kernel.
+ * `gpup2p verdict`: the P2P verdicts (p2pdma's and a guest's) and IOMMU
+ * groups the kernel module reads from its PCI device tree, compared with
+ * the ones the core library reads from sysfs (one rule, two readers).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,66 +13,16 @@
 #include "gpup2p/helper.h"
 #include "gpup2p/p2p.h"
 
-/*
- * The refusal of @cmd, with the module's reason code when it is loaded.
- * --help answers (exit 0) with the usage and the same refusal.
- */
-static int refuse(const char *cmd, bool audit, int argc, char **argv)
-{
-    struct gpup2p_info info;
-    uint32_t code = audit ? GPUP2P_REFUSED_PGTABLE_UNLOCKED :
-                    GPUP2P_REFUSED_TYPE1_OWNS_DOMAIN;
-    int fd, i;
-
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("Usage:\n  gpup2p %s\n\nRefused on this kernel: any "
-                   "other invocation exits 1. The kernel module does not %s "
-                   "peer BAR mappings: %s (refusal code %u; "
-                   "docs/kernel-helper.md).\n", cmd,
-                   audit ? "audit" : "make or list",
-                   gp_helper_refusal_text(code), code);
-            return GP_EXIT_OK;
-        }
-    }
-    fd = gp_helper_open(NULL);
-    if (fd >= 0) {
-        if (gp_helper_info(fd, &info, NULL)) {
-            code = audit ? info.audit_refused : info.map_refused;
-        }
-        close(fd);
-    }
-    return gp_cli_fail(cmd, GP_EXIT_FAILED, "refused: the kernel module does "
-                       "not %s peer BAR mappings on this kernel: %s (refusal "
-                       "code %u; docs/kernel-helper.md, \"What the module "
-                       "refuses\")", audit ? "audit" : "make or list",
-                       gp_helper_refusal_text(code), code);
-}
-
-int gp_cmd_map(int argc, char **argv)
-{
-    return refuse("map", false, argc, argv);
-}
-
-int gp_cmd_unmap(int argc, char **argv)
-{
-    return refuse("unmap", false, argc, argv);
-}
-
-int gp_cmd_mappings(int argc, char **argv)
-{
-    return refuse("mappings", false, argc, argv);
-}
-
-int gp_cmd_audit(int argc, char **argv)
-{
-    return refuse("audit", true, argc, argv);
-}
-
 static const char *const verdict_names[] = {
     [GPUP2P_VERDICT_DIRECT] = "direct",
     [GPUP2P_VERDICT_HOST_BRIDGE] = "host-bridge",
     [GPUP2P_VERDICT_NONE] = "none",
+};
+
+static const char *const vm_verdict_names[] = {
+    [GPUP2P_VM_OK] = "through-iommu",
+    [GPUP2P_VM_BYPASS] = "bypasses-iommu",
+    [GPUP2P_VM_NONE] = "none",
 };
 
 static uint32_t dev_addr(const GpDevice *dev)
@@ -141,6 +90,14 @@ static void compare_pair(VerdictPair *p)
     compare_addr(p->differs, "first ACS redirect",
                 k->out_flags & GPUP2P_VERDICT_HAS_REDIRECT ? k->redirect :
                 ~0u, l->redirect ? dev_addr(l->redirect) : ~0u);
+    compare_u32(p->differs, "guest verdict", k->vm_verdict, l->vm_kind);
+    compare_addr(p->differs, "first port that bypasses the IOMMU",
+                k->out_flags & GPUP2P_VERDICT_HAS_VM_PORT ? k->vm_port : ~0u,
+                l->bypass ? dev_addr(l->bypass) : ~0u);
+    compare_u32(p->differs, "IOMMU group of a", (uint32_t)k->iommu_group_a,
+                (uint32_t)p->a->iommu_group);
+    compare_u32(p->differs, "IOMMU group of b", (uint32_t)k->iommu_group_b,
+                (uint32_t)p->b->iommu_group);
 }
 
 static bool verdict_pair(int fd, const GpTopology *topo, VerdictPair *p,
@@ -160,10 +117,12 @@ static bool verdict_pair(int fd, const GpTopology *topo, VerdictPair *p,
         g_prefix_error(errp, "%s %s: ", p->a->bdf, p->b->bdf);
         return false;
     }
-    if (p->kernel.verdict >= G_N_ELEMENTS(verdict_names)) {
+    if (p->kernel.verdict >= G_N_ELEMENTS(verdict_names) ||
+        p->kernel.vm_verdict >= G_N_ELEMENTS(vm_verdict_names)) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s %s: the kernel "
-                    "answered verdict %u, which this program does not know",
-                    p->a->bdf, p->b->bdf, p->kernel.verdict);
+                    "answered verdict %u / guest verdict %u, which this "
+                    "program does not know", p->a->bdf, p->b->bdf,
+                    p->kernel.verdict, p->kernel.vm_verdict);
         return false;
     }
     gp_p2p_verdict(topo, p->a, p->b, &p->lib);
@@ -200,6 +159,14 @@ static JsonNode *pair_json(const VerdictPair *p)
     json_builder_add_int_value(b, p->kernel.host_reason);
     json_builder_set_member_name(b, "reason");
     json_builder_add_string_value(b, p->lib.reason);
+    json_builder_set_member_name(b, "kernel_guest");
+    json_builder_add_string_value(b, vm_verdict_names[p->kernel.vm_verdict]);
+    json_builder_set_member_name(b, "library_guest");
+    json_builder_add_string_value(b, gp_vm_p2p_kind_name(p->lib.vm_kind));
+    json_builder_set_member_name(b, "iommu_group_a");
+    json_builder_add_int_value(b, p->kernel.iommu_group_a);
+    json_builder_set_member_name(b, "iommu_group_b");
+    json_builder_add_int_value(b, p->kernel.iommu_group_b);
     json_builder_set_member_name(b, "agree");
     json_builder_add_boolean_value(b, p->differs->len == 0);
     if (p->differs->len) {
@@ -273,10 +240,13 @@ static void print_pairs(GPtrArray *pairs, guint agree, gboolean json)
     for (i = 0; i < pairs->len; i++) {
         const VerdictPair *p = pairs->pdata[i];
 
-        printf("%s %s: kernel %s, library %s%s%s: %s\n", p->a->bdf,
+        printf("%s %s: kernel %s/%s, library %s/%s%s%s: %s\n", p->a->bdf,
                p->b->bdf, verdict_names[p->kernel.verdict],
-               gp_p2p_kind_name(p->lib.kind), p->differs->len ? "; DIFFER: "
-               : "", p->differs->str, p->lib.reason);
+               vm_verdict_names[p->kernel.vm_verdict],
+               gp_p2p_kind_name(p->lib.kind),
+               gp_vm_p2p_kind_name(p->lib.vm_kind),
+               p->differs->len ? "; DIFFER: " : "", p->differs->str,
+               p->lib.vm_reason);
     }
     printf("%u of %u pairs agree\n", agree, pairs->len);
 }
@@ -291,7 +261,8 @@ int gp_cmd_verdict(int argc, char **argv)
         { NULL },
     };
     g_autoptr(GOptionContext) ctx =
-        g_option_context_new("[A B] - the P2P verdict as the kernel sees it, "
+        g_option_context_new("[A B] - the P2P verdicts (bare metal/guest) "
+                             "and IOMMU groups as the kernel sees them, "
                              "compared with the library's");
     g_autoptr(GError) err = NULL;
     g_autoptr(GpTopology) topo = NULL;

@@ -33,10 +33,6 @@ static const struct {
     { "topo", gp_cmd_topo, "devices, path classes and P2P verdicts" },
     { "plan", gp_cmd_plan, "P2P clique ids for GPUs or named devices" },
     { "snapshot", gp_cmd_snapshot, "capture the PCI part of sysfs" },
-    { "map", gp_cmd_map, "refused: the kernel module does not map" },
-    { "unmap", gp_cmd_unmap, "refused: the kernel module does not map" },
-    { "mappings", gp_cmd_mappings, "refused: the kernel module keeps none" },
-    { "audit", gp_cmd_audit, "refused: the kernel module does not audit" },
     { "verdict", gp_cmd_verdict, "P2P verdict as the kernel sees it" },
 #ifdef GP_HAVE_LIBVIRT
     { "libvirt", gp_cmd_libvirt, "P2P settings for a libvirt domain" },
@@ -59,7 +55,7 @@ static void usage(FILE *out)
     }
     fprintf(out, "\n'gpup2p COMMAND --help' describes a command's options.\n"
             "\nExit codes: 0 success, 1 bad input or failed operation (also "
-            "a refused command\nor one this build lacks), 3 no valid clique "
+            "a command\nthis build lacks), 3 no valid clique "
             "plan (plan), 5 host not ready\n(check: an item failed), 6 not "
             "fully checked (check: no item failed, some\ncould not be checked "
             "from the input), 2 refused domain (libvirt --check: the host "

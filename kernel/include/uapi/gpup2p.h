@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only WITH Linux-syscall-note OR MIT */
 /*
  * gpup2p: the kernel module's interface. /dev/gpup2p answers read-only
- * questions about the host's PCI topology as the kernel sees it; it keeps
- * no state and changes nothing in any IOMMU. Access is by file permission
+ * questions about the host's PCI topology as the kernel sees it (P2P
+ * verdicts, IOMMU groups); it keeps no state and changes nothing in any
+ * IOMMU: peer BAR mappings are VFIO's, made at the VMM's request. Access is by file permission
  * (the udev rule gives the device a group and mode 0660); no ioctl needs a
  * capability.
  *
@@ -24,7 +25,7 @@
 #include <linux/types.h>
 
 #define GPUP2P_DEVICE_NAME	"gpup2p"
-#define GPUP2P_API_VERSION	2
+#define GPUP2P_API_VERSION	3
 
 /*
  * A PCI address: segment << 16 | bus << 8 | devfn. Segments above
@@ -36,20 +37,18 @@
 	(((__u32)(seg) << 16) | ((__u32)(bus) << 8) | (__u32)(devfn))
 
 /*
- * Type 0xB7 is also nsfs's (NSIO, numbers 0x01-0x0c in Linux 6.12) and
- * remoteproc's (RPROC_MAGIC, 0x01-0x02); this module's numbers start at
- * GPUP2P_BASE, clear of both. A command is only ever sent to /dev/gpup2p.
+ * Type 0xBB: no subsystem lists it in Linux 7.3's
+ * Documentation/userspace-api/ioctl/ioctl-number.rst
+ * (tests/unit/test_p2pdma_source.py checks that file).
  */
-#define GPUP2P_TYPE	0xB7
-#define GPUP2P_BASE	0x20
+#define GPUP2P_TYPE	0xBB
+#define GPUP2P_BASE	0x00
 
 /* The largest argsz accepted (above: E2BIG), whatever the page size. */
 #define GPUP2P_ARGSZ_MAX	4096
 
 /*
- * GPUP2P_GET_INFO: the API version and what this module can do.
- * GPUP2P_CAP_MAP and GPUP2P_CAP_AUDIT are never set by this module; the
- * refusal fields say why (GPUP2P_REFUSED_*, docs/kernel-helper.md).
+ * GPUP2P_GET_INFO: the API version and what this module answers.
  *
  * Errors:
  *   EFAULT	the argument is not readable or writable
@@ -57,23 +56,9 @@
  *   E2BIG	argsz above the known size with non-zero extra bytes, or
  *		above 4096
  */
-#define GPUP2P_CAP_VERDICT	(1ULL << 0)
-#define GPUP2P_CAP_MAP		(1ULL << 1)	/* peer BAR mappings */
-#define GPUP2P_CAP_AUDIT	(1ULL << 2)	/* IOMMU page table walks */
-
-#define GPUP2P_REFUSED_NONE		0	/* the capability is there */
-/*
- * VFIO type1 owns the IOMMU domain: a mapping made beside it makes a later
- * VFIO_IOMMU_MAP_DMA over the range WARN in the IOMMU driver, is not
- * replayed into a new domain, and cannot be made to fail type1's map.
- */
-#define GPUP2P_REFUSED_TYPE1_OWNS_DOMAIN	1
-/*
- * Type1 unmaps under its private lock and the IOMMU driver frees page
- * table pages right after the IOTLB flush: a walk from outside can read
- * freed memory.
- */
-#define GPUP2P_REFUSED_PGTABLE_UNLOCKED		2
+#define GPUP2P_CAP_VERDICT	(1ULL << 0)	/* p2pdma's verdict */
+#define GPUP2P_CAP_VM_VERDICT	(1ULL << 1)	/* the VM rule's verdict */
+#define GPUP2P_CAP_IOMMU_GROUP	(1ULL << 2)	/* each device's group */
 
 struct gpup2p_info {
 	__u32	argsz;
@@ -81,18 +66,18 @@ struct gpup2p_info {
 	__u32	api_version;	/* out: GPUP2P_API_VERSION */
 	__u32	__reserved;	/* in: 0 */
 	__u64	caps;		/* out: GPUP2P_CAP_* */
-	__u32	map_refused;	/* out: GPUP2P_REFUSED_* */
-	__u32	audit_refused;	/* out: GPUP2P_REFUSED_* */
 };
 
 #define GPUP2P_GET_INFO		_IO(GPUP2P_TYPE, GPUP2P_BASE + 0)
 
 /*
- * GPUP2P_VERDICT: the P2P path verdict between PCI devices @a and @b as
- * this kernel's PCI device tree sees it, by the rules of p2pdma
- * (calc_map_type_and_dist(); the rule is kernel/include/gpup2p/p2p-rule.h,
- * shared with user space). @a is the provider. ACS Control is read from
- * each bridge's config space at the time of the call.
+ * GPUP2P_VERDICT: the P2P verdicts between PCI devices @a and @b as this
+ * kernel's PCI device tree sees it: p2pdma's (calc_map_type_and_dist())
+ * and the VM rule's (may a guest's request between them reach the IOMMU,
+ * and does the root complex forward it). Both rules are
+ * kernel/include/gpup2p/p2p-rule.h, shared with user space. @a is the
+ * provider. ACS Control is read from each device's config space at the
+ * time of the call. Each device's IOMMU group comes with them.
  *
  * Errors:
  *   EFAULT	the argument is not readable or writable
@@ -122,9 +107,18 @@ struct gpup2p_info {
 #define GPUP2P_HOST_B_NOT_LISTED	6	/* @b's host bridge: not listed */
 #define GPUP2P_HOST_SAME_ONLY		7	/* listed, within one only */
 
+/* vm_verdict: what a guest's request between them does */
+#define GPUP2P_VM_OK			0	/* reaches the IOMMU, forwarded */
+#define GPUP2P_VM_BYPASS		1	/* a port routes it: @vm_port */
+#define GPUP2P_VM_NONE			2	/* root complex does not forward */
+
 /* out_flags */
 #define GPUP2P_VERDICT_HAS_COMMON	(1 << 0)	/* @common is valid */
 #define GPUP2P_VERDICT_HAS_REDIRECT	(1 << 1)	/* @redirect is valid */
+#define GPUP2P_VERDICT_HAS_VM_PORT	(1 << 2)	/* @vm_port is valid */
+
+/* No IOMMU group (the IOMMU is off for the device). */
+#define GPUP2P_NO_IOMMU_GROUP		(-1)
 
 struct gpup2p_verdict {
 	__u32	argsz;
@@ -138,18 +132,13 @@ struct gpup2p_verdict {
 	__u32	out_flags;	/* out: GPUP2P_VERDICT_HAS_* */
 	__u32	common;		/* out: the common upstream bridge */
 	__u32	redirect;	/* out: the first hop whose ACS redirects */
+	__u32	vm_verdict;	/* out: GPUP2P_VM_* */
+	__u32	vm_port;	/* out: the first port that routes it itself */
+	__s32	iommu_group_a;	/* out: or GPUP2P_NO_IOMMU_GROUP */
+	__s32	iommu_group_b;	/* out: likewise */
 	__u32	__reserved;	/* in: 0 */
 };
 
 #define GPUP2P_VERDICT		_IO(GPUP2P_TYPE, GPUP2P_BASE + 1)
-
-/*
- * GPUP2P_MAP and GPUP2P_AUDIT are refused on every kernel this module
- * builds for, whatever the argument: EOPNOTSUPP, with the reason in
- * GPUP2P_GET_INFO's map_refused and audit_refused. The numbers stay so
- * that a caller gets that answer rather than ENOTTY.
- */
-#define GPUP2P_MAP		_IO(GPUP2P_TYPE, GPUP2P_BASE + 2)
-#define GPUP2P_AUDIT		_IO(GPUP2P_TYPE, GPUP2P_BASE + 3)
 
 #endif /* _UAPI_GPUP2P_H */
