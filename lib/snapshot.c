@@ -14,6 +14,7 @@ static const char *const device_attrs[] = {
     "resource", "current_link_speed", "current_link_width",
     "max_link_speed", "max_link_width", "secondary_bus_number",
     "subordinate_bus_number", "config", "enable", "ari_enabled",
+    "power_state",
 };
 
 static const char *const device_links[] = {
@@ -68,10 +69,20 @@ static gboolean copy_device(const char *sys, const char *out_sys,
     if (!mkdirs(dst, errp)) {
         return FALSE;
     }
+    g_autofree char *power = g_build_filename(src, "power_state", NULL);
+    g_autofree gchar *state = NULL;
+    /* A device in D3cold keeps its sleep: its config space is not read
+     * (the reader then marks it unreadable, and says why). */
+    gboolean d3cold = g_file_get_contents(power, &state, NULL, NULL) &&
+                  g_str_has_prefix(state, "D3cold");
+
     for (i = 0; i < G_N_ELEMENTS(device_attrs); i++) {
         g_autofree char *s = g_build_filename(src, device_attrs[i], NULL);
         g_autofree char *d = g_build_filename(dst, device_attrs[i], NULL);
 
+        if (d3cold && !strcmp(device_attrs[i], "config")) {
+            continue;
+        }
         if (!copy_file(s, d, errp)) {
             return FALSE;
         }

@@ -205,14 +205,33 @@ static char *link_basename(const char *dir, const char *name)
     return target ? g_path_get_basename(target) : NULL;
 }
 
+/* "0x" and 1 to 16 hex digits, as Linux prints a resource_size_t. */
+static bool parse_hex64(const char *tok, unsigned long long *out)
+{
+    size_t n = strlen(tok);
+
+    if (n < 3 || n > 18 || tok[0] != '0' || (tok[1] != 'x' && tok[1] != 'X')) {
+        return false;
+    }
+    guint64 v;
+
+    if (!g_ascii_string_to_unsigned(tok + 2, 16, 0, G_MAXUINT64, &v, NULL)) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 bool gp_bar_parse_resource_line(const char *line, unsigned index, GpBar *bar)
 {
     unsigned long long start, end, flags;
-    int used = 0;
+    g_auto(GStrv) tok = g_strsplit(line, " ", -1);
 
     memset(bar, 0, sizeof(*bar));
-    if (sscanf(line, "%llx %llx %llx%n", &start, &end, &flags, &used) != 3 ||
-        line[used] != '\0') {
+    /* Exactly three fields, none wider than 64 bits: a longer one would
+     * saturate and read as an unused slot, dropping the BAR in silence. */
+    if (g_strv_length(tok) != 3 || !parse_hex64(tok[0], &start) ||
+        !parse_hex64(tok[1], &end) || !parse_hex64(tok[2], &flags)) {
         return false;
     }
     bar->index = index;
@@ -299,6 +318,14 @@ static bool config_unwalkable(GpTopology *topo, GpDevice *dev,
     return true;
 }
 
+/* A device in D3cold: reading its config space would wake it. */
+static bool in_d3cold(const char *dir)
+{
+    g_autofree char *state = read_attr(dir, "power_state");
+
+    return state && !strcmp(state, "D3cold");
+}
+
 static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
                         GError **errp)
 {
@@ -308,8 +335,22 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
     GpPciCapList caps;
     gsize len = 0;
     uint16_t vendor;
+    struct stat st;
 
-    if (!g_file_get_contents(path, &bytes, &len, &err)) {
+    if (in_d3cold(dir)) {
+        /* Not woken: its ACS and capabilities stay unknown, and only the
+         * pairs whose path crosses it are undecided. */
+        config_mark_unreadable(dev, topo, g_strdup_printf(
+            "%s: not read: the device is in D3cold, and a read would wake "
+            "it", path));
+        dev->pcie.type = GP_PCIE_TYPE_NONE;
+        return true;
+    } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* Never opened: a FIFO would block the read. */
+        config_mark_unreadable(dev, topo, g_strdup_printf(
+            "%s: not readable: not a regular file", path));
+        len = 0;
+    } else if (!g_file_get_contents(path, &bytes, &len, &err)) {
         config_mark_unreadable(dev, topo, g_strdup_printf(
             "%s: not readable: %s", path, err->message));
         g_clear_error(&err);
@@ -396,6 +437,38 @@ static bool read_node_affinity(GpTopology *topo, GpDevice *dev,
     return read_cpulist(node, "cpulist", &dev->cpu_affinity, errp);
 }
 
+/*
+ * Every attribute the reader opens must be a regular file (or absent): a
+ * FIFO in a capture would block a read for ever, and a directory or device
+ * node where sysfs has a file is garbage that must be named, not read as
+ * "absent". (An unusable config file marks its device alone: read_config.)
+ */
+static bool attrs_are_files(const char *dir, GError **errp)
+{
+    static const char *const names[] = {
+        "vendor", "device", "class", "subsystem_vendor", "subsystem_device",
+        "local_cpulist", "current_link_speed", "max_link_speed",
+        "numa_node", "current_link_width", "max_link_width", "resource",
+        "power_state",
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *path = g_build_filename(dir, names[i], NULL);
+        struct stat st;
+
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "%s: not a regular file (%s), as a sysfs attribute "
+                        "is: not read", path,
+                        S_ISDIR(st.st_mode) ? "a directory" :
+                        S_ISFIFO(st.st_mode) ? "a FIFO" : "a special file");
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
 {
     g_autofree char *dir = g_build_filename(topo->sys, dev->sysfs_path, NULL);
@@ -404,6 +477,9 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
     if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
         g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
                     "%s: device directory of %s is missing", dir, dev->bdf);
+        return false;
+    }
+    if (!attrs_are_files(dir, errp)) {
         return false;
     }
     if (!read_hex_attr(dir, "vendor", 0xffff, &v, errp)) {
@@ -681,8 +757,12 @@ static bool link_physfns(GpTopology *topo, GError **errp)
     return true;
 }
 
-GpTopology *gp_topo_read(const char *root, GError **errp)
+GpTopology *gp_topo_read(const char *root_arg, GError **errp)
 {
+    /* A snapshot generation link (/run/gpup2p/host) is resolved once, so
+     * that a new generation swapped in while this reads cannot mix two. */
+    g_autofree char *resolved = realpath(root_arg, NULL);
+    const char *root = resolved ? resolved : root_arg;
     g_autoptr(GpTopology) topo = gp_topo_new(root);
     g_autofree char *devdir = g_build_filename(topo->sys, "bus", "pci",
                                                "devices", NULL);

@@ -2,6 +2,7 @@
 /* The sysfs reader, path classes and P2P verdicts. */
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpup2p/helper.h"
@@ -503,6 +504,82 @@ static void test_misread_resource(void)
              "0x00000000fd000000 0x00000000fdffffff 0x0000000000040200\n"
              "0x0000380000000000 garbage 0x000000000014220c\n", -1);
     expect_misread(sb, "0000:04:00.0/resource", "line 2");
+    /* A start of 40 hex digits would saturate and drop the BAR. */
+    set_attr(sb, SB_GPU_B, "resource",
+             "0x0000000000000000000000000000fd000000 0x00000000fdffffff "
+             "0x0000000000040200\n", -1);
+    expect_misread(sb, "0000:04:00.0/resource", "line 1");
+}
+
+/*
+ * Garbage where sysfs has a file is named, never read as "absent"; a FIFO
+ * is never opened (a read would block for ever).
+ */
+static void test_misread_special_files(void)
+{
+    static const char *const attrs[] = { "numa_node", "resource",
+                                         "max_link_width" };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(attrs); i++) {
+        g_autoptr(SysfsBuilder) dir_sb = sb_new();
+        g_autoptr(SysfsBuilder) fifo_sb = sb_new();
+        g_autofree char *d1 = NULL, *d2 = NULL, *p1 = NULL, *p2 = NULL;
+
+        sb_two_node_host(dir_sb, 0x29c0);
+        sb_two_node_host(fifo_sb, 0x29c0);
+        d1 = sb_device_dir(dir_sb, SB_GPU_B);
+        d2 = sb_device_dir(fifo_sb, SB_GPU_B);
+        p1 = g_build_filename(d1, attrs[i], NULL);
+        p2 = g_build_filename(d2, attrs[i], NULL);
+        g_unlink(p1);
+        g_unlink(p2);
+        g_assert_cmpint(g_mkdir(p1, 0755), ==, 0);
+        g_assert_cmpint(mkfifo(p2, 0600), ==, 0);
+        expect_misread(dir_sb, attrs[i], "a directory");
+        expect_misread(fifo_sb, attrs[i], "a FIFO");
+        g_rmdir(p1);
+    }
+}
+
+/* A device in D3cold is not woken: its config space is not read. */
+static void test_d3cold_not_woken(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *cfg = NULL;
+    const GpDevice *d;
+
+    sb_two_node_host(sb, 0x29c0);
+    set_attr(sb, SB_NIC, "power_state", "D3cold\n", -1);
+    /* Were it read, a config FIFO would block: the proof it is not. */
+    dir = sb_device_dir(sb, SB_NIC);
+    cfg = g_build_filename(dir, "config", NULL);
+    g_unlink(cfg);
+    g_assert_cmpint(mkfifo(cfg, 0600), ==, 0);
+    t = read_ok(sb_root(sb));
+    d = gp_topo_find(t, SB_NIC);
+    g_assert_nonnull(d->config_unreadable);
+    g_assert_nonnull(strstr(d->config_unreadable, "D3cold"));
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_C, NULL), !=, GP_P2P_UNKNOWN);
+}
+
+/* A snapshot generation link is resolved once, at the start. */
+static void test_root_link_resolved_once(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-gen-XXXXXX", NULL);
+    g_autofree char *link = g_build_filename(tmp, "host", NULL);
+
+    sb_two_node_host(sb, 0x29c0);
+    g_assert_cmpint(symlink(sb_root(sb), link), ==, 0);
+    t = read_ok(link);
+    g_assert_cmpstr(t->root, !=, link);
+    g_assert_true(g_str_has_prefix(t->root, "/"));
+    g_assert_nonnull(gp_topo_find(t, SB_GPU_A));
+    g_unlink(link);
+    g_rmdir(tmp);
 }
 
 static void test_misread_iommu_group(void)
@@ -711,6 +788,11 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/unknown-bdf", test_unknown_bdf);
     g_test_add_func("/topo/misread/numa-node", test_misread_numa_node);
     g_test_add_func("/topo/misread/resource", test_misread_resource);
+    g_test_add_func("/topo/misread/special-files",
+                    test_misread_special_files);
+    g_test_add_func("/topo/d3cold", test_d3cold_not_woken);
+    g_test_add_func("/topo/root-link-resolved-once",
+                    test_root_link_resolved_once);
     g_test_add_func("/topo/misread/iommu-group", test_misread_iommu_group);
     g_test_add_func("/topo/misread/config", test_misread_config);
     g_test_add_func("/topo/unknown-link", test_unknown_link);
