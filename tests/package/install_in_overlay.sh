@@ -37,6 +37,14 @@ chmod 0755 "$stand_in/deb-systemd-invoke"
 step install env PATH="$stand_in:$PATH" dpkg -i "$debs"/gpup2p_*.deb \
     "$debs"/gpup2p-dkms_*.deb "$debs"/gpup2p-verify_*.deb \
     "$debs"/gpup2p-qemu_*.deb
+# Configured again with nothing changed (an upgrade that keeps the hook and
+# the AppArmor snippet): libvirt must not be restarted a second time.
+cp "$out/deb-systemd-invoke.log" "$out/deb-systemd-invoke-install.log"
+: > "$out/deb-systemd-invoke.log"
+step reconfigure env PATH="$stand_in:$PATH" \
+    /var/lib/dpkg/info/gpup2p.postinst configure 0.2.0
+mv "$out/deb-systemd-invoke.log" "$out/deb-systemd-invoke-reconfigure.log"
+mv "$out/deb-systemd-invoke-install.log" "$out/deb-systemd-invoke.log"
 rmdir /run/systemd/system /run/systemd
 step version gpup2p --version
 step help gpup2p --help

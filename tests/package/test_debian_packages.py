@@ -129,6 +129,11 @@ def check_installed(t, out):
     t.ok("try-restart virtqemud.service libvirtd.service" in calls,
          "the install restarts a running libvirt daemon, which finds hooks "
          "only when it starts", calls)
+    again = read_text(out, "deb-systemd-invoke-reconfigure.log")
+    t.ok(rc(out, "reconfigure") == "0" and
+         "libvirtd.service" not in again,
+         "configured again with the hook and snippet unchanged: libvirt is "
+         "not restarted", again)
     t.eq(rc(out, "version"), "0", "gpup2p --version runs")
     status = read_text(out, "dkms-status.txt")
     t.ok(rc(out, "dkms-status") == "0" and "gpup2p/" in status,

@@ -163,6 +163,26 @@ def test_unit(t, d):
          "systemd-analyze verify accepts the unit", p.stderr)
     t.ok("Type=oneshot" in text and "RuntimeDirectoryPreserve=yes" in text,
          "the unit is a oneshot that keeps /run/gpup2p")
+    t.ok(re.search(r"^StartLimitIntervalSec=0$", text, re.M) is not None,
+         "no start rate limit: a burst of restarts never fails the unit")
+    # The debounce: timer and refresh unit, judged by systemd too.
+    units = [os.path.join(SRC, "data", n) for n in
+             ("gpup2p-host-topology-refresh.timer",
+              "gpup2p-host-topology-refresh.service")]
+    p = subprocess.run(["systemd-analyze", "verify", "--man=no"] + units,
+                       capture_output=True, text=True)
+    ours = [l for l in p.stderr.splitlines() if "gpup2p" in l and
+            "gpup2p-host-topology.service" not in l]
+    t.ok(p.returncode == 0 and not ours,
+         "systemd-analyze verify accepts the refresh timer and unit",
+         p.stderr)
+    timer = open(units[0]).read()
+    refresh = open(units[1]).read()
+    t.ok(re.search(r"^OnActiveSec=\d", timer, re.M) and
+         "Unit=gpup2p-host-topology-refresh.service" in timer,
+         "the timer fires once, a while after it was last (re)started")
+    t.ok("systemctl --no-block restart gpup2p-host-topology.service" in
+         refresh, "when it fires, the capture is restarted, never merged")
     test_udev_rule(t)
 
 
@@ -201,15 +221,12 @@ def test_udev_rule(t):
          argv[0])
     t.ok("--no-block" in options,
          "--no-block: udev does not wait for the capture", runs[0])
-    # systemd merges a start into a start job already running, so a change
-    # during a capture would be lost; a restart job is always kept (it
-    # stops the running capture and starts a new one). try-restart would do
-    # nothing for the oneshot once it has finished (inactive).
+    # restart re-arms the timer: events in a burst push the capture back
+    # until they settle (a start of an active timer would not).
     t.eq(words[:1], ["restart"],
-         "the verb is restart, which is never merged into a running capture")
-    t.eq(words[1:], [os.path.basename(os.path.join(
-        DATA, "gpup2p-host-topology.service"))],
-         "... of the unit the package installs")
+         "the verb is restart, which re-arms the debounce timer")
+    t.eq(words[1:], ["gpup2p-host-topology-refresh.timer"],
+         "... of the refresh timer the package installs")
 
 
 def test_apparmor(t, d):
