@@ -256,6 +256,15 @@ def test_operator_path(t):
          "--diff: only the real change shows (namespace, aliases, "
          "overrides)", p.stdout)
 
+    # One device assigned twice: refused, named (libvirt would refuse the
+    # domain later, with less to go on).
+    with open(DOMAIN) as f:
+        twice = f.read().replace("bus='0x41'", "bus='0x03'")
+    p = run("libvirt", "--sysfs-root", HOST, "-", input=twice)
+    t.ok(p.returncode == 1 and "0000:03:00.0 is assigned twice" in p.stderr
+         and not p.stdout, "a hostdev assigned twice is refused, naming it, "
+         "nothing written", p.stderr)
+
     # --qemu-stock names the GPU it leaves without an id.
     p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", DOMAIN)
     t.ok(p.returncode == 0 and "0000:41:00.0 gets no clique id" in p.stderr

@@ -305,7 +305,17 @@ bool gp_domain_find_gpus(GpDomain *d, const GpTopology *topo,
     g_ptr_array_set_size(d->gpus, 0);
     for (i = 0; i < d->hostdevs->len; i++) {
         GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, i);
+        guint j;
 
+        /* libvirt would refuse the domain later, with less to go on. */
+        for (j = 0; j < i; j++) {
+            if (!strcmp(h->bdf, ((GpDomainHostdev *)g_ptr_array_index(
+                    d->hostdevs, j))->bdf)) {
+                g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: <hostdev> "
+                            "%s is assigned twice", d->name, h->bdf);
+                return false;
+            }
+        }
         h->dev = gp_topo_find(topo, h->bdf);
         if (!h->dev) {
             g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "%s: <hostdev> "
