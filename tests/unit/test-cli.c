@@ -166,6 +166,10 @@ static void test_topo_text(void)
     g_assert_nonnull(strstr(r.out, "16-31          1\n"));
     g_assert_nonnull(strstr(r.out, "GPU0    " SB_GPU_A "  10de:2335"));
     g_assert_nonnull(strstr(r.out, "NIC0    " SB_NIC "  15b3:101d"));
+    /* NVIDIA GPUs on vfio-pci: NVLink is said to be invisible here, and
+     * where to look. */
+    g_assert_nonnull(strstr(r.out, "NVLink: not visible here"));
+    g_assert_nonnull(strstr(r.out, "'nvidia-smi topo -m' or 'gpup2p-verify'"));
     /* The guest's matrix first (cliques follow it), then bare metal's. */
     g_assert_nonnull(strstr(r.out, "GUEST   GPU0"));
     g_assert_nonnull(strstr(r.out, "HOST    GPU0"));

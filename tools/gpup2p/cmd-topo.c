@@ -190,6 +190,34 @@ static void print_names(const GPtrArray *devs, char **names)
     }
 }
 
+/*
+ * NVLink is not in sysfs: the matrices speak of PCIe alone. Say so where
+ * NVIDIA GPUs are listed, and where to look instead.
+ */
+static void print_nvlink_note(const GPtrArray *devs)
+{
+    bool nvidia = false, vfio = false;
+    guint i;
+
+    for (i = 0; i < devs->len; i++) {
+        const GpDevice *d = g_ptr_array_index(devs, i);
+
+        nvidia |= gp_device_is_nvidia_gpu(d);
+        vfio |= gp_device_is_nvidia_gpu(d) && !g_strcmp0(d->driver,
+                                                         "vfio-pci");
+    }
+    if (!nvidia) {
+        return;
+    }
+    printf("\nNVLink: not visible here (sysfs shows PCIe only), so the "
+           "matrices above\nsay nothing of it; NVLink P2P needs no clique. "
+           "%s\n", vfio ?
+           "These GPUs are bound to vfio-pci:\nin the guest, 'nvidia-smi "
+           "topo -m' or 'gpup2p-verify' shows their NV# links." :
+           "With the NVIDIA driver\nloaded, 'nvidia-smi topo -m' shows "
+           "them.");
+}
+
 static void print_legend(const GpTopology *topo)
 {
     bool printed = false;
@@ -247,6 +275,7 @@ static void print_view(const GpTopology *topo, GPtrArray *devs, bool all)
     print_p2p(topo, devs, names, true);
     print_p2p(topo, devs, names, false);
     print_names(devs, names);
+    print_nvlink_note(devs);
     print_legend(topo);
 }
 
