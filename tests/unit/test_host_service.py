@@ -6,6 +6,7 @@ unprivileged user, systemd-analyze accepts the unit, apparmor_parser the
 AppArmor snippet within libvirt's QEMU template, and the hook refuses a
 domain whose explicit clique ids the host contradicts."""
 
+import grp
 import json
 import os
 import re
@@ -41,9 +42,9 @@ def executable_copy(src, dst, replace=()):
     return dst
 
 
-def snapshot(script, run_dir, root=HOST):
+def snapshot(script, run_dir, root=HOST, group="no-such-group-here"):
     env = dict(os.environ, GPUP2P=G, GPUP2P_RUN_DIR=run_dir,
-               GPUP2P_SYSFS_ROOT=root)
+               GPUP2P_SYSFS_ROOT=root, GPUP2P_SNAPSHOT_GROUP=group)
     return subprocess.run([script], env=env, capture_output=True, text=True)
 
 
@@ -62,6 +63,34 @@ def as_nobody(*argv, text=True):
                           capture_output=True, text=text)
 
 
+def test_snapshot_group(t, d):
+    """With the group (nogroup stands in for gpup2p): 0750/0640, readable
+    by members only."""
+    script = executable_copy(os.path.join(DATA, "gpup2p-host-snapshot"),
+                             os.path.join(d, "snap-group"))
+    run_dir = os.path.join(d, "run-group")
+    os.chmod(d, 0o755)
+    p = snapshot(script, run_dir, group="nogroup")
+    link = os.path.join(run_dir, "host")
+    cfg = os.path.join(link, "sys", "bus", "pci", "devices", "0000:03:00.0",
+                       "config")
+    gid = grp.getgrnam("nogroup").gr_gid
+    st_dir, st_cfg = os.stat(run_dir), os.stat(cfg)
+    t.ok(p.returncode == 0 and stat.S_IMODE(st_dir.st_mode) == 0o750 and
+         stat.S_IMODE(st_cfg.st_mode) == 0o640 and
+         st_dir.st_gid == gid and st_cfg.st_gid == gid,
+         "with the group: run dir 0750, files 0640, both of the group",
+         "%s %o/%o %d/%d" % (p.stderr, st_dir.st_mode, st_cfg.st_mode,
+                             st_dir.st_gid, st_cfg.st_gid))
+    member = as_nobody("cat", cfg, text=False)
+    other = subprocess.run(["setpriv", "--reuid=65534", "--regid=4321",
+                            "--clear-groups", "cat", cfg],
+                           capture_output=True)
+    t.ok(member.returncode == 0 and other.returncode != 0,
+         "a member of the group reads it; another user cannot",
+         member.stderr + other.stderr)
+
+
 def test_snapshot_script(t, d):
     script = executable_copy(os.path.join(DATA, "gpup2p-host-snapshot"),
                              os.path.join(d, "gpup2p-host-snapshot"))
@@ -69,7 +98,9 @@ def test_snapshot_script(t, d):
     link = os.path.join(run_dir, "host")
 
     p = snapshot(script, run_dir)
-    t.eq(p.returncode, 0, "snapshot script: first run succeeds")
+    t.ok(p.returncode == 0 and "world-readable" in p.stderr,
+         "snapshot script: first run succeeds; without the group it says "
+         "the snapshot is world-readable", p.stderr)
     t.ok(os.path.islink(link) and
          os.path.isdir(os.path.join(link, "sys", "bus", "pci", "devices")),
          "host is a link to a captured sysfs tree", p.stdout + p.stderr)
@@ -409,7 +440,7 @@ def test_hook(t, d):
 # (the hook and the AppArmor snippet, built only with libvirt). The
 # arguments name the parts to run; none runs both.
 PARTS = {
-    "service": ([test_snapshot_script, test_unit],
+    "service": ([test_snapshot_script, test_snapshot_group, test_unit],
                 ["setpriv", "systemd-analyze"]),
     "libvirt": ([test_hook, test_apparmor], ["apparmor_parser"]),
 }
