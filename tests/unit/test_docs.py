@@ -151,6 +151,18 @@ def main():
            "cli.h defines" % doc, "documented %s, defined %s"
            % (sorted(meant), sorted(defined)))
 
+    # README's synopsis names every command --help lists, as it says.
+    synopsis = readme.split("## The `gpup2p` command", 1)[1].split(
+        "Exit codes:", 1)[0]
+    missing = [c for c in cmds if "    gpup2p %s " % c not in synopsis]
+    ok(not missing, "README's synopsis shows every command", missing)
+    # check's advice names packages and modprobe, never source-tree steps.
+    check_c = open(os.path.join(SOURCE_ROOT, "tools", "gpup2p",
+                                "cmd-check.c")).read()
+    steps = [s for s in ("build-qemu.sh", "kernel/build.sh", "insmod build")
+             if s in check_c]
+    ok(not steps, "check's advice names no source-tree step", steps)
+
     # One version: meson's, the Debian changelog's and DKMS's.
     meson_v = re.search(r"version: '([^']+)'", open(os.path.join(
         SOURCE_ROOT, "meson.build")).read()).group(1)

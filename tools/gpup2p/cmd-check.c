@@ -670,7 +670,7 @@ static void check_helper(Check *c)
     item(c->r, loaded ? ITEM_OK : ITEM_WARN, "kernel helper",
          loaded ? "gpup2p module loaded" : "gpup2p module not loaded "
          "(optional: 'gpup2p verdict' checks these verdicts against the "
-         "kernel's)", "kernel/build.sh && insmod build/kernel/gpup2p.ko");
+         "kernel's)", "apt install gpup2p-dkms && modprobe gpup2p");
 }
 
 static void check_qemu(Check *c)
@@ -678,7 +678,8 @@ static void check_qemu(Check *c)
     const char *argv[] = { c->qemu, "-device", "vfio-pci,help", NULL };
     g_autofree char *out = NULL, *detail = NULL;
     g_autoptr(GError) err = NULL;
-    const char *fix = "build it: hw/vfio-gpu-p2p/build-qemu.sh; or use "
+    const char *fix = "install the gpup2p-qemu package (its QEMU is "
+                      GP_QEMU_EMULATOR "); or use "
                       "'gpup2p libvirt --qemu-stock'";
     int status;
 
