@@ -13,6 +13,17 @@ typedef struct {
     char *err;
 } Run;
 
+/* tests/unit/qemu-standin.sh: answers like a QEMU with the extension. */
+static const char *qemu_standin(void)
+{
+    static char *path;
+
+    if (!path) {
+        path = g_test_build_filename(G_TEST_DIST, "qemu-standin.sh", NULL);
+    }
+    return path;
+}
+
 static void run_clear(Run *r)
 {
     g_free(r->out);
@@ -485,7 +496,7 @@ static void test_check_advice(void)
 
     /* GPU C and D: root ports of host bridges not on Linux's list. */
     ready_host(sb, 0x29c0);
-    run(&r, "check", "--sysfs-root", sb_root(sb), "--qemu", "/bin/true",
+    run(&r, "check", "--sysfs-root", sb_root(sb), "--qemu", qemu_standin(),
         "--devices", SB_GPU_C "," SB_GPU_D "," SB_GPU_A "," SB_GPU_B,
         "--json", NULL);
     o = check_item(p, r.out, "P2P 05:00.0-81:00.0");
@@ -508,7 +519,7 @@ static void test_check_advice(void)
     ready_host(acs, 0x29c0);
     sb_set_acs(acs, "0000:02:00.0", 0x1f, 0x1d);
     sb_set_acs(acs, "0000:02:01.0", 0x1f, 0x1d);
-    run(&a, "check", "--sysfs-root", sb_root(acs), "--qemu", "/bin/true",
+    run(&a, "check", "--sysfs-root", sb_root(acs), "--qemu", qemu_standin(),
         "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
     o = check_item(p, a.out, "P2P 03:00.0-04:00.0");
     g_assert_cmpstr(verdict_of(o), ==, "warn");
@@ -519,7 +530,7 @@ static void test_check_advice(void)
     /* A config space cut short (non-root capture): capture as root. */
     ready_host(user, 0x2020);
     sb_truncate_config(user, "0000:02:00.0", 64);
-    run(&u, "check", "--sysfs-root", sb_root(user), "--qemu", "/bin/true",
+    run(&u, "check", "--sysfs-root", sb_root(user), "--qemu", qemu_standin(),
         "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
     o = check_item(p, u.out, "P2P 03:00.0-04:00.0");
     g_assert_cmpstr(verdict_of(o), ==, "untested");
@@ -546,7 +557,7 @@ static void test_check_unreadable(void)
     g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
     memset(cfg, 0xff, len);
     g_assert_true(g_file_set_contents(path, cfg, (gssize)len, NULL));
-    run(&r, "check", "--sysfs-root", sb_root(sb), "--qemu", "/bin/true",
+    run(&r, "check", "--sysfs-root", sb_root(sb), "--qemu", qemu_standin(),
         "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
     o = check_item(p, r.out, "P2P 03:00.0-04:00.0");
     g_assert_cmpstr(verdict_of(o), ==, "untested");
@@ -680,7 +691,7 @@ static void test_libvirt_not_built(void)
     g_assert_cmpint(d.status, ==, 1);
     g_assert_nonnull(strstr(d.err, xml));
     g_assert_nonnull(strstr(d.err, "built without libvirt support"));
-    run(&h, "check", "--sysfs-root", sb_root(sb), "--qemu", "/bin/true",
+    run(&h, "check", "--sysfs-root", sb_root(sb), "--qemu", qemu_standin(),
         "--json", NULL);
     g_assert_cmpint(h.status, !=, 1);
     g_assert_nonnull(strstr(h.out, "\"items\""));

@@ -17,7 +17,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures")
 HOST = os.path.join(FIX, "vhost-two-numa")
 H200 = os.path.join(FIX, "h200x2-vm")
-DOMAIN = os.path.join(FIX, "libvirt", "gpu-vm.xml")
+# The fixture names Debian's QEMU (stock: the judge of the stock path);
+# DOMAIN is a copy whose <emulator> is tests/unit/qemu-standin.sh, which
+# answers as a QEMU with the extension does.
+STOCK_DOMAIN = os.path.join(FIX, "libvirt", "gpu-vm.xml")
+QEMU_STANDIN = os.path.join(HERE, "qemu-standin.sh")
+_TMP = tempfile.mkdtemp(prefix="gpup2p-libvirt-test-")
+DOMAIN = os.path.join(_TMP, "gpu-vm.xml")
+with open(STOCK_DOMAIN) as _f, open(DOMAIN, "w") as _g:
+    _g.write(_f.read().replace("/usr/bin/qemu-system-x86_64", QEMU_STANDIN))
 G = os.environ.get("GPUP2P", "gpup2p")
 
 
@@ -177,7 +185,7 @@ def test(t):
 
     # gpup2p check on a captured host.
     p = run("check", "--sysfs-root", HOST, "--devices",
-            "0000:03:00.0,0000:04:00.0", "--qemu", "/bin/false", "--json")
+            "0000:03:00.0,0000:04:00.0", "--qemu", QEMU_STANDIN, "--json")
     import json
     items = {i["item"]: i for i in json.loads(p.stdout)["items"]}
     t.eq(items["IOMMU"]["verdict"], "ok", "check: IOMMU on")
@@ -190,12 +198,27 @@ def test(t):
          "check: switch peers without ACS: a guest's request bypasses the "
          "IOMMU", items["P2P 03:00.0-04:00.0"])
     p = run("check", "--sysfs-root", HOST, "--devices",
-            "0000:05:00.0,0000:41:00.0", "--qemu", "/bin/false", "--json")
+            "0000:05:00.0,0000:41:00.0", "--qemu",
+            "/usr/bin/qemu-system-x86_64", "--json")
     items = {i["item"]: i for i in json.loads(p.stdout)["items"]}
     t.eq(items["P2P 05:00.0-41:00.0"]["verdict"], "ok",
          "check: GPUs under root ports of the AMD Zen host can do P2P")
-    t.eq(items["QEMU extension"]["verdict"], "warn",
-         "check: a QEMU without the extension is flagged")
+    t.ok(items["QEMU extension"]["verdict"] == "warn" and
+         "x-nv-gpudirect-clique only" in items["QEMU extension"]["detail"],
+         "check: Debian's QEMU (no extension) is flagged",
+         items["QEMU extension"])
+    # A domain that sets our property on a QEMU without it: a failure.
+    ours = os.path.join(_TMP, "ours.xml")
+    with open(ours, "w") as f:
+        f.write(run("libvirt", "--sysfs-root", HOST, DOMAIN).stdout)
+    p = run("check", "--sysfs-root", HOST, "--domain", ours, "--qemu",
+            "/usr/bin/qemu-system-x86_64", "--json")
+    items = {i["item"]: i for i in json.loads(p.stdout)["items"]} \
+        if p.stdout else {}
+    t.ok(items.get("QEMU extension", {}).get("verdict") == "fail" and
+         p.returncode == 5,
+         "check --domain: a property the emulator lacks fails the check",
+         p.stdout + p.stderr)
     t.eq(p.returncode, 5, "check exits 5 (not ready) when an item fails")
 
 
@@ -256,6 +279,31 @@ def test_operator_path(t):
          "--diff: only the real change shows (namespace, aliases, "
          "overrides)", p.stdout)
 
+    # Stock QEMU first-class: the domain's emulator is Debian's QEMU (the
+    # judge: what its own -device vfio-pci,help lists). gpup2p writes what
+    # it accepts, upstream's x-nv-gpudirect-clique with planned ids.
+    with open(STOCK_DOMAIN) as f:
+        stock_rp = f.read().replace("bus='0x04'", "bus='0x05'")
+    p = run("libvirt", "--sysfs-root", HOST, "-", input=stock_rp)
+    t.ok(p.returncode == 0 and "x-gpu-p2p-clique" not in p.stdout and
+         p.stdout.count('name="x-nv-gpudirect-clique" type="unsigned" '
+                        'value="0"') == 2 and
+         "has no x-gpu-p2p-clique" in p.stderr,
+         "Debian's QEMU as <emulator>: stock ids, said on stderr",
+         p.stdout[-500:] + p.stderr)
+    validate(t, p.stdout, "the output for Debian's QEMU")
+    # An emulator that knows neither property: refused, nothing written.
+    bare = os.path.join(_TMP, "qemu-bare.sh")
+    with open(bare, "w") as f:
+        f.write("#!/bin/sh\necho 'vfio-pci options:'\n"
+                "echo '  host=<str>'\n")
+    os.chmod(bare, 0o755)
+    p = run("libvirt", "--sysfs-root", HOST, "--emulator", bare, DOMAIN)
+    t.ok(p.returncode == 1 and not p.stdout and
+         "offers neither x-gpu-p2p-clique nor x-nv-gpudirect-clique" in
+         p.stderr, "an emulator with neither property: refused, saying so",
+         p.stderr)
+
     # One device assigned twice: refused, named (libvirt would refuse the
     # domain later, with less to go on).
     with open(DOMAIN) as f:
@@ -313,11 +361,11 @@ def test_operator_path(t):
 
     # The packaged QEMU as <emulator>.
     p = run("libvirt", "--sysfs-root", HOST, "--host-snapshot", HOST,
-            "--emulator", "/bin/true", DOMAIN)
-    t.ok("<emulator>/bin/true</emulator>" in p.stdout and
+            "--emulator", QEMU_STANDIN, DOMAIN)
+    t.ok("<emulator>%s</emulator>" % QEMU_STANDIN in p.stdout and
          p.stdout.count("<emulator>") == 1, "--emulator sets <emulator>")
     p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "--emulator",
-            "/bin/true", DOMAIN)
+            QEMU_STANDIN, STOCK_DOMAIN)
     t.ok("<emulator>/usr/bin/qemu-system-x86_64</emulator>" in p.stdout,
          "--qemu-stock keeps the domain's emulator")
     p = run("libvirt", "--help")

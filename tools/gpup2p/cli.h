@@ -20,6 +20,13 @@ enum {
     GP_EXIT_USAGE = 64,
 };
 
+/* What an emulator's vfio-pci offers for cliques (tools/gpup2p/qemu-probe.c). */
+enum {
+    GP_QEMU_CLIQUE_AUTO = 1 << 0,   /* our x-gpu-p2p-clique */
+    GP_QEMU_CLIQUE_STOCK = 1 << 1,  /* upstream's x-nv-gpudirect-clique */
+};
+bool gp_qemu_vfio_props(const char *qemu, unsigned *props, GError **errp);
+
 /*
  * What `gpup2p libvirt` and `check --domain` say in a build without libvirt
  * (meson -Dlibvirt=disabled, or libvirt's or libxml2's headers missing).

@@ -37,6 +37,7 @@ typedef struct {
     guint64 pcihole64;          /* <pcihole64> in bytes, or 0 */
     GPtrArray *hostdevs;        /* char * BDFs of PCI <hostdev>s */
     GHashTable *managed;        /* the BDFs of those with managed='yes' */
+    bool uses_ours;             /* sets an x-gpu-p2p-* property */
 } Domain;
 
 typedef struct {
@@ -385,6 +386,13 @@ static Domain *domain_read(const char *path, GError **errp)
                     "%s: not a libvirt domain (no <domain type=...>)", path);
         ok = false;
     } else {
+        g_autofree char *ours = xpath_string(ctx,
+            "string(boolean(//*[local-name()='property']"
+            "[starts-with(@name, 'x-gpu-p2p-')] | "
+            "/domain/*[local-name()='commandline']/*[local-name()='arg']"
+            "[contains(@value, 'x-gpu-p2p-')]))");
+
+        d->uses_ours = !g_strcmp0(ours, "true");
         d->emulator = xpath_string(ctx, "string(/domain/devices/emulator)");
         hidden = xpath_string(ctx,
                               "string(/domain/features/kvm/hidden/@state)");
@@ -675,13 +683,12 @@ static void check_helper(Check *c)
 
 static void check_qemu(Check *c)
 {
-    const char *argv[] = { c->qemu, "-device", "vfio-pci,help", NULL };
-    g_autofree char *out = NULL, *detail = NULL;
+    g_autofree char *detail = NULL;
     g_autoptr(GError) err = NULL;
     const char *fix = "install the gpup2p-qemu package (its QEMU is "
                       GP_QEMU_EMULATOR "); or use "
                       "'gpup2p libvirt --qemu-stock'";
-    int status;
+    unsigned props;
 
     if (!c->qemu) {
         item(c->r, ITEM_UNTESTED, "QEMU extension",
@@ -689,17 +696,22 @@ static void check_qemu(Check *c)
              "name the binary with --qemu, or the domain with --domain");
         return;
     }
-    if (!g_spawn_sync(NULL, (char **)argv, NULL,
-                      G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
-                      NULL, NULL, &out, NULL, &status, &err)) {
-        detail = g_strdup_printf("%s: %s", c->qemu, err->message);
-        item(c->r, ITEM_FAIL, "QEMU extension", detail, fix);
+    if (!gp_qemu_vfio_props(c->qemu, &props, &err)) {
+        item(c->r, ITEM_FAIL, "QEMU extension", err->message, fix);
         return;
     }
-    if (!strstr(out ? out : "", "x-gpu-p2p-clique")) {
-        detail = g_strdup_printf("%s has no x-gpu-p2p-clique on vfio-pci",
-                                 c->qemu);
-        item(c->r, ITEM_WARN, "QEMU extension", detail, fix);
+    if (!(props & GP_QEMU_CLIQUE_AUTO)) {
+        /* A domain that sets our property cannot start on it. */
+        bool needed = c->dom && c->dom->uses_ours;
+
+        detail = g_strdup_printf("%s has no x-gpu-p2p-clique on vfio-pci%s",
+                                 c->qemu, needed ? ", which the domain "
+                                 "sets: it will not start" :
+                                 props & GP_QEMU_CLIQUE_STOCK ?
+                                 " (upstream's x-nv-gpudirect-clique only)" :
+                                 "");
+        item(c->r, needed ? ITEM_FAIL : ITEM_WARN, "QEMU extension", detail,
+             fix);
         return;
     }
     detail = g_strdup_printf("%s has x-gpu-p2p-clique", c->qemu);

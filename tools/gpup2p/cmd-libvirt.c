@@ -257,14 +257,15 @@ static void warn_split_groups(const GpDomain *d, const GpTopology *topo)
  * device's config space: auto then needs the host snapshot, and without
  * it QEMU starts the guest with no clique. Say so now.
  */
-static void warn_unprivileged(const LibvirtOpts *o, const GpDomain *d)
+static void warn_unprivileged(const LibvirtOpts *o, bool stock,
+                              const GpDomain *d)
 {
     const char *path = o->snapshot ? o->snapshot : GP_HOST_SNAPSHOT;
     g_autoptr(GpTopology) snap = NULL;
     g_autoptr(GError) err = NULL;
     guint i, j;
 
-    if (o->stock || !gp_domain_qemu_unprivileged(d)) {
+    if (stock || !gp_domain_qemu_unprivileged(d)) {
         return;
     }
     if (!g_file_test(path, G_FILE_TEST_IS_DIR)) {
@@ -320,8 +321,43 @@ static void warn_left_out(const GpPlan *plan)
     }
 }
 
+/*
+ * Without --qemu-stock or --qemu-default-auto: what the domain's emulator
+ * (after set_emulator()) accepts decides. Ours: auto. Upstream's only:
+ * fixed ids from this host's plan, as --qemu-stock writes. Neither (or a
+ * binary that cannot be asked): refused, as QEMU would refuse the domain.
+ */
+static bool emulator_wants_stock(const GpDomain *d, bool *stock,
+                                 GError **errp)
+{
+    g_autofree char *em = gp_domain_emulator(d);
+    const char *qemu = em ? em : "qemu-system-x86_64";
+    unsigned props;
+
+    if (!gp_qemu_vfio_props(qemu, &props, errp)) {
+        g_prefix_error(errp, "the domain's emulator cannot be asked what it "
+                       "accepts: ");
+        return false;
+    }
+    if (props & GP_QEMU_CLIQUE_AUTO) {
+        *stock = false;
+        return true;
+    }
+    if (props & GP_QEMU_CLIQUE_STOCK) {
+        warn("%s has no x-gpu-p2p-clique (not the gpup2p-qemu build): "
+             "writing upstream's x-nv-gpudirect-clique, with ids planned "
+             "from this host", qemu);
+        *stock = true;
+        return true;
+    }
+    g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s offers neither "
+                "x-gpu-p2p-clique nor x-nv-gpudirect-clique on vfio-pci: "
+                "install gpup2p-qemu, or name a QEMU with --emulator", qemu);
+    return false;
+}
+
 /* The clique settings: fixed ids, auto through overrides, or nothing. */
-static bool set_cliques(const LibvirtOpts *o, GpDomain *d,
+static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
                         const GpTopology *topo, GError **errp)
 {
     g_autoptr(GpPlan) plan = NULL;
@@ -331,7 +367,7 @@ static bool set_cliques(const LibvirtOpts *o, GpDomain *d,
     if (o->qemu_auto) {
         return true;            /* QEMU's default is auto */
     }
-    if (!o->stock) {
+    if (!stock) {
         gp_domain_set_auto(d, o->snapshot);
         return true;
     }
@@ -370,6 +406,7 @@ static char *transform(const LibvirtOpts *o, const char *xml,
 {
     g_autoptr(GpDomain) d = gp_domain_parse(xml, name, errp);
     g_autoptr(GpTopology) topo = NULL;
+    bool stock = o->stock;
 
     if (!d) {
         return NULL;
@@ -383,10 +420,14 @@ static char *transform(const LibvirtOpts *o, const char *xml,
                     "assigns no GPU (no display-class PCI <hostdev>)", name);
         return NULL;
     }
-    if (!set_cliques(o, d, topo, errp)) {
+    set_emulator(o, d);
+    if (!o->stock && !o->qemu_auto && !emulator_wants_stock(d, &stock,
+                                                            errp)) {
         return NULL;
     }
-    set_emulator(o, d);
+    if (!set_cliques(o, stock, d, topo, errp)) {
+        return NULL;
+    }
     gp_domain_size_pci_hole(d);
     if (o->mirror &&
         !gp_libvirt_mirror(d->doc, topo, o->nccl_topo, name, errp)) {
@@ -397,7 +438,7 @@ static char *transform(const LibvirtOpts *o, const char *xml,
              "guest's NVIDIA driver ignores the P2P capability");
     }
     warn_split_groups(d, topo);
-    warn_unprivileged(o, d);
+    warn_unprivileged(o, stock, d);
     return gp_domain_format(d);
 }
 

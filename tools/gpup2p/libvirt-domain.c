@@ -584,6 +584,16 @@ void gp_domain_size_pci_hole(GpDomain *d)
     xmlSetProp(hole, BAD_CAST "unit", BAD_CAST "KiB");
 }
 
+char *gp_domain_emulator(const GpDomain *d)
+{
+    xmlNodePtr em = child(child(d->root, "devices", NULL), "emulator", NULL);
+    xmlChar *text = em ? xmlNodeGetContent(em) : NULL;
+    char *out = text && *text ? g_strstrip(g_strdup((char *)text)) : NULL;
+
+    xmlFree(text);
+    return out;
+}
+
 void gp_domain_set_emulator(GpDomain *d, const char *path)
 {
     xmlNodePtr devices = child_or_new(d->root, "devices", NULL);

@@ -62,6 +62,8 @@ void gp_domain_set_auto(GpDomain *d, const char *snapshot);
 void gp_domain_set_stock(GpDomain *d, const GpPlan *plan);
 /* Grow <pcihole64> to hold the GPUs' 64-bit BARs. */
 void gp_domain_size_pci_hole(GpDomain *d);
+/* The domain's <emulator>, NULL when it names none. */
+char *gp_domain_emulator(const GpDomain *d);
 /* Point <emulator> at @path. */
 void gp_domain_set_emulator(GpDomain *d, const char *path);
 
