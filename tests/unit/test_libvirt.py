@@ -3,6 +3,7 @@
 """gpup2p libvirt and gpup2p check on captured hosts, with libvirt's own
 schema (virt-xml-validate) and its test driver as judges."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -42,6 +43,104 @@ def validate(t, xml, what):
                            capture_output=True, text=True)
     t.ok(p.returncode == 0, "%s validates against libvirt's schema" % what,
          p.stdout + p.stderr)
+
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+
+# Two GPUs (buses A and B) and how the domain gives their clique: the
+# cases the three judges must agree on.
+JUDGE_DOMAIN = """<domain type='kvm' %(rootns)s>
+  <name>judged</name>
+  <memory unit='GiB'>4</memory>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+    <emulator>%(qemu)s</emulator>
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x%(a)s' slot='0x00' function='0x0'/></source>
+      <alias name='ua-a'/>
+    </hostdev>
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x%(b)s' slot='0x00' function='0x0'/></source>
+      <alias name='ua-b'/>
+    </hostdev>
+  </devices>
+%(extra)s
+</domain>
+"""
+
+
+def override(prop, a, b, ns=""):
+    dev = ("<qemu:device alias='%s'><qemu:frontend><qemu:property "
+           "name='%s' type='string' value='%s'/></qemu:frontend>"
+           "</qemu:device>")
+    return ("<qemu:override%s>" % ns + dev % ("ua-a", prop, a) +
+            dev % ("ua-b", prop, b) + "</qemu:override>")
+
+
+def global_arg(value):
+    return ("<qemu:commandline><qemu:arg value='-global'/><qemu:arg "
+            "value='%s'/></qemu:commandline>" % value)
+
+
+def judge_cases():
+    """(name, a, b, extra, root namespace?, the host proves it wrong?)"""
+    ns = " xmlns:qemu='%s'" % QEMU_NS
+    return [
+        ("no ids", "03", "04", "", True, False),
+        ("one id, switch peers without ACS", "03", "04",
+         override("x-gpu-p2p-clique", "3", "3"), True, True),
+        ("one id, GPUs on root ports", "05", "41",
+         override("x-gpu-p2p-clique", "3", "3"), True, False),
+        ("upstream's property, -global vfio-pci.P=V", "03", "41",
+         global_arg("vfio-pci.x-nv-gpudirect-clique=7"), True, True),
+        ("-global driver=vfio-pci,property=P,value=V", "03", "04",
+         global_arg("driver=vfio-pci,property=x-nv-gpudirect-clique,"
+                    "value=7"), True, True),
+        ("namespace declared on the override itself", "03", "04",
+         override("x-gpu-p2p-clique", "5", "5", ns), False, True),
+    ]
+
+
+def test_one_judge(t, d):
+    """gpup2p libvirt (transform), check --domain and the libvirt hook give
+    every domain the same answer."""
+    wrapper = os.path.join(d, "gpup2p-on-fixture")
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\ncmd=$1; shift\nexec "%s" "$cmd" --sysfs-root '
+                '"%s" "$@"\n' % (G, HOST))
+    os.chmod(wrapper, 0o755)
+    hook = os.path.join(d, "hook")
+    with open(os.path.join(HERE, "..", "..", "data",
+                           "libvirt-hook-qemu.in")) as f:
+        text = f.read().replace("@GPUP2P@", wrapper).replace(
+            "@SYSCONFDIR@", d)
+    with open(hook, "w") as f:
+        f.write(text)
+    os.chmod(hook, 0o755)
+    for name, a, b, extra, rootns, wrong in judge_cases():
+        xml = JUDGE_DOMAIN % {"rootns": "xmlns:qemu='%s'" % QEMU_NS
+                              if rootns else "", "qemu": QEMU_STANDIN,
+                              "a": a, "b": b, "extra": extra}
+        path = os.path.join(d, "judged.xml")
+        with open(path, "w") as f:
+            f.write(xml)
+        tr = run("libvirt", "--sysfs-root", HOST, path)
+        ck = run("check", "--sysfs-root", HOST, "--domain", path, "--qemu",
+                 QEMU_STANDIN, "--json")
+        ids = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
+            if ck.stdout.startswith("{") else {}
+        hk = subprocess.run([hook, "judged", "prepare", "begin", "-"],
+                            input=xml, capture_output=True, text=True)
+        answers = (tr.returncode != 0,
+                   ids.get("clique ids", {}).get("verdict") == "fail",
+                   hk.returncode != 0)
+        t.eq(answers, (wrong, wrong, wrong),
+             "%s: transform, check --domain and the hook all %s" %
+             (name, "refuse" if wrong else "accept"))
+        if "override" in extra and not wrong:
+            t.ok(tr.stdout.count('value="3"') == 2 and
+                 'value="auto"' not in tr.stdout,
+                 "%s: the operator's explicit ids are kept, not rewritten "
+                 "to auto" % name, tr.stdout)
 
 
 def test(t):
@@ -384,5 +483,11 @@ def test_operator_path(t):
         t.ok(shutil.which(prog), "%s is installed (the test needs it)" % prog)
 
 
+def test_all(t):
+    test(t)
+    with tempfile.TemporaryDirectory() as d:
+        test_one_judge(t, d)
+
+
 if __name__ == "__main__":
-    Tap().run(test)
+    Tap().run(test_all)

@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
+
 #ifdef GP_HAVE_LIBVIRT
 #include <libxml/parser.h>
 #include <libxml/xpath.h>
-#endif
 
-#include "cli.h"
+#include "libvirt-domain.h"
+#endif
 
 typedef enum { ITEM_OK, ITEM_WARN, ITEM_FAIL, ITEM_UNTESTED } ItemState;
 
@@ -875,8 +877,46 @@ static void check_domain_firmware(Check *c, guint64 need)
          "'gpup2p libvirt' sets <pcihole64> on the root controller");
 }
 
+/*
+ * The domain's explicit clique ids, judged by the one check the hook and
+ * `gpup2p libvirt` run (gp_domain_check_ids()): every way an id can be
+ * given (overrides, -global in both spellings, the namespace declared
+ * anywhere) counts.
+ */
+static void check_domain_ids(Check *c)
+{
+#ifdef GP_HAVE_LIBVIRT
+    g_autofree gchar *xml = NULL;
+    g_autoptr(GpDomain) d = NULL;
+    g_autoptr(GError) err = NULL;
+
+    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
+        !(d = gp_domain_parse(xml, c->dom->path, &err))) {
+        item(c->r, ITEM_FAIL, "clique ids", err->message,
+             "fix the domain XML");
+        return;
+    }
+    if (!gp_domain_has_explicit_ids(d)) {
+        item(c->r, ITEM_OK, "clique ids", "none set by the domain (auto, "
+             "or none)", NULL);
+        return;
+    }
+    if (!gp_domain_check_ids(d, c->topo, &err)) {
+        item(c->r, ITEM_FAIL, "clique ids", err->message,
+             "give those GPUs different ids, or let QEMU plan them "
+             "(x-gpu-p2p-clique=auto)");
+        return;
+    }
+    item(c->r, ITEM_OK, "clique ids", "every explicit id holds GPUs the "
+         "host lets a guest pair", NULL);
+#else
+    (void)c;
+#endif
+}
+
 static void check_domain(Check *c, guint64 need)
 {
+    check_domain_ids(c);
     check_domain_kvm(c);
     check_domain_address_bits(c, need);
     check_domain_firmware(c, need);

@@ -362,7 +362,7 @@ static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
 {
     g_autoptr(GpPlan) plan = NULL;
     g_autofree const char **bdfs = NULL;
-    guint i;
+    guint i, n = 0;
 
     if (o->qemu_auto) {
         return true;            /* QEMU's default is auto */
@@ -371,9 +371,14 @@ static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
         gp_domain_set_auto(d, o->snapshot);
         return true;
     }
+    /* The operator's explicit ids are kept; the planner takes the rest. */
     bdfs = g_new0(const char *, d->gpus->len + 1);
     for (i = 0; i < d->gpus->len; i++) {
-        bdfs[i] = ((GpDomainHostdev *)g_ptr_array_index(d->gpus, i))->bdf;
+        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+
+        if (h->explicit_id < 0) {
+            bdfs[n++] = h->bdf;
+        }
     }
     plan = gp_plan_compute(topo, bdfs, o->policy, errp);
     if (!plan) {
@@ -418,6 +423,12 @@ static char *transform(const LibvirtOpts *o, const char *xml,
     if (!d->gpus->len) {
         g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "%s: the domain "
                     "assigns no GPU (no display-class PCI <hostdev>)", name);
+        return NULL;
+    }
+    /* One judge with the hook and check --domain: explicit ids the host
+     * proves wrong are refused here too, never passed on. */
+    if (gp_domain_has_explicit_ids(d) && !gp_domain_check_ids(d, topo, errp)) {
+        g_prefix_error(errp, "refusing domain '%s': ", d->domain_name);
         return NULL;
     }
     set_emulator(o, d);

@@ -89,9 +89,21 @@ static xmlNsPtr qemu_ns(const GpDomain *d)
     return xmlSearchNsByHref(d->doc, d->root, BAD_CAST QEMU_NS);
 }
 
+/*
+ * For reading: matches libvirt's QEMU namespace by its URI, wherever the
+ * document declares it (on <domain>, or on the element itself), as libvirt
+ * does; child() compares namespaces by href only.
+ */
+static xmlNsPtr qemu_ns_any(void)
+{
+    static xmlNs any = { .href = BAD_CAST QEMU_NS };
+
+    return &any;
+}
+
 static xmlNodePtr override_frontend(const GpDomain *d, const char *alias)
 {
-    xmlNsPtr ns = qemu_ns(d);
+    xmlNsPtr ns = qemu_ns_any();
     xmlNodePtr ov = ns ? child(d->root, "override", ns) : NULL;
     xmlNodePtr dev;
 
@@ -118,12 +130,42 @@ static xmlChar *frontend_value(xmlNodePtr frontend, const char *property)
     return NULL;
 }
 
-/* "vfio-pci.PROPERTY=VALUE" from a <qemu:commandline> -global. */
+/*
+ * The value a -global argument gives vfio-pci's @property, in either of
+ * QEMU's spellings: "vfio-pci.PROPERTY=VALUE" or
+ * "driver=vfio-pci,property=PROPERTY,value=VALUE" (keys in any order).
+ */
+static char *global_arg_value(const char *arg, const char *property)
+{
+    g_autofree char *prefix = g_strdup_printf("vfio-pci.%s=", property);
+    g_auto(GStrv) keys = NULL;
+    const char *driver = NULL, *prop = NULL, *value = NULL;
+    size_t i;
+
+    if (g_str_has_prefix(arg, prefix)) {
+        return g_strdup(arg + strlen(prefix));
+    }
+    keys = g_strsplit(arg, ",", -1);
+    for (i = 0; keys[i]; i++) {
+        if (g_str_has_prefix(keys[i], "driver=")) {
+            driver = keys[i] + strlen("driver=");
+        } else if (g_str_has_prefix(keys[i], "property=")) {
+            prop = keys[i] + strlen("property=");
+        } else if (g_str_has_prefix(keys[i], "value=")) {
+            value = keys[i] + strlen("value=");
+        }
+    }
+    if (!g_strcmp0(driver, "vfio-pci") && !g_strcmp0(prop, property) &&
+        value) {
+        return g_strdup(value);
+    }
+    return NULL;
+}
+
+/* What the <qemu:commandline> -global arguments give @property. */
 static char *global_value(const GpDomain *d, const char *property)
 {
-    xmlNsPtr ns = qemu_ns(d);
-    xmlNodePtr cl = ns ? child(d->root, "commandline", ns) : NULL;
-    g_autofree char *prefix = g_strdup_printf("vfio-pci.%s=", property);
+    xmlNodePtr cl = child(d->root, "commandline", qemu_ns_any());
     char *found = NULL;
     bool after_global = false;
     xmlNodePtr a;
@@ -135,10 +177,13 @@ static char *global_value(const GpDomain *d, const char *property)
             continue;
         }
         v = xmlGetProp(a, BAD_CAST "value");
-        if (v && after_global &&
-            g_str_has_prefix((const char *)v, prefix)) {
-            g_free(found);      /* the last one wins, as in QEMU */
-            found = g_strdup((const char *)v + strlen(prefix));
+        if (v && after_global) {
+            char *val = global_arg_value((const char *)v, property);
+
+            if (val) {
+                g_free(found);  /* the last one wins, as in QEMU */
+                found = val;
+            }
         }
         after_global = v && !xmlStrcmp(v, BAD_CAST "-global");
     }
@@ -476,6 +521,9 @@ void gp_domain_set_auto(GpDomain *d, const char *snapshot)
         GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
         xmlNodePtr fe;
 
+        if (h->explicit_id >= 0) {
+            continue;           /* the operator's id is kept as written */
+        }
         ensure_alias(h);
         fe = frontend_for(d, ns, h->alias);
         set_property(fe, ns, "x-nv-gpudirect-clique", NULL, NULL);
@@ -486,6 +534,32 @@ void gp_domain_set_auto(GpDomain *d, const char *snapshot)
     }
 }
 
+/*
+ * The id stock QEMU gets for the planner's clique @k: the k-th id that no
+ * explicit setting of the domain uses, so planned cliques never merge with
+ * an operator's.
+ */
+static int stock_id(const GpDomain *d, int k)
+{
+    bool used[GP_PLAN_MAX_CLIQUES] = { false };
+    guint i;
+    int id;
+
+    for (i = 0; i < d->gpus->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+
+        if (h->explicit_id >= 0) {
+            used[h->explicit_id] = true;
+        }
+    }
+    for (id = 0; id < GP_PLAN_MAX_CLIQUES; id++) {
+        if (!used[id] && k-- == 0) {
+            return id;
+        }
+    }
+    return -1;
+}
+
 void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
 {
     xmlNsPtr ns = ensure_qemu_ns(d);
@@ -493,7 +567,9 @@ void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
 
     for (i = 0; i < d->gpus->len; i++) {
         GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
-        int id = gp_plan_clique_of(plan, h->dev);
+        int k = gp_plan_clique_of(plan, h->dev);
+        int id = h->explicit_id >= 0 ? h->explicit_id :
+                 k >= 0 ? stock_id(d, k) : -1;
         g_autofree char *v = id >= 0 ? g_strdup_printf("%d", id) : NULL;
         xmlNodePtr fe;
 
