@@ -167,11 +167,19 @@ def test_hidden(t):
         p8 = run_mirror(t, HIDDEN, domain(bdfs, extra=(
             "  <cpu><numa><cell id='0' cpus='0-3' memory='8' unit='GiB'/>"
             "</numa></cpu>\n")))
-        t.ok(p8.returncode == 0 and "own <numa> cells are replaced" in
-             p8.stderr and len(ET.fromstring(p8.stdout).findall(
-                 "cpu/numa/cell")) == 2,
-             "the domain's own NUMA cells are replaced, with a warning",
-             p8.stderr)
+        t.ok(p8.returncode == 1 and "NUMA cells of its own" in p8.stderr
+             and not p8.stdout,
+             "the domain's own NUMA cells are refused, never replaced; "
+             "nothing written", p8.stderr)
+        p9 = run_mirror(t, HIDDEN, domain(bdfs, extra=(
+            "  <cpu><numa><cell id='0' cpus='0' memory='2' unit='GiB'/>"
+            "<cell id='1' cpus='1' memory='2' unit='GiB'/>"
+            "<cell id='2' cpus='2-3' memory='4' unit='GiB'/></numa></cpu>\n"
+            "  <numatune><memnode cellid='2' mode='strict' nodeset='0'/>"
+            "</numatune>\n")))
+        t.ok(p9.returncode == 1 and "NUMA cells of its own" in p9.stderr
+             and not p9.stdout,
+             "three cells and a memnode: refused, not cut to two", p9.stderr)
 
 
 def test_qemu_args(t):

@@ -381,8 +381,12 @@ static char *node_text(xmlDocPtr doc, xmlNodePtr n)
     return text;
 }
 
-/* <cpu><numa>: one cell per guest node; an operator's own cells are
- * replaced, with a warning. */
+/*
+ * <cpu><numa>: one cell per guest node. An operator's own, different cells
+ * are refused, never replaced: <numatune> memnodes and pinning refer to
+ * them by id, and a silent change would make libvirt refuse the domain or
+ * place its memory elsewhere. (Identical cells: a second run.)
+ */
 static bool set_numa(xmlDocPtr doc, const GpMirror *m, const char *name,
                      GError **errp)
 {
@@ -430,9 +434,13 @@ static bool set_numa(xmlDocPtr doc, const GpMirror *m, const char *name,
         g_autofree char *now = node_text(doc, numa);
 
         if (strcmp(was, now)) {
-            fprintf(stderr, "gpup2p libvirt: warning: %s: the domain's own "
-                    "<numa> cells are replaced by the mirrored ones\n",
-                    name);
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: the domain "
+                        "has NUMA cells of its own, and --mirror would need "
+                        "%u others (one per host NUMA node of the assigned "
+                        "devices): remove <cpu><numa> and any <numatune> "
+                        "memnode, or leave out --mirror", name, n);
+            xmlFreeNode(numa);
+            return false;
         }
         xmlReplaceNode(old, numa);
         xmlFreeNode(old);
