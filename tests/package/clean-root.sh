@@ -8,7 +8,8 @@
 # reaches the root, so a program setup forgets fails there.
 #
 #   tests/package/clean-root.sh [SUITE...]     (as root; needs the network
-#                                                to Debian's mirror)
+#                                                to this machine's Debian
+#                                                mirror)
 #
 # GPUP2P_DEBIAN_MIRROR overrides the mirror, GPUP2P_CLEAN_ROOT the root's
 # directory (kept afterwards when given; a temporary one is removed).
@@ -16,7 +17,16 @@
 # failure.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
-mirror=${GPUP2P_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The Debian mirror this machine's own apt sources use for bookworm main
+# (as scripts/setup-debian.sh finds it), so an operator's mirror works.
+mirror=${GPUP2P_DEBIAN_MIRROR:-$(apt-get indextargets --no-release-info \
+    --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' \
+    2>/dev/null | awk '$2 == "bookworm" && $3 == "main" { print $1; exit }')}
+if [ -z "$mirror" ]; then
+    echo "clean-root: no apt source of this machine serves Debian bookworm" \
+         "main; set GPUP2P_DEBIAN_MIRROR" >&2
+    exit 1
+fi
 suites=${*:-unit}
 if [ "$(id -u)" -ne 0 ]; then
     echo "clean-root: run as root (debootstrap, chroot, mount)" >&2
