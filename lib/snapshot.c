@@ -34,6 +34,24 @@ static gboolean copy_file(const char *src, const char *dst, GError **errp)
                                     errp);
 }
 
+/*
+ * Of config space, only what the reader's walks use (header, capability
+ * chains, ACS registers), zero elsewhere: the snapshot never holds, and
+ * the capture never reads, the rest of a device's 4 KiB.
+ */
+static gboolean copy_config(const char *src, const char *dst, GError **errp)
+{
+    g_autofree GpPciConfig *cfg = g_new0(GpPciConfig, 1);
+
+    if (!gp_sysfs_read_config(src, cfg, NULL)) {
+        return TRUE;    /* as other unreadable attributes: skipped */
+    }
+    return g_file_set_contents_full(dst, (const gchar *)cfg->bytes,
+                                    (gssize)cfg->len,
+                                    G_FILE_SET_CONTENTS_CONSISTENT, 0644,
+                                    errp);
+}
+
 static gboolean make_link(const char *src, const char *dst, GError **errp)
 {
     g_autofree char *text = gp_sysfs_read_link_text(src);
@@ -80,7 +98,10 @@ static gboolean copy_device(const char *sys, const char *out_sys,
         g_autofree char *s = g_build_filename(src, device_attrs[i], NULL);
         g_autofree char *d = g_build_filename(dst, device_attrs[i], NULL);
 
-        if (d3cold && !strcmp(device_attrs[i], "config")) {
+        if (!strcmp(device_attrs[i], "config")) {
+            if (!d3cold && !copy_config(s, d, errp)) {
+                return FALSE;
+            }
             continue;
         }
         if (!copy_file(s, d, errp)) {

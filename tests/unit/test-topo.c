@@ -733,6 +733,54 @@ static void test_vf(void)
 }
 
 /* A config file that cannot be read marks that device, naming the file. */
+/*
+ * Of config space only the header, the capability chains, the PCIe
+ * capability and ACS's registers are read: bytes elsewhere (here a
+ * pattern no walk uses) never reach the reader.
+ */
+static void test_config_read_minimal(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *path = NULL;
+    g_autofree gchar *raw = NULL;
+    const GpDevice *port;
+    gsize len, i;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_set_acs(sb, "0000:02:00.0", 0x5f, GP_ACS_RR | GP_ACS_CR);
+    dir = sb_device_dir(sb, "0000:02:00.0");
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &raw, &len, NULL));
+    g_assert_cmpuint(len, ==, GP_PCICFG_EXT_SIZE);
+    /* The builder's chain: PM at 0x40, PCIe at 0x60 (0x3c bytes), ACS
+     * at 0x100; the pattern fills PM's body and all past the chains. */
+    g_assert_cmpuint((uint8_t)raw[GP_PCI_CAPABILITY_LIST], ==, 0x40);
+    g_assert_cmpuint((uint8_t)raw[0x41], ==, 0x60);
+    g_assert_cmpuint((uint8_t)raw[0x61], ==, 0);
+    memset(raw + 0x44, 0xa5, 0x60 - 0x44);
+    memset(raw + 0xa0, 0xa5, 0x100 - 0xa0);
+    memset(raw + 0x110, 0xa5, len - 0x110);
+    g_assert_true(g_file_set_contents(path, raw, (gssize)len, NULL));
+
+    t = read_ok(sb_root(sb));
+    port = gp_topo_find(t, "0000:02:00.0");
+    g_assert_null(port->config_unreadable);
+    g_assert_cmpuint(port->config->len, ==, GP_PCICFG_EXT_SIZE);
+    g_assert_true(port->acs_known && port->acs.present);
+    g_assert_cmphex(port->acs.ctrl, ==, GP_ACS_RR | GP_ACS_CR);
+    g_assert_cmpint(port->pcie.type, ==, GP_PCIE_TYPE_DOWNSTREAM_PORT);
+    for (i = 0x44; i < len; i++) {
+        if ((i >= 0x60 && i < 0xa0) || (i >= 0x100 && i < 0x110)) {
+            continue;
+        }
+        if (port->config->bytes[i]) {
+            g_error("config byte 0x%zx was read (0x%02x)", i,
+                    port->config->bytes[i]);
+        }
+    }
+}
+
 static void test_config_unreadable(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -798,6 +846,7 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/unknown-link", test_unknown_link);
     g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);
     g_test_add_func("/topo/config-unreadable", test_config_unreadable);
+    g_test_add_func("/topo/config-read-minimal", test_config_read_minimal);
     g_test_add_func("/topo/vf", test_vf);
     return g_test_run();
 }
