@@ -657,7 +657,6 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
                            errp) &&
            read_link_width(dir, "max_link_width", &dev->max_link_width,
                            errp) &&
-           read_config(dev, dir, topo, errp) &&
            read_bars(dev, dir, errp) &&
            read_node_affinity(topo, dev, errp);
 }
@@ -899,6 +898,94 @@ static bool link_physfns(GpTopology *topo, GError **errp)
     return true;
 }
 
+static void mark_path(GHashTable *needed, const GpDevice *dev)
+{
+    for (; dev; dev = dev->parent) {
+        g_hash_table_add(needed, (gpointer)dev);
+        if (dev->physfn) {
+            mark_path(needed, dev->physfn);
+        }
+    }
+}
+
+/*
+ * The devices whose config space bears on a verdict or an assignment:
+ * GPUs and NICs with their PFs and every bridge above them, the other
+ * members of their IOMMU groups, and each root bus's first device (it
+ * names the host bridge: gp_topo_finish()).
+ */
+static GHashTable *config_needed(const GpTopology *topo)
+{
+    GHashTable *needed = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) groups = g_hash_table_new(NULL, NULL);
+    guint i, j;
+
+    for (i = 0; i < topo->devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+        if (gp_device_is_gpu(dev) || gp_device_is_nic(dev)) {
+            mark_path(needed, dev);
+            if (dev->iommu_group >= 0) {
+                g_hash_table_add(groups, GINT_TO_POINTER(dev->iommu_group + 1));
+            }
+        }
+    }
+    for (i = 0; i < topo->devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+        if (dev->iommu_group >= 0 &&
+            g_hash_table_contains(groups,
+                                  GINT_TO_POINTER(dev->iommu_group + 1))) {
+            mark_path(needed, dev);
+        }
+    }
+    for (i = 0; i < topo->host_bridges->len; i++) {
+        const GpHostBridge *hb = g_ptr_array_index(topo->host_bridges, i);
+        const GpDevice *head = NULL;
+
+        for (j = 0; j < topo->devices->len; j++) {
+            const GpDevice *dev = g_ptr_array_index(topo->devices, j);
+
+            if (dev->host == hb && !dev->parent && dev->bus == hb->bus &&
+                dev->domain == hb->domain &&
+                (!head || dev->slot * 8 + dev->function <
+                          head->slot * 8 + head->function)) {
+                head = dev;
+            }
+        }
+        if (head) {
+            g_hash_table_add(needed, (gpointer)head);
+        }
+    }
+    return needed;
+}
+
+/* Config space of the devices that need it; the rest is left alone. */
+static bool read_configs(GpTopology *topo, GError **errp)
+{
+    g_autoptr(GHashTable) needed = config_needed(topo);
+    guint i;
+
+    for (i = 0; i < topo->devices->len; i++) {
+        GpDevice *dev = g_ptr_array_index(topo->devices, i);
+        g_autofree char *dir = NULL;
+        unsigned sub;
+
+        if (!g_hash_table_contains(needed, dev)) {
+            sub = dev->class_code >> 8;
+            dev->config_not_read = true;
+            dev->is_bridge = sub == 0x0604 || sub == 0x0609;
+            topo->config_not_read++;
+            continue;
+        }
+        dir = g_build_filename(topo->sys, dev->sysfs_path, NULL);
+        if (!read_config(dev, dir, topo, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 GpTopology *gp_topo_read(const char *root_arg, GError **errp)
 {
     /* A snapshot generation link (/run/gpup2p/host) is resolved once, so
@@ -935,7 +1022,7 @@ GpTopology *gp_topo_read(const char *root_arg, GError **errp)
             return NULL;
         }
     }
-    if (!link_physfns(topo, errp)) {
+    if (!link_physfns(topo, errp) || !read_configs(topo, errp)) {
         return NULL;
     }
     gp_topo_finish(topo);

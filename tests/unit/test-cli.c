@@ -390,6 +390,19 @@ static void test_snapshot_round_trip(void)
         g_assert_cmpuint((uint8_t)sb[0x108], ==, 0xe0);
         g_assert_cmpuint((uint8_t)db2[0x108], ==, 0);
     }
+    /* Of a device off every GPU and NIC path, no config at all. */
+    {
+        g_autofree char *src = g_build_filename(
+            root, "sys/devices/pci0000:00/0000:00:01.0/config", NULL);
+        g_autofree char *dst = g_build_filename(
+            dest, "sys/devices/pci0000:00/0000:00:01.0/config", NULL);
+        g_autofree char *vendor = g_build_filename(
+            dest, "sys/devices/pci0000:00/0000:00:01.0/vendor", NULL);
+
+        g_assert_true(g_file_test(src, G_FILE_TEST_IS_REGULAR));
+        g_assert_true(g_file_test(vendor, G_FILE_TEST_IS_REGULAR));
+        g_assert_false(g_file_test(dst, G_FILE_TEST_EXISTS));
+    }
 
     /* A second snapshot into the same place is refused, the first kept. */
     run(&again, "snapshot", "--sysfs-root", root, dest, NULL);
