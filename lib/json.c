@@ -97,6 +97,8 @@ static void build_device(JsonBuilder *b, const GpDevice *dev)
     json_builder_add_int_value(b, (gint64)dev->config->len);
     gp_json_add_string_or_null(b, "config_unreadable",
                                dev->config_unreadable);
+    json_builder_set_member_name(b, "config_read");
+    json_builder_add_boolean_value(b, !dev->config_not_read);
 
     json_builder_set_member_name(b, "bars");
     json_builder_begin_array(b);
@@ -229,6 +231,8 @@ static void build_header(JsonBuilder *b, const GpTopology *topo)
     json_builder_add_int_value(b, topo->config_truncated);
     json_builder_set_member_name(b, "config_unreadable");
     json_builder_add_int_value(b, topo->config_unreadable);
+    json_builder_set_member_name(b, "config_not_read");
+    json_builder_add_int_value(b, topo->config_not_read);
     json_builder_set_member_name(b, "host_bridges");
     json_builder_begin_array(b);
     for (i = 0; i < topo->host_bridges->len; i++) {

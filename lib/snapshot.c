@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "gpup2p/snapshot.h"
+#include "gpup2p/topo.h"
 #include "sysfs-internal.h"
 
 static const char *const device_attrs[] = {
@@ -30,6 +31,24 @@ static gboolean copy_file(const char *src, const char *dst, GError **errp)
         return TRUE;    /* absent or unreadable attributes are skipped */
     }
     return g_file_set_contents_full(dst, data, (gssize)len,
+                                    G_FILE_SET_CONTENTS_CONSISTENT, 0644,
+                                    errp);
+}
+
+/*
+ * Of config space, only what the reader's walks use (header, capability
+ * chains, ACS registers), zero elsewhere: the snapshot never holds, and
+ * the capture never reads, the rest of a device's 4 KiB.
+ */
+static gboolean copy_config(const char *src, const char *dst, GError **errp)
+{
+    g_autofree GpPciConfig *cfg = g_new0(GpPciConfig, 1);
+
+    if (!gp_sysfs_read_config(src, cfg, NULL)) {
+        return TRUE;    /* as other unreadable attributes: skipped */
+    }
+    return g_file_set_contents_full(dst, (const gchar *)cfg->bytes,
+                                    (gssize)cfg->len,
                                     G_FILE_SET_CONTENTS_CONSISTENT, 0644,
                                     errp);
 }
@@ -69,19 +88,13 @@ static gboolean copy_device(const char *sys, const char *out_sys,
     if (!mkdirs(dst, errp)) {
         return FALSE;
     }
-    g_autofree char *power = g_build_filename(src, "power_state", NULL);
-    g_autofree gchar *state = NULL;
-    /* A device in D3cold keeps its sleep: its config space is not read
-     * (the reader then marks it unreadable, and says why). */
-    gboolean d3cold = g_file_get_contents(power, &state, NULL, NULL) &&
-                  g_str_has_prefix(state, "D3cold");
 
     for (i = 0; i < G_N_ELEMENTS(device_attrs); i++) {
         g_autofree char *s = g_build_filename(src, device_attrs[i], NULL);
         g_autofree char *d = g_build_filename(dst, device_attrs[i], NULL);
 
-        if (d3cold && !strcmp(device_attrs[i], "config")) {
-            continue;
+        if (!strcmp(device_attrs[i], "config")) {
+            continue;           /* copy_configs(), once all is known */
         }
         if (!copy_file(s, d, errp)) {
             return FALSE;
@@ -130,6 +143,63 @@ static gboolean copy_links_dir(const char *sys, const char *out_sys,
         target = gp_sysfs_resolve(rel, text);
         if (devices && target && g_str_has_prefix(target, "devices/pci") &&
             !copy_device(sys, out_sys, target, errp)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* @rel's config (sparse: copy_config), unless the device is in D3cold. */
+static gboolean copy_device_config(const char *sys, const char *out_sys,
+                                   const char *rel, GError **errp)
+{
+    g_autofree char *src = g_build_filename(sys, rel, NULL);
+    g_autofree char *dst = g_build_filename(out_sys, rel, "config", NULL);
+    g_autofree char *power = g_build_filename(src, "power_state", NULL);
+    g_autofree char *cfg = g_build_filename(src, "config", NULL);
+    g_autofree gchar *state = NULL;
+
+    /* A device in D3cold keeps its sleep: its config space is not read
+     * (the reader then marks it unreadable, and says why). */
+    if (g_file_get_contents(power, &state, NULL, NULL) &&
+        g_str_has_prefix(state, "D3cold")) {
+        return TRUE;
+    }
+    return copy_config(cfg, dst, errp);
+}
+
+/*
+ * Config space only of the devices the reader reads it of (GPU and NIC
+ * paths: gp_topo_read() run over the capture so far). Where the reader
+ * refuses the capture, of every device, so that nothing is lost.
+ */
+static gboolean copy_configs(const char *sys, const char *tmp, GError **errp)
+{
+    g_autoptr(GpTopology) topo = gp_topo_read(tmp, NULL);
+    g_autofree char *out_sys = g_build_filename(tmp, "sys", NULL);
+    g_autofree char *devdir = g_build_filename(out_sys, "bus/pci/devices",
+                                               NULL);
+    g_autoptr(GDir) dir = NULL;
+    const char *name;
+    guint i;
+
+    for (i = 0; topo && i < topo->devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+        if (!dev->config_not_read &&
+            !copy_device_config(sys, out_sys, dev->sysfs_path, errp)) {
+            return FALSE;
+        }
+    }
+    dir = topo ? NULL : g_dir_open(devdir, 0, NULL);
+    while (dir && (name = g_dir_read_name(dir))) {
+        g_autofree char *link = g_build_filename(devdir, name, NULL);
+        g_autofree char *text = gp_sysfs_read_link_text(link);
+        g_autofree char *rel = text ? gp_sysfs_resolve("bus/pci/devices",
+                                                       text) : NULL;
+
+        if (rel && g_str_has_prefix(rel, "devices/pci") &&
+            !copy_device_config(sys, out_sys, rel, errp)) {
             return FALSE;
         }
     }
@@ -258,7 +328,8 @@ gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp)
         !copy_links_dir(sys, out_sys, "class/pci_bus", FALSE, errp) ||
         !copy_numa(sys, out_sys, errp) ||
         !copy_cpuinfo(root, tmp, errp) ||
-        !copy_interrupts(root, tmp, errp)) {
+        !copy_interrupts(root, tmp, errp) ||
+        !copy_configs(sys, tmp, errp)) {
         gp_remove_tree(tmp);
         return FALSE;
     }

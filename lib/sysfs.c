@@ -4,12 +4,14 @@
  * the only file that touches sysfs for reading.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpup2p/p2pcap.h"
 #include "gpup2p/topo.h"
 #include "sysfs-internal.h"
 
@@ -318,6 +320,147 @@ static bool config_unwalkable(GpTopology *topo, GpDevice *dev,
     return true;
 }
 
+/*
+ * The bytes of @fd at [@off, @off + @n) into @cfg, clipped to *@limit; a
+ * short read means the file ends there (the kernel gives unprivileged
+ * readers 64 bytes), so *@limit shrinks to it.
+ */
+static bool config_fetch(int fd, GpPciConfig *cfg, size_t *limit,
+                         size_t off, size_t n, const char *path,
+                         GError **errp)
+{
+    ssize_t got;
+
+    if (off >= *limit) {
+        return true;
+    }
+    n = MIN(n, *limit - off);
+    do {
+        got = pread(fd, cfg->bytes + off, n, (off_t)off);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: cannot read at 0x%zx: "
+                    "%s", path, off, g_strerror(errno));
+        return false;
+    }
+    if ((size_t)got < n) {
+        *limit = off + (size_t)got;
+    }
+    return true;
+}
+
+/* The standard capability chain: each header, and the PCIe capability. */
+static bool config_fetch_caps(int fd, GpPciConfig *cfg, size_t *limit,
+                              const char *path, GError **errp)
+{
+    bool visited[GP_PCICFG_STD_SIZE / 4] = { false };
+    uint8_t ptr = cfg->bytes[GP_PCI_CAPABILITY_LIST] & 0xfc;
+    bool fetched = false;
+
+    if (!(cfg->bytes[GP_PCI_STATUS] & GP_PCI_STATUS_CAP_LIST)) {
+        ptr = 0;
+    }
+    while (ptr >= GP_PCICFG_HEADER_SIZE && ptr < *limit &&
+           !visited[ptr / 4]) {
+        size_t want;
+
+        visited[ptr / 4] = true;
+        if (!config_fetch(fd, cfg, limit, ptr, 4, path, errp)) {
+            return false;
+        }
+        want = 4;
+        if (cfg->bytes[ptr] == GP_PCI_CAP_ID_EXP) {
+            want = 0x3c;
+        } else if (cfg->bytes[ptr] == GP_PCI_CAP_ID_VNDR) {
+            /* Up to its own length: a clique capability is 8 bytes. */
+            want = CLAMP(cfg->bytes[ptr + 2], 4, GP_P2PCAP_LENGTH);
+        }
+        if (!config_fetch(fd, cfg, limit, ptr,
+                          MIN(want, GP_PCICFG_STD_SIZE - (size_t)ptr), path,
+                          errp)) {
+            return false;
+        }
+        fetched = true;
+        ptr = cfg->bytes[ptr + 1] & 0xfc;
+    }
+    /* No capability read past the header: one byte says whether the
+     * rest of standard space is readable at all. */
+    return fetched || config_fetch(fd, cfg, limit, GP_PCICFG_HEADER_SIZE, 1,
+                                   path, errp);
+}
+
+/* The extended capability chain: each header, and ACS's registers. */
+static bool config_fetch_ext_caps(int fd, GpPciConfig *cfg, size_t *limit,
+                                  const char *path, GError **errp)
+{
+    bool visited[GP_PCICFG_MAX_EXT_CAPS] = { false };
+    size_t off = GP_PCICFG_STD_SIZE;
+
+    while (off + 4 <= *limit &&
+           !visited[(off - GP_PCICFG_STD_SIZE) / 4]) {
+        uint32_t hdr;
+
+        visited[(off - GP_PCICFG_STD_SIZE) / 4] = true;
+        if (!config_fetch(fd, cfg, limit, off, 4, path, errp)) {
+            return false;
+        }
+        if (off + 4 > *limit) {
+            break;
+        }
+        /* cfg->len is set once the walk ends: read the header directly. */
+        memcpy(&hdr, cfg->bytes + off, sizeof(hdr));
+        hdr = GUINT32_FROM_LE(hdr);
+        if (hdr == 0 || hdr == 0xffffffff) {
+            break;
+        }
+        if ((hdr & 0xffff) == GP_PCI_EXT_CAP_ID_ACS &&
+            !config_fetch(fd, cfg, limit, off + 4, 4, path, errp)) {
+            return false;
+        }
+        off = (hdr >> 20) & 0xffc;
+        if (off < GP_PCICFG_STD_SIZE) {
+            break;
+        }
+    }
+    return true;
+}
+
+/*
+ * Read of @path only what the walks use: the header, each capability's
+ * header, the PCIe capability, a clique capability and ACS's registers. Never the rest: some
+ * chips lock up on undefined config space, and the snapshot keeps no more.
+ * The bytes not read stay zero; cfg->len is how far the file reads.
+ */
+bool gp_sysfs_read_config(const char *path, GpPciConfig *cfg, GError **errp)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    size_t limit;
+    bool ok;
+
+    gp_pcicfg_init(cfg, NULL, 0);
+    if (fd < 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: cannot open: %s", path,
+                    g_strerror(errno));
+        return false;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: not a regular file",
+                    path);
+        close(fd);
+        return false;
+    }
+    limit = MIN((size_t)st.st_size, (size_t)GP_PCICFG_EXT_SIZE);
+    ok = config_fetch(fd, cfg, &limit, 0, GP_PCICFG_HEADER_SIZE, path,
+                      errp) &&
+         (limit < GP_PCICFG_HEADER_SIZE ||
+          (config_fetch_caps(fd, cfg, &limit, path, errp) &&
+           config_fetch_ext_caps(fd, cfg, &limit, path, errp)));
+    close(fd);
+    cfg->len = ok ? limit : 0;
+    return ok;
+}
+
 /* A device in D3cold: reading its config space would wake it. */
 static bool in_d3cold(const char *dir)
 {
@@ -330,7 +473,6 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
                         GError **errp)
 {
     g_autofree char *path = g_build_filename(dir, "config", NULL);
-    g_autofree gchar *bytes = NULL;
     g_autoptr(GError) err = NULL;
     GpPciCapList caps;
     gsize len = 0;
@@ -350,13 +492,13 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
         config_mark_unreadable(dev, topo, g_strdup_printf(
             "%s: not readable: not a regular file", path));
         len = 0;
-    } else if (!g_file_get_contents(path, &bytes, &len, &err)) {
+    } else if (!gp_sysfs_read_config(path, dev->config, &err)) {
         config_mark_unreadable(dev, topo, g_strdup_printf(
             "%s: not readable: %s", path, err->message));
         g_clear_error(&err);
         len = 0;
     } else {
-        gp_pcicfg_init(dev->config, (const uint8_t *)bytes, len);
+        len = dev->config->len;
         if (len < GP_PCICFG_STD_SIZE) {
             topo->config_truncated++;
         }
@@ -515,7 +657,6 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
                            errp) &&
            read_link_width(dir, "max_link_width", &dev->max_link_width,
                            errp) &&
-           read_config(dev, dir, topo, errp) &&
            read_bars(dev, dir, errp) &&
            read_node_affinity(topo, dev, errp);
 }
@@ -757,6 +898,94 @@ static bool link_physfns(GpTopology *topo, GError **errp)
     return true;
 }
 
+static void mark_path(GHashTable *needed, const GpDevice *dev)
+{
+    for (; dev; dev = dev->parent) {
+        g_hash_table_add(needed, (gpointer)dev);
+        if (dev->physfn) {
+            mark_path(needed, dev->physfn);
+        }
+    }
+}
+
+/*
+ * The devices whose config space bears on a verdict or an assignment:
+ * GPUs and NICs with their PFs and every bridge above them, the other
+ * members of their IOMMU groups, and each root bus's first device (it
+ * names the host bridge: gp_topo_finish()).
+ */
+static GHashTable *config_needed(const GpTopology *topo)
+{
+    GHashTable *needed = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) groups = g_hash_table_new(NULL, NULL);
+    guint i, j;
+
+    for (i = 0; i < topo->devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+        if (gp_device_is_gpu(dev) || gp_device_is_nic(dev)) {
+            mark_path(needed, dev);
+            if (dev->iommu_group >= 0) {
+                g_hash_table_add(groups, GINT_TO_POINTER(dev->iommu_group + 1));
+            }
+        }
+    }
+    for (i = 0; i < topo->devices->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(topo->devices, i);
+
+        if (dev->iommu_group >= 0 &&
+            g_hash_table_contains(groups,
+                                  GINT_TO_POINTER(dev->iommu_group + 1))) {
+            mark_path(needed, dev);
+        }
+    }
+    for (i = 0; i < topo->host_bridges->len; i++) {
+        const GpHostBridge *hb = g_ptr_array_index(topo->host_bridges, i);
+        const GpDevice *head = NULL;
+
+        for (j = 0; j < topo->devices->len; j++) {
+            const GpDevice *dev = g_ptr_array_index(topo->devices, j);
+
+            if (dev->host == hb && !dev->parent && dev->bus == hb->bus &&
+                dev->domain == hb->domain &&
+                (!head || dev->slot * 8 + dev->function <
+                          head->slot * 8 + head->function)) {
+                head = dev;
+            }
+        }
+        if (head) {
+            g_hash_table_add(needed, (gpointer)head);
+        }
+    }
+    return needed;
+}
+
+/* Config space of the devices that need it; the rest is left alone. */
+static bool read_configs(GpTopology *topo, GError **errp)
+{
+    g_autoptr(GHashTable) needed = config_needed(topo);
+    guint i;
+
+    for (i = 0; i < topo->devices->len; i++) {
+        GpDevice *dev = g_ptr_array_index(topo->devices, i);
+        g_autofree char *dir = NULL;
+        unsigned sub;
+
+        if (!g_hash_table_contains(needed, dev)) {
+            sub = dev->class_code >> 8;
+            dev->config_not_read = true;
+            dev->is_bridge = sub == 0x0604 || sub == 0x0609;
+            topo->config_not_read++;
+            continue;
+        }
+        dir = g_build_filename(topo->sys, dev->sysfs_path, NULL);
+        if (!read_config(dev, dir, topo, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 GpTopology *gp_topo_read(const char *root_arg, GError **errp)
 {
     /* A snapshot generation link (/run/gpup2p/host) is resolved once, so
@@ -793,7 +1022,7 @@ GpTopology *gp_topo_read(const char *root_arg, GError **errp)
             return NULL;
         }
     }
-    if (!link_physfns(topo, errp)) {
+    if (!link_physfns(topo, errp) || !read_configs(topo, errp)) {
         return NULL;
     }
     gp_topo_finish(topo);

@@ -68,6 +68,12 @@ struct GpDevice {
      * else config is empty, so ACS and capabilities read as unknown.
      */
     char *config_unreadable;
+    /*
+     * Off every GPU and NIC path (no such device, its PF, a bridge above
+     * them, a member of their IOMMU groups, nor the head of a root bus):
+     * config space left alone, is_bridge from the class code.
+     */
+    bool config_not_read;
     bool is_bridge;             /* header type 1 */
     GpPcieInfo pcie;
     GpAcsInfo acs;
@@ -94,6 +100,8 @@ typedef struct GpTopology {
     unsigned config_truncated;
     /* Devices with config_unreadable set. */
     unsigned config_unreadable;
+    /* Devices with config_not_read set. */
+    unsigned config_not_read;
 } GpTopology;
 
 /*

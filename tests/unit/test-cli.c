@@ -374,6 +374,36 @@ static void test_snapshot_round_trip(void)
     db = json_to_string(json_parser_get_root(pb), TRUE);
     g_assert_cmpstr(da, ==, db);
 
+    /* Config space: the walks' bytes only, never a register body. */
+    {
+        const char *rel = "sys/devices/pci0000:00/0000:00:07.0/config";
+        g_autofree char *src = g_build_filename(root, rel, NULL);
+        g_autofree char *dst = g_build_filename(dest, rel, NULL);
+        g_autofree gchar *sb = NULL, *db2 = NULL;
+        gsize sl, dl;
+
+        g_assert_true(g_file_get_contents(src, &sb, &sl, NULL));
+        g_assert_true(g_file_get_contents(dst, &db2, &dl, NULL));
+        g_assert_cmpuint(sl, ==, 4096);
+        g_assert_cmpuint(dl, ==, sl);
+        g_assert_cmpmem(sb, 0x40, db2, 0x40);         /* the header */
+        g_assert_cmpuint((uint8_t)sb[0x108], ==, 0xe0);
+        g_assert_cmpuint((uint8_t)db2[0x108], ==, 0);
+    }
+    /* Of a device off every GPU and NIC path, no config at all. */
+    {
+        g_autofree char *src = g_build_filename(
+            root, "sys/devices/pci0000:00/0000:00:01.0/config", NULL);
+        g_autofree char *dst = g_build_filename(
+            dest, "sys/devices/pci0000:00/0000:00:01.0/config", NULL);
+        g_autofree char *vendor = g_build_filename(
+            dest, "sys/devices/pci0000:00/0000:00:01.0/vendor", NULL);
+
+        g_assert_true(g_file_test(src, G_FILE_TEST_IS_REGULAR));
+        g_assert_true(g_file_test(vendor, G_FILE_TEST_IS_REGULAR));
+        g_assert_false(g_file_test(dst, G_FILE_TEST_EXISTS));
+    }
+
     /* A second snapshot into the same place is refused, the first kept. */
     run(&again, "snapshot", "--sysfs-root", root, dest, NULL);
     g_assert_cmpint(again.status, ==, 1);

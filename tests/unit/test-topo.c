@@ -733,6 +733,96 @@ static void test_vf(void)
 }
 
 /* A config file that cannot be read marks that device, naming the file. */
+/*
+ * Of config space only the header, the capability chains, the PCIe
+ * capability and ACS's registers are read: bytes elsewhere (here a
+ * pattern no walk uses) never reach the reader.
+ */
+static void test_config_read_minimal(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *path = NULL;
+    g_autofree gchar *raw = NULL;
+    const GpDevice *port;
+    gsize len, i;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_set_acs(sb, "0000:02:00.0", 0x5f, GP_ACS_RR | GP_ACS_CR);
+    dir = sb_device_dir(sb, "0000:02:00.0");
+    path = g_build_filename(dir, "config", NULL);
+    g_assert_true(g_file_get_contents(path, &raw, &len, NULL));
+    g_assert_cmpuint(len, ==, GP_PCICFG_EXT_SIZE);
+    /* The builder's chain: PM at 0x40, PCIe at 0x60 (0x3c bytes), ACS
+     * at 0x100; the pattern fills PM's body and all past the chains. */
+    g_assert_cmpuint((uint8_t)raw[GP_PCI_CAPABILITY_LIST], ==, 0x40);
+    g_assert_cmpuint((uint8_t)raw[0x41], ==, 0x60);
+    g_assert_cmpuint((uint8_t)raw[0x61], ==, 0);
+    memset(raw + 0x44, 0xa5, 0x60 - 0x44);
+    memset(raw + 0xa0, 0xa5, 0x100 - 0xa0);
+    memset(raw + 0x110, 0xa5, len - 0x110);
+    g_assert_true(g_file_set_contents(path, raw, (gssize)len, NULL));
+
+    t = read_ok(sb_root(sb));
+    port = gp_topo_find(t, "0000:02:00.0");
+    g_assert_null(port->config_unreadable);
+    g_assert_cmpuint(port->config->len, ==, GP_PCICFG_EXT_SIZE);
+    g_assert_true(port->acs_known && port->acs.present);
+    g_assert_cmphex(port->acs.ctrl, ==, GP_ACS_RR | GP_ACS_CR);
+    g_assert_cmpint(port->pcie.type, ==, GP_PCIE_TYPE_DOWNSTREAM_PORT);
+    for (i = 0x44; i < len; i++) {
+        if ((i >= 0x60 && i < 0xa0) || (i >= 0x100 && i < 0x110)) {
+            continue;
+        }
+        if (port->config->bytes[i]) {
+            g_error("config byte 0x%zx was read (0x%02x)", i,
+                    port->config->bytes[i]);
+        }
+    }
+}
+
+/*
+ * Config space of a device off every GPU and NIC path is left alone (a
+ * FIFO in its place would block a read); one in a GPU's IOMMU group is
+ * read, and an unread bridge is still known as one by its class.
+ */
+static void test_config_off_paths_not_read(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *cfg = NULL;
+    const GpDevice *smbus, *port, *member;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_add(sb, NULL, "0000:00:1f.3", SB_ENDPOINT, 0x8086, 0xa123, 0x0c0500,
+           0, 20, NULL);
+    sb_add(sb, NULL, "0000:00:1c.0", SB_ROOT_PORT, 0x8086, 0xa110,
+           0x060400, 0, 21, "pcieport");
+    sb_add(sb, NULL, "0000:00:1f.4", SB_ENDPOINT, 0x8086, 0xa124, 0x0c0500,
+           0, 10, NULL);                /* GPU A's group */
+    dir = sb_device_dir(sb, "0000:00:1f.3");
+    cfg = g_build_filename(dir, "config", NULL);
+    g_unlink(cfg);
+    g_assert_cmpint(mkfifo(cfg, 0600), ==, 0);
+
+    t = read_ok(sb_root(sb));
+    smbus = gp_topo_find(t, "0000:00:1f.3");
+    port = gp_topo_find(t, "0000:00:1c.0");
+    member = gp_topo_find(t, "0000:00:1f.4");
+    g_assert_true(smbus->config_not_read);
+    g_assert_null(smbus->config_unreadable);
+    g_assert_cmpuint(smbus->config->len, ==, 0);
+    g_assert_true(port->config_not_read && port->is_bridge);
+    g_assert_false(member->config_not_read);
+    g_assert_cmpuint(member->config->len, ==, GP_PCICFG_EXT_SIZE);
+    g_assert_cmpuint(t->config_not_read, ==, 2);
+    g_assert_cmpuint(t->config_unreadable, ==, 0);
+    g_assert_false(gp_topo_find(t, SB_GPU_A)->config_not_read);
+    g_assert_false(gp_topo_find(t, "0000:02:00.0")->config_not_read);
+    g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_C, NULL), !=,
+                    GP_P2P_UNKNOWN);
+}
+
 static void test_config_unreadable(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -798,6 +888,8 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/unknown-link", test_unknown_link);
     g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);
     g_test_add_func("/topo/config-unreadable", test_config_unreadable);
+    g_test_add_func("/topo/config-read-minimal", test_config_read_minimal);
+    g_test_add_func("/topo/config-off-paths", test_config_off_paths_not_read);
     g_test_add_func("/topo/vf", test_vf);
     return g_test_run();
 }

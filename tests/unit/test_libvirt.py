@@ -328,6 +328,8 @@ def incomplete_snapshot(d):
     devs = os.path.join(snap, "sys", "bus", "pci", "devices")
     for bdf in os.listdir(devs):
         cfg = os.path.join(devs, bdf, "config")
+        if not os.path.exists(cfg):     # off GPU paths: never captured
+            continue
         with open(cfg, "rb") as f:
             head = f.read(64)
         with open(cfg, "wb") as f:

@@ -246,6 +246,11 @@ static void print_legend(const GpTopology *topo)
                "non-root?): ACS state and extended capabilities unknown\n",
                topo->config_truncated);
     }
+    if (topo->config_not_read) {
+        printf("\nnote: config space of %u device(s) off every GPU and NIC "
+               "path was not read (JSON: config_read false)\n",
+               topo->config_not_read);
+    }
     for (i = 0; i < topo->devices->len; i++) {
         const GpDevice *dev = g_ptr_array_index(topo->devices, i);
 
