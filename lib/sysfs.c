@@ -960,8 +960,9 @@ static GHashTable *config_needed(const GpTopology *topo)
     return needed;
 }
 
-/* Config space of the devices that need it; the rest is left alone. */
-static bool read_configs(GpTopology *topo, GError **errp)
+/* Config space of the devices that need it (@all: of every device); the
+ * rest is left alone. */
+static bool read_configs(GpTopology *topo, bool all, GError **errp)
 {
     g_autoptr(GHashTable) needed = config_needed(topo);
     guint i;
@@ -971,7 +972,7 @@ static bool read_configs(GpTopology *topo, GError **errp)
         g_autofree char *dir = NULL;
         unsigned sub;
 
-        if (!g_hash_table_contains(needed, dev)) {
+        if (!all && !g_hash_table_contains(needed, dev)) {
             sub = dev->class_code >> 8;
             dev->config_not_read = true;
             dev->is_bridge = sub == 0x0604 || sub == 0x0609;
@@ -986,7 +987,7 @@ static bool read_configs(GpTopology *topo, GError **errp)
     return true;
 }
 
-GpTopology *gp_topo_read(const char *root_arg, GError **errp)
+static GpTopology *topo_read(const char *root_arg, bool all, GError **errp)
 {
     /* A snapshot generation link (/run/gpup2p/host) is resolved once, so
      * that a new generation swapped in while this reads cannot mix two. */
@@ -1022,7 +1023,7 @@ GpTopology *gp_topo_read(const char *root_arg, GError **errp)
             return NULL;
         }
     }
-    if (!link_physfns(topo, errp) || !read_configs(topo, errp)) {
+    if (!link_physfns(topo, errp) || !read_configs(topo, all, errp)) {
         return NULL;
     }
     gp_topo_finish(topo);
@@ -1030,4 +1031,14 @@ GpTopology *gp_topo_read(const char *root_arg, GError **errp)
         return NULL;
     }
     return g_steal_pointer(&topo);
+}
+
+GpTopology *gp_topo_read(const char *root, GError **errp)
+{
+    return topo_read(root, false, errp);
+}
+
+GpTopology *gp_topo_read_all(const char *root, GError **errp)
+{
+    return topo_read(root, true, errp);
 }

@@ -111,6 +111,12 @@ typedef struct GpTopology {
  * link text (as some copy tools leave them) read as links.
  */
 GpTopology *gp_topo_read(const char *root, GError **errp);
+/*
+ * The same, reading the config space of every device, not only of those on
+ * GPU and NIC paths: for views of every pair (`gpup2p verdict --all`,
+ * `topo --all`).
+ */
+GpTopology *gp_topo_read_all(const char *root, GError **errp);
 void gp_topo_free(GpTopology *topo);
 
 /*

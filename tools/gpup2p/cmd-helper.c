@@ -279,7 +279,8 @@ int gp_cmd_verdict(int argc, char **argv)
         return gp_cli_fail("verdict", GP_EXIT_USAGE, "expected two devices, "
                            "or --all");
     }
-    topo = gp_topo_read("/", &err);
+    /* Every ordered pair of devices is compared: all of them read. */
+    topo = gp_topo_read_all("/", &err);
     if (!topo || !(pairs = select_pairs(topo, all, argv, &err))) {
         return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
     }

@@ -319,7 +319,9 @@ int gp_cmd_topo(int argc, char **argv)
         return gp_cli_fail("topo", GP_EXIT_USAGE,
                            "--all and --devices exclude each other");
     }
-    topo = gp_topo_read(root ? root : "/", &err);
+    /* --all shows every endpoint pair: every device's config is read. */
+    topo = all ? gp_topo_read_all(root ? root : "/", &err) :
+                 gp_topo_read(root ? root : "/", &err);
     if (!topo) {
         return gp_cli_fail("topo", GP_EXIT_FAILED, "%s", err->message);
     }
