@@ -117,6 +117,11 @@ apt-get install -y -q --no-install-recommends \
     libpixman-1-dev libfdt-dev zlib1g-dev libcap-ng-dev libattr1-dev \
     python3-venv flex bison bzip2 patch dpkg-dev
 
+# Building the Linux 7.x virtual host's kernel (tests/vhost/build-linux.sh)
+# and tracing QEMU's config writes (tests/integration/inner_backends.py).
+apt-get install -y -q --no-install-recommends \
+    bc libelf-dev libssl-dev strace
+
 # Linux 7.3's source from trixie-backports, unpacked once per machine: the
 # P2P rule's list test reads its drivers/pci/p2pdma.c, and the 7.x virtual
 # host is built from it.
