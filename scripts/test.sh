@@ -45,6 +45,10 @@ if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     python3 tests/vhost/vhost.py prepare
     hw/vfio-gpu-p2p/build-qemu.sh
     kernel/build.sh
+    # The Linux 7.x virtual host's kernel (cached per machine) and
+    # Debian's QEMU 11.1, the judge of its iommufd path.
+    tests/vhost/build-linux.sh 7.3 >/dev/null
+    tests/vhost/stock-qemu-newer.sh >/dev/null
     suite build integration --num-processes 1
 fi
 

@@ -1,29 +1,18 @@
 #!/bin/sh
 # Build QEMU 10.0.2 (Debian's source) with the vfio-gpu-p2p extension.
 #
-#   hw/vfio-gpu-p2p/build-qemu.sh [--default-clique=off|auto] [BUILD_DIR]
-#                                        (default: off, build/qemu)
+#   hw/vfio-gpu-p2p/build-qemu.sh [BUILD_DIR]       (default: build/qemu)
 #
 # Fetches the upstream tarball through Debian's source packages (or takes
 # the file GPUP2P_QEMU_TARBALL names; either is checked against the SHA-256
 # the script pins), adds
 # hw/vfio-gpu-p2p/ (the extension and the core library it links), applies
 # the small hook patch to hw/vfio, and builds a minimal x86_64 QEMU with KVM
-# and TCG. Re-running rebuilds only what changed. The binary ends up at
-# BUILD_DIR/qemu-system-x86_64 (a link into the build tree).
-# --default-clique sets the default of vfio-pci's x-gpu-p2p-clique in the
-# binary (a fleet-wide "auto").
+# and TCG, warnings as errors. Re-running rebuilds only what changed. The
+# binary ends up at BUILD_DIR/qemu-system-x86_64 (a link into the build
+# tree). x-gpu-p2p-clique defaults to off; the machine type
+# pc-q35-X.Y-gpup2p (alias q35-gpup2p) makes auto the default.
 set -eu
-
-default_clique=off
-case "${1:-}" in
---default-clique=off|--default-clique=auto)
-    default_clique=${1#--default-clique=}; shift ;;
---default-clique=*)
-    echo "build-qemu: ${1#--default-clique=}: the default clique is off" \
-         "or auto" >&2
-    exit 2 ;;
-esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -90,13 +79,10 @@ mkdir -p "$dst/core/lib" "$dst/core/include/gpup2p"
 sync_file() {
     cmp -s "$1" "$2" 2>/dev/null || cp "$1" "$2"
 }
-for f in vfio-gpu-p2p.c vfio-gpu-p2p.h trace-events trace.h; do
+for f in vfio-gpu-p2p.c vfio-gpu-p2p.h machine.c trace-events trace.h; do
     sync_file "$here/$f" "$dst/$f"
 done
-rm -f "$dst/bar-mapper.c"
-echo "$default_clique" > "$dst/default-clique.new"
-sync_file "$dst/default-clique.new" "$dst/default-clique"
-rm -f "$dst/default-clique.new"
+rm -f "$dst/bar-mapper.c" "$dst/default-clique"
 sync_file "$here/meson.build.qemu" "$dst/meson.build"
 # The core library as lib/core-sources.txt lists it (the one list of its
 # sources), with its private and public headers and the shared kernel
@@ -119,13 +105,21 @@ for f in "$dst"/core/lib/*; do
     [ -e "$top/lib/$name" ] || rm -f "$f"
 done
 
-if [ ! -f "$src/build/build.ninja" ]; then
-    (cd "$src" && ./configure --target-list=x86_64-softmmu \
-        --without-default-features --enable-kvm --enable-tcg \
-        --enable-virtfs --enable-attr --enable-cap-ng --enable-trace-backends=log \
-        --disable-install-blobs --disable-docs --disable-werror \
-        --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu \
-        --python=/usr/bin/python3 >/dev/null)
+# -Werror covers our files with QEMU's own warning flags; a tree
+# configured with other options is configured afresh.
+configure_args="--target-list=x86_64-softmmu --without-default-features
+    --enable-kvm --enable-tcg --enable-virtfs --enable-attr --enable-cap-ng
+    --enable-trace-backends=log --disable-install-blobs --disable-docs
+    --enable-werror
+    --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu
+    --python=/usr/bin/python3"
+if [ ! -f "$src/build/build.ninja" ] ||
+   [ "$(cat "$src/build/.gpup2p-configure" 2>/dev/null)" != "$configure_args" ]
+then
+    rm -rf "$src/build"
+    # shellcheck disable=SC2086 # the arguments are words
+    (cd "$src" && ./configure $configure_args >/dev/null)
+    printf '%s' "$configure_args" > "$src/build/.gpup2p-configure"
 fi
 ninja -C "$src/build" qemu-system-x86_64
 # Run from its build tree, QEMU looks for firmware under qemu-bundle/:

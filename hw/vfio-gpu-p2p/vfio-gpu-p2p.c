@@ -23,10 +23,11 @@
 #include "hw/pci/pci.h"
 #include "migration/blocker.h"
 #include "hw/vfio/pci.h"
+#include "hw/vfio/vfio-container-base.h"
+#include "qemu/range.h"
 #include "gpup2p/p2pcap.h"
 #include "gpup2p/plan.h"
 #include "trace.h"
-#include "hw/vfio-gpu-p2p/vfio-gpu-p2p-config.h"
 
 /* Written by `gpup2p snapshot` and kept current by a root service. */
 #define HOST_SNAPSHOT_DEFAULT "/run/gpup2p/host"
@@ -132,10 +133,10 @@ static void set_clique(Object *obj, Visitor *v, const char *name,
     visit_end_alternate(v, (void **)&alt);
 }
 
-/* The build's default (build-qemu.sh --default-clique). */
+/* off: stock QEMU's guest ABI; auto is the default of machine.c's type. */
 static void set_clique_default(ObjectProperty *op, const Property *prop)
 {
-    object_property_set_default_str(op, VFIO_GPU_P2P_DEFAULT_CLIQUE);
+    object_property_set_default_str(op, "off");
 }
 
 const PropertyInfo vfio_gpu_p2p_prop_clique = {
@@ -222,6 +223,68 @@ static char *get_source(Object *obj, Error **errp)
     return g_strdup(vdev->gpu_p2p.source ? vdev->gpu_p2p.source : "");
 }
 
+/* "REGION: PATH 0xIOVA+0xSIZE" or "REGION: not mapped (WHY)", by "; ". */
+static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
+{
+    VFIOGpuP2P *p = &vdev->gpu_p2p;
+    unsigned shown = 0, i;
+
+    if (p->unmappable) {
+        g_string_append_printf(out, "none: %s", p->unmappable);
+        return;
+    }
+    for (i = 0; p->bar_maps && i < p->bar_maps->len; i++) {
+        VFIOGpuP2PBarMap *m = g_ptr_array_index(p->bar_maps, i);
+
+        if (!m->live) {
+            continue;
+        }
+        g_string_append_printf(out, "%s%s: ", shown++ ? "; " : "",
+                               m->region);
+        if (m->err) {
+            g_string_append_printf(out, "not mapped by %s (%s)", m->path,
+                                   m->why);
+        } else {
+            g_string_append_printf(out, "%s 0x%" PRIx64 "+0x%" PRIx64,
+                                   m->path, m->iova, m->size);
+        }
+    }
+    if (!shown) {
+        g_string_append(out, "none yet (BARs not enabled by the guest)");
+    }
+}
+
+static char *get_bar_maps(Object *obj, Error **errp)
+{
+    GString *out = g_string_new(NULL);
+
+    describe_bar_maps(out, VFIO_PCI(obj));
+    return g_string_free(out, false);
+}
+
+/* The BAR mappings of every other device holding the same clique id. */
+static char *get_peer_maps(Object *obj, Error **errp)
+{
+    VFIOPCIDevice *vdev = VFIO_PCI(obj);
+    GString *out = g_string_new(NULL);
+    int id = id_in_effect(vdev);
+    unsigned i;
+
+    for (i = 0; id >= 0 && gpu_p2p_devices && i < gpu_p2p_devices->len;
+         i++) {
+        VFIOPCIDevice *o = g_ptr_array_index(gpu_p2p_devices, i);
+
+        if (o == vdev || id_in_effect(o) != id) {
+            continue;
+        }
+        g_string_append_printf(out, "%s%s: {", out->len ? "; " : "",
+                               o->vbasedev.name);
+        describe_bar_maps(out, o);
+        g_string_append_c(out, '}');
+    }
+    return g_string_free(out, false);
+}
+
 void vfio_gpu_p2p_class_init(ObjectClass *klass)
 {
     object_class_property_add(klass, "x-gpu-p2p-clique-in-effect", "int",
@@ -233,6 +296,16 @@ void vfio_gpu_p2p_class_init(ObjectClass *klass)
                                   NULL);
     object_class_property_set_description(klass, "x-gpu-p2p-source",
         "Where the host topology for x-gpu-p2p-clique came from (read-only)");
+    object_class_property_add_str(klass, "x-gpu-p2p-bar-maps", get_bar_maps,
+                                  NULL);
+    object_class_property_set_description(klass, "x-gpu-p2p-bar-maps",
+        "Where the IOMMU maps this device's BARs for its P2P peers, as the "
+        "container's listener last did or failed (read-only)");
+    object_class_property_add_str(klass, "x-gpu-p2p-peer-maps",
+                                  get_peer_maps, NULL);
+    object_class_property_set_description(klass, "x-gpu-p2p-peer-maps",
+        "x-gpu-p2p-bar-maps of every device in this device's P2P clique "
+        "(read-only)");
     object_class_property_set_description(klass, "x-gpu-p2p-host-snapshot",
         "A host topology captured by 'gpup2p snapshot DIR' to read instead "
         "of sysfs (default: sysfs, then " HOST_SNAPSHOT_DEFAULT ")");
@@ -668,6 +741,100 @@ static bool qualifies(VFIOPCIDevice *vdev, Error **errp)
     return false;
 }
 
+/*
+ * Why a peer's write to one of the device's BARs cannot reach it, or NULL.
+ * A guest GPU writes to its peer's BAR at a guest-physical address; the
+ * IOMMU translates that only where the container's listener mapped the
+ * BAR, which it does from the BAR's mmap, through the legacy (type1)
+ * container on this QEMU. Prefetchable BARs are where GPUs take P2P
+ * writes (VRAM); each must be mmapped, and fit under the IOMMU's top IOVA.
+ */
+static char *unmappable_why(VFIOPCIDevice *vdev)
+{
+    VFIODevice *vbasedev = &vdev->vbasedev;
+    uint64_t top = 0, largest = 0;
+    GList *l;
+    int i, j;
+
+    if (vbasedev->iommufd) {
+        return g_strdup("the iommufd backend: this QEMU maps a BAR into an "
+                        "IOAS from its mmap, which the kernel refuses (BARs "
+                        "reach an IOAS as a dma-buf from QEMU 11.0 with "
+                        "Linux 6.19)");
+    }
+    if (vbasedev->no_mmap) {
+        return g_strdup("x-no-mmap=on: its BARs are not mmapped, so the "
+                        "IOMMU cannot map them for peers");
+    }
+    for (i = 0; i < PCI_ROM_SLOT; i++) {
+        VFIOBAR *bar = &vdev->bars[i];
+
+        if (!bar->region.size || bar->ioport ||
+            !(bar->type & PCI_BASE_ADDRESS_MEM_PREFETCH)) {
+            continue;
+        }
+        if (!bar->region.nr_mmaps) {
+            return g_strdup_printf("BAR%d: the kernel offers no mmap of it, "
+                                   "so the IOMMU cannot map it for peers", i);
+        }
+        for (j = 0; j < bar->region.nr_mmaps; j++) {
+            if (!bar->region.mmaps[j].mmap) {
+                return g_strdup_printf("BAR%d could not be mmapped, so the "
+                                       "IOMMU cannot map it for peers", i);
+            }
+        }
+        largest = MAX(largest, bar->region.size);
+    }
+    for (l = vbasedev->bcontainer ? vbasedev->bcontainer->iova_ranges : NULL;
+         l; l = l->next) {
+        top = MAX(top, range_upb(l->data));
+    }
+    if (top && largest && largest - 1 > top) {
+        return g_strdup_printf("a %" PRIu64 " MiB BAR does not fit the "
+                               "IOMMU's IOVA space (up to 0x%" PRIx64 ")",
+                               largest >> 20, top);
+    }
+    return NULL;
+}
+
+/*
+ * The gate: no clique promise where peers' writes would fault. auto: no
+ * capability; an explicit id: refused, warned or trusted per
+ * x-gpu-p2p-verify. False when @vdev gets no capability.
+ */
+static bool peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
+{
+    VFIOGpuP2P *p = &vdev->gpu_p2p;
+
+    g_free(p->unmappable);
+    p->unmappable = unmappable_why(vdev);
+    if (!p->unmappable) {
+        return true;
+    }
+    trace_vfio_gpu_p2p_no_clique(name_of(vdev), p->unmappable);
+    if (is_auto(vdev)) {
+        warn_report("vfio %s: x-gpu-p2p-clique=auto: no capability: P2P "
+                    "writes to it would fault: %s", name_of(vdev),
+                    p->unmappable);
+        return false;
+    }
+    switch (p->verify) {
+    case VFIO_GPU_P2P_VERIFY_REFUSE:
+        error_setg(errp, "x-gpu-p2p-clique=%d: P2P writes of its peers to "
+                   "it would fault: %s", explicit_id(vdev), p->unmappable);
+        error_append_hint(errp, "Set x-gpu-p2p-verify=warn or trust to "
+                          "give the capability anyway.\n");
+        return false;
+    case VFIO_GPU_P2P_VERIFY_WARN:
+        warn_report("vfio %s: x-gpu-p2p-clique=%d: P2P writes of its peers "
+                    "to it would fault: %s", name_of(vdev), explicit_id(vdev),
+                    p->unmappable);
+        return true;
+    default:
+        return true;
+    }
+}
+
 /* C8h, else D4h, as upstream; elsewhere only when opted in. */
 static bool choose_offset(VFIOPCIDevice *vdev, uint16_t *off, Error **errp)
 {
@@ -723,6 +890,9 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
         return true;
     }
     if (!qualifies(vdev, errp)) {
+        return !*errp;
+    }
+    if (!peers_can_reach(vdev, errp)) {
         return !*errp;
     }
     p->host_bdf = host_bdf_of(vdev);
@@ -796,6 +966,19 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
     return true;
 }
 
+bool vfio_gpu_p2p_owns_config(VFIOPCIDevice *vdev, uint32_t addr, int len)
+{
+    VFIOGpuP2P *p = &vdev->gpu_p2p;
+
+    /*
+     * The capability's bytes are ours, not the device's: at C8h/D4h (or
+     * wherever cap-anywhere put it) the device may keep registers of its
+     * own, which a guest must not reach through this capability.
+     */
+    return p->has_cap && ranges_overlap(addr, len, p->cap_offset,
+                                        GP_P2PCAP_LENGTH);
+}
+
 void vfio_gpu_p2p_exit(VFIOPCIDevice *vdev)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
@@ -808,9 +991,115 @@ void vfio_gpu_p2p_exit(VFIOPCIDevice *vdev)
     p->has_cap = false;
     g_clear_pointer(&p->source, g_free);
     g_clear_pointer(&p->host_bdf, g_free);
+    g_clear_pointer(&p->unmappable, g_free);
+    g_clear_pointer(&p->bar_maps, g_ptr_array_unref);
     if (gpu_p2p_devices && !gpu_p2p_devices->len &&
         phase_check(PHASE_MACHINE_READY)) {
         /* A later hot plug reads the host afresh. */
         host_source_reset();
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* What the container's listener did with the device's BARs            */
+
+static void bar_map_free(gpointer data)
+{
+    VFIOGpuP2PBarMap *m = data;
+
+    g_free(m->region);
+    g_free(m->why);
+    g_free(m);
+}
+
+/* The device a RAM-device section belongs to, when it is a vfio-pci one */
+static VFIOPCIDevice *bar_owner(MemoryRegionSection *section)
+{
+    Object *owner = memory_region_owner(section->mr);
+
+    return owner ? (VFIOPCIDevice *)object_dynamic_cast(owner, TYPE_VFIO_PCI)
+                 : NULL;
+}
+
+static VFIOGpuP2PBarMap *bar_map_of(VFIOGpuP2P *p, const char *region,
+                                    bool create)
+{
+    VFIOGpuP2PBarMap *m;
+    unsigned i;
+
+    for (i = 0; p->bar_maps && i < p->bar_maps->len; i++) {
+        m = g_ptr_array_index(p->bar_maps, i);
+        if (!strcmp(m->region, region)) {
+            return m;
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    if (!p->bar_maps) {
+        p->bar_maps = g_ptr_array_new_with_free_func(bar_map_free);
+    }
+    m = g_new0(VFIOGpuP2PBarMap, 1);
+    m->region = g_strdup(region);
+    g_ptr_array_add(p->bar_maps, m);
+    return m;
+}
+
+/* "type1" for the legacy container, "iommufd", else the container type */
+static const char *container_path(VFIOContainerBase *bcontainer)
+{
+    const char *type = object_get_typename(OBJECT(bcontainer));
+
+    if (!strcmp(type, TYPE_VFIO_IOMMU_LEGACY)) {
+        return "type1";
+    }
+    if (!strcmp(type, TYPE_VFIO_IOMMU_IOMMUFD)) {
+        return "iommufd";
+    }
+    return type;
+}
+
+void vfio_gpu_p2p_ram_device_map(VFIOContainerBase *bcontainer,
+                                 MemoryRegionSection *section, uint64_t iova,
+                                 uint64_t size, int err, const char *why)
+{
+    VFIOPCIDevice *vdev = bar_owner(section);
+    VFIOGpuP2PBarMap *m;
+    VFIOGpuP2P *p;
+
+    if (!vdev) {
+        return;
+    }
+    p = &vdev->gpu_p2p;
+    m = bar_map_of(p, memory_region_name(section->mr), true);
+    m->path = container_path(bcontainer);
+    m->iova = iova;
+    m->size = size;
+    m->err = err;
+    g_free(m->why);
+    m->why = err ? g_strdup(why ? why : strerror(-err)) : NULL;
+    m->live = true;
+    trace_vfio_gpu_p2p_bar_map(name_of(vdev), m->region, m->path, iova, size,
+                               err);
+    if (err && p->has_cap) {
+        /* The guest was told P2P works; say plainly that it will not. */
+        error_report("vfio %s: x-gpu-p2p-clique: %s at 0x%" PRIx64 " is not "
+                     "mapped by %s (%s): P2P writes of its clique peers to "
+                     "it will fault", name_of(vdev), m->region, iova, m->path,
+                     m->why);
+    }
+}
+
+void vfio_gpu_p2p_ram_device_unmap(MemoryRegionSection *section)
+{
+    VFIOPCIDevice *vdev = bar_owner(section);
+    VFIOGpuP2PBarMap *m;
+
+    if (!vdev) {
+        return;
+    }
+    m = bar_map_of(&vdev->gpu_p2p, memory_region_name(section->mr), false);
+    if (m) {
+        m->live = false;
     }
 }

@@ -42,14 +42,15 @@ hostdev() {
     echo "    </hostdev>"
 }
 # domain NAME HOSTDEVS [EXTRA]: the stand-ins show NVIDIA's vendor id to
-# the guest (domain-wide, -global); auto comes from -global too in case
-# this QEMU was built with the default off.
+# the guest (domain-wide, -global); auto comes from the machine type
+# q35-gpup2p (pc-q35-X.Y plus x-gpu-p2p-clique=auto), as a fleet that sets
+# hw_machine_type or KubeVirt's machine type would have it.
 domain() {
     cat <<XML
 <domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
   <name>$1</name>
   <memory unit='MiB'>256</memory>
-  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <os><type arch='x86_64' machine='q35-gpup2p'>hvm</type></os>
   <features><acpi/></features>
   <devices>
     <emulator>$QEMU</emulator>
@@ -58,8 +59,6 @@ $2
   <qemu:commandline>
     <qemu:arg value='-global'/>
     <qemu:arg value='vfio-pci.x-pci-vendor-id=0x10de'/>
-    <qemu:arg value='-global'/>
-    <qemu:arg value='vfio-pci.x-gpu-p2p-clique=auto'/>
   </qemu:commandline>
 ${3:-}
 </domain>

@@ -37,7 +37,8 @@ def checkpatch(t, qemu):
     ext = os.path.join(PROJECT, "hw", "vfio-gpu-p2p")
     p = subprocess.run([script, "--no-tree", "-f",
                         os.path.join(ext, "vfio-gpu-p2p.c"),
-                        os.path.join(ext, "vfio-gpu-p2p.h")],
+                        os.path.join(ext, "vfio-gpu-p2p.h"),
+                        os.path.join(ext, "machine.c")],
                        capture_output=True, text=True)
     t.ok(p.returncode == 0, "QEMU's checkpatch passes the extension",
          p.stdout[-3000:] + p.stderr[-500:])

@@ -76,6 +76,7 @@ step hook sh -c "echo \"<domain><name>x</name></domain>\" |
 qemu=/usr/lib/gpup2p/qemu/bin/qemu-system-x86_64
 step qemu-version "$qemu" --version
 step qemu-vfio-help "$qemu" -device vfio-pci,help
+step qemu-machines "$qemu" -machine help
 step qemu-start sh -c "echo quit | timeout 120 $qemu -machine q35 \
     -accel tcg -nodefaults -display none -S -monitor stdio"
 step qemu-emulator sh -c "gpup2p libvirt --sysfs-root $fixture \

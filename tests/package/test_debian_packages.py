@@ -8,6 +8,7 @@ are where Debian's tools expect them; purging removes them."""
 import glob
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -193,8 +194,13 @@ def check_qemu(t, out):
     props = read_text(out, "qemu-vfio-help.txt")
     line = [l for l in props.splitlines() if "x-gpu-p2p-clique=" in l]
     t.ok(rc(out, "qemu-vfio-help") == "0" and len(line) == 1 and
-         '(default: auto)' in line[0],
-         "its vfio-pci has x-gpu-p2p-clique, default auto", line or props)
+         '(default: off)' in line[0],
+         "its vfio-pci has x-gpu-p2p-clique, default off (stock's guest "
+         "ABI)", line or props)
+    machines = read_text(out, "qemu-machines.txt")
+    t.ok(rc(out, "qemu-machines") == "0" and re.search(
+        r"^q35-gpup2p .*alias of pc-q35-[0-9.]+-gpup2p\)$", machines, re.M),
+        "and the machine type q35-gpup2p makes auto the default", machines)
     t.ok(rc(out, "qemu-start") == "0", "a q35 machine starts from the "
          "package's prefix (firmware found) and quits",
          read_text(out, "qemu-start.txt"))

@@ -570,8 +570,9 @@ int gp_cmd_libvirt(int argc, char **argv)
           "Only check: fail when GPUs given one clique id cannot do P2P "
           "on this host (the libvirt hook)", NULL },
         { "qemu-default-auto", 0, 0, G_OPTION_ARG_NONE, &o.qemu_auto,
-          "QEMU defaults to x-gpu-p2p-clique=auto and reads the host "
-          "snapshot: add no per-device override", NULL },
+          "The domain's machine type (q35-gpup2p) defaults to "
+          "x-gpu-p2p-clique=auto and QEMU reads the host snapshot: add no "
+          "per-device override", NULL },
         { "qemu-stock", 0, 0, G_OPTION_ARG_NONE, &o.stock,
           "For a QEMU without the extension: planned ids through "
           "x-nv-gpudirect-clique", NULL },
