@@ -97,6 +97,7 @@ static void build_device(JsonBuilder *b, const GpDevice *dev)
     json_builder_add_int_value(b, (gint64)dev->config->len);
     gp_json_add_string_or_null(b, "config_unreadable",
                                dev->config_unreadable);
+    gp_json_add_string_or_null(b, "attr_invalid", dev->attr_invalid);
     json_builder_set_member_name(b, "config_read");
     json_builder_add_boolean_value(b, !dev->config_not_read);
 

@@ -205,8 +205,10 @@ static int link_speed_index(const char *sysfs)
 
 /* The host link a root port stands for: the slower of the host port and
  * the device below it, by their capabilities (an idle GPU trains its link
- * down, so the current speed would understate it). */
-static void root_port_link(GpMirrorNode *rp)
+ * down, so the current speed would understate it). An end whose link
+ * attributes hold garbage is refused, naming it: without its speed the
+ * port would silently lose x-speed. */
+static bool root_port_link(GpMirrorNode *rp, GError **errp)
 {
     const GpMirrorNode *leaf = rp;
     const GpDevice *ends[2] = { rp->host, NULL };
@@ -224,6 +226,14 @@ static void root_port_link(GpMirrorNode *rp)
         }
     }
     for (i = 0; i < G_N_ELEMENTS(ends); i++) {
+        if (ends[i] && ends[i]->attr_invalid) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "cannot mirror "
+                        "the link of %s: %s", ends[i]->bdf,
+                        ends[i]->attr_invalid);
+            return false;
+        }
+    }
+    for (i = 0; i < G_N_ELEMENTS(ends); i++) {
         int s = ends[i] ? link_speed_index(ends[i]->max_link_speed) : -1;
         int w = ends[i] ? ends[i]->max_link_width : 0;
 
@@ -236,6 +246,7 @@ static void root_port_link(GpMirrorNode *rp)
     }
     rp->link_speed = speed >= 0 ? link_speeds[speed].name : NULL;
     rp->link_width = width;
+    return true;
 }
 
 /* What a guest bus can hold: 32 slots; below a port, one switch or up to
@@ -300,8 +311,8 @@ static bool number(GpMirrorNode *n, Numbering *nb, GError **errp)
         n->chassis = nb->chassis;
         n->port_slot = ++nb->port_slot;
     }
-    if (n->kind == GP_MIRROR_ROOT_PORT) {
-        root_port_link(n);
+    if (n->kind == GP_MIRROR_ROOT_PORT && !root_port_link(n, errp)) {
+        return false;
     }
     for (i = 0; i < n->children->len; i++) {
         GpMirrorNode *c = g_ptr_array_index(n->children, i);

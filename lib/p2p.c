@@ -160,10 +160,19 @@ static unsigned hop_id(const GpDevice *dev)
     return dev->model_index;
 }
 
+/*
+ * Why @d cannot be judged: config space unusable, or an attribute holding
+ * a value the kernel never writes; NULL when it can.
+ */
+static const char *device_untrusted(const GpDevice *d)
+{
+    return d->config_unreadable ? d->config_unreadable : d->attr_invalid;
+}
+
 /* What a hop is for routing; hop 0 is the device itself. */
 static unsigned char hop_port(const GpDevice *d, bool first)
 {
-    if (d->config_unreadable) {
+    if (device_untrusted(d)) {
         return GP_P2P_PORT_UNKNOWN;
     }
     if (first) {
@@ -195,7 +204,8 @@ static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
         rp->dev[rp->path.nhops] = d;
         h = &rp->path.hops[rp->path.nhops++];
         h->addr = hop_id(d);
-        h->acs_state = !d->acs_known ? GP_P2P_ACS_UNKNOWN :
+        h->acs_state = !d->acs_known || device_untrusted(d) ?
+                       GP_P2P_ACS_UNKNOWN :
                        d->acs.present ? GP_P2P_ACS_PRESENT : GP_P2P_ACS_ABSENT;
         h->acs_ctrl = d->acs.present ? d->acs.ctrl : 0;
         h->port = hop_port(d, d == dev);
@@ -242,14 +252,14 @@ static void append_hops(GString *out, const RulePath *rp, unsigned mask,
     }
 }
 
-/* Why the first hop of @rp in @mask has no usable config space, or NULL. */
+/* Why the first hop of @rp in @mask cannot be judged, or NULL. */
 static const char *first_unreadable(const RulePath *rp, unsigned mask)
 {
     unsigned i;
 
     for (i = 0; i < rp->path.nhops; i++) {
-        if ((mask & (1u << i)) && rp->dev[i]->config_unreadable) {
-            return rp->dev[i]->config_unreadable;
+        if ((mask & (1u << i)) && device_untrusted(rp->dev[i])) {
+            return device_untrusted(rp->dev[i]);
         }
     }
     return NULL;

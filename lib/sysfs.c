@@ -169,6 +169,63 @@ static bool read_link_width(const char *dir, const char *name, int *val,
     return read_int_attr(dir, name, 0, 0, 63, val, errp);
 }
 
+/*
+ * Is @text a link speed as Linux writes it? pci_speed_string()
+ * (drivers/pci/probe.c) gives "16.0 GT/s PCIe", or "Unknown" when the
+ * link registers name no speed; kernels before 5.2 wrote "8 GT/s" and
+ * "Unknown speed".
+ */
+static bool link_speed_text_valid(const char *text)
+{
+    const char *p = text;
+
+    if (!strcmp(text, "Unknown") || !strcmp(text, "Unknown speed")) {
+        return true;
+    }
+    if (!g_ascii_isdigit(*p)) {
+        return false;
+    }
+    while (g_ascii_isdigit(*p)) {
+        p++;
+    }
+    if (*p == '.') {
+        p++;
+        if (!g_ascii_isdigit(*p)) {
+            return false;
+        }
+        while (g_ascii_isdigit(*p)) {
+            p++;
+        }
+    }
+    return !strcmp(p, " GT/s PCIe") || !strcmp(p, " GT/s");
+}
+
+/*
+ * A link speed attribute: NULL when absent. Any other text marks the
+ * device (attr_invalid, naming the file and the value) instead of failing
+ * the read: a link speed decides no P2P verdict, so the rest of the host
+ * is still judged, while the device's own pairs are undecided and a
+ * mirror of its link is refused rather than made without x-speed.
+ */
+static void read_link_speed(GpDevice *dev, const char *dir, const char *name,
+                            char **out)
+{
+    g_autofree char *text = read_attr(dir, name);
+    g_autofree char *shown = NULL;
+
+    *out = NULL;
+    if (!text || link_speed_text_valid(text)) {
+        *out = g_steal_pointer(&text);
+        return;
+    }
+    if (!dev->attr_invalid) {
+        shown = g_strescape(text, NULL);
+        dev->attr_invalid = g_strdup_printf(
+            "%s/%s: '%s' is not a link speed as Linux writes it "
+            "(\"16.0 GT/s PCIe\" or \"Unknown\")", dir, name, shown);
+    }
+}
+
 /* A CPU list ("0-31,64-95"), NULL when absent. */
 static bool read_cpulist(const char *dir, const char *name, char **out,
                          GError **errp)
@@ -537,9 +594,19 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
     return true;
 }
 
-/* The group number a device's iommu_group link names; -1 with no link. */
-static bool read_iommu_group(const char *dir, int *group, GError **errp)
+/*
+ * The group number a device's iommu_group link names; -1 with no link.
+ * Where the input holds kernel/iommu_groups (a live host, a capture that
+ * kept it), the group must be there: a link to a group the kernel does not
+ * have is garbage, named. Captures without that directory keep only the
+ * links, so there the number alone is read.
+ */
+static bool read_iommu_group(const GpTopology *topo, const char *dir,
+                             int *group, GError **errp)
 {
+    g_autofree char *groups = g_build_filename(topo->sys, "kernel",
+                                               "iommu_groups", NULL);
+    g_autofree char *group_dir = NULL;
     g_autofree char *path = g_build_filename(dir, "iommu_group", NULL);
     g_autofree char *target = gp_sysfs_read_link_text(path);
     g_autofree char *base = NULL;
@@ -559,6 +626,15 @@ static bool read_iommu_group(const char *dir, int *group, GError **errp)
         g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
                     "%s: link '%s' does not end in a group number", path,
                     target);
+        return false;
+    }
+    group_dir = g_build_filename(groups, base, NULL);
+    if (g_file_test(groups, G_FILE_TEST_IS_DIR) &&
+        !g_file_test(group_dir, G_FILE_TEST_IS_DIR)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s: link '%s' names IOMMU group %s, but %s is not a "
+                    "directory: no such group", path, target, base,
+                    group_dir);
         return false;
     }
     *group = (int)v;
@@ -648,11 +724,11 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
     if (!read_cpulist(dir, "local_cpulist", &dev->cpu_affinity, errp)) {
         return false;
     }
-    dev->link_speed = read_attr(dir, "current_link_speed");
-    dev->max_link_speed = read_attr(dir, "max_link_speed");
+    read_link_speed(dev, dir, "current_link_speed", &dev->link_speed);
+    read_link_speed(dev, dir, "max_link_speed", &dev->max_link_speed);
     return read_int_attr(dir, "numa_node", -1, -1, 65535, &dev->numa_node,
                          errp) &&
-           read_iommu_group(dir, &dev->iommu_group, errp) &&
+           read_iommu_group(topo, dir, &dev->iommu_group, errp) &&
            read_link_width(dir, "current_link_width", &dev->link_width,
                            errp) &&
            read_link_width(dir, "max_link_width", &dev->max_link_width,

@@ -14,6 +14,7 @@ static void device_free(gpointer p)
     g_free(dev->sysfs_path);
     g_free(dev->config);
     g_free(dev->config_unreadable);
+    g_free(dev->attr_invalid);
     g_free(dev->link_speed);
     g_free(dev->max_link_speed);
     if (dev->bars) {

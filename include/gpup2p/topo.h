@@ -79,7 +79,18 @@ struct GpDevice {
     GpAcsInfo acs;
     bool acs_known;             /* false: extended config was not readable */
 
-    /* Link attributes as sysfs reports them (text kept as read). */
+    /*
+     * Why an attribute holds a value the kernel never writes (a link
+     * speed "fast"), naming the file and the value; NULL when each reads
+     * as Linux writes it. The attribute itself reads as absent. Such a
+     * capture was edited or broken, so the device is not trusted: as with
+     * config_unreadable, the pairs whose path crosses it are undecided,
+     * naming this, and the rest of the host is judged.
+     */
+    char *attr_invalid;
+
+    /* Link attributes as sysfs reports them (text kept as read); NULL when
+     * absent or not as Linux writes them (see attr_invalid). */
     char *link_speed, *max_link_speed;
     int link_width, max_link_width;
 

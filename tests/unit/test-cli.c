@@ -599,6 +599,40 @@ static void test_check_unreadable(void)
     g_assert_cmpint(r.status, ==, 6);
 }
 
+/*
+ * A link speed Linux never writes: `topo` and `check` name the file and the
+ * value; the device's pairs are untested (exit 6), never judged on it.
+ */
+static void test_check_garbage_link_speed(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_auto(Run) r = { 0 }, topo = { 0 };
+    g_autofree char *dir = NULL, *path = NULL;
+    const char *detail;
+    JsonObject *o;
+
+    ready_host(sb, 0x2020);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    path = g_build_filename(dir, "current_link_speed", NULL);
+    g_assert_true(g_file_set_contents(path, "fast\n", -1, NULL));
+    run(&topo, "topo", "--sysfs-root", sb_root(sb), NULL);
+    g_assert_cmpint(topo.status, ==, 0);
+    g_assert_nonnull(strstr(topo.out, "warning: " SB_GPU_B ": not judged: "));
+    g_assert_nonnull(strstr(topo.out, "0000:04:00.0/current_link_speed: "
+                            "'fast'"));
+    run(&r, "check", "--sysfs-root", sb_root(sb), "--qemu", qemu_standin(),
+        "--devices", SB_GPU_A "," SB_GPU_B, "--json", NULL);
+    o = check_item(p, r.out, "P2P 03:00.0-04:00.0");
+    g_assert_cmpstr(verdict_of(o), ==, "untested");
+    detail = json_object_get_string_member(o, "detail");
+    g_assert_nonnull(strstr(detail, "0000:04:00.0/current_link_speed: "
+                            "'fast'"));
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "fix"),
+                            "capture the host again"));
+    g_assert_cmpint(r.status, ==, 6);
+}
+
 #ifdef GP_HAVE_LIBVIRT
 static const char domain_xml[] =
     "<domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/"
@@ -894,6 +928,8 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/topo/text", test_topo_text);
     g_test_add_func("/cli/topo/unreadable", test_topo_unreadable);
     g_test_add_func("/cli/check/unreadable", test_check_unreadable);
+    g_test_add_func("/cli/check/garbage-link-speed",
+                    test_check_garbage_link_speed);
     g_test_add_func("/cli/topo/json-order", test_topo_json_order);
     g_test_add_func("/cli/plan/json", test_plan_json);
     g_test_add_func("/cli/exit-codes", test_exit_codes);

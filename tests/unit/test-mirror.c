@@ -462,6 +462,24 @@ static void test_errors(void)
     g_assert_nonnull(strstr(err->message, "cannot fill 2 NUMA cells"));
 }
 
+/*
+ * A root port end whose max_link_speed holds garbage is refused, naming
+ * the file and the value, rather than mirrored without x-speed.
+ */
+static void test_link_speed_garbage(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *path = NULL;
+
+    hidden_host(sb);
+    dir = sb_device_dir(sb, "0000:10:01.0");
+    path = g_build_filename(dir, "max_link_speed", NULL);
+    g_assert_true(g_file_set_contents(path, "fast\n", -1, NULL));
+    t = read_ok(sb_root(sb));
+    expect_plan_error(t, hidden_bdfs, "0000:10:01.0/max_link_speed: 'fast'");
+}
+
 static bool taken_1e_1c(unsigned slot, void *opaque)
 {
     (void)opaque;
@@ -533,6 +551,7 @@ int main(int argc, char **argv)
     g_test_add_func("/mirror/stable", test_stable);
     g_test_add_func("/mirror/nccl-topo", test_nccl_topo);
     g_test_add_func("/mirror/errors", test_errors);
+    g_test_add_func("/mirror/link-speed-garbage", test_link_speed_garbage);
     g_test_add_func("/mirror/slots-taken", test_slots_taken);
     g_test_add_func("/mirror/fwcfg-read", test_fwcfg_read);
     return g_test_run();

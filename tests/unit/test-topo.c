@@ -673,6 +673,112 @@ static void test_unknown_link(void)
 }
 
 /*
+ * A link speed the kernel never writes ("fast") is named with its file and
+ * value, never read as absent: it marks that device alone, as a broken
+ * capability list does, so its pairs are undecided and the rest of the
+ * host is judged. The forms Linux writes are read as they are.
+ */
+static void test_misread_link_speed(void)
+{
+    static const char *const names[] = { "current_link_speed",
+                                         "max_link_speed" };
+    static const char *const kernel_forms[] = {
+        "16.0 GT/s PCIe\n", "2.5 GT/s PCIe\n", "8 GT/s\n", "Unknown\n",
+        "Unknown speed\n",
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autoptr(SysfsBuilder) sb = sb_new();
+        g_autoptr(GpTopology) t = NULL;
+        g_autofree char *file = g_strdup_printf("0000:04:00.0/%s", names[i]);
+        const GpDevice *b;
+        GpP2pVerdict v;
+
+        sb_two_node_host(sb, 0x29c0);
+        set_attr(sb, SB_GPU_B, names[i], "fast\n", -1);
+        t = read_ok(sb_root(sb));
+        b = gp_topo_find(t, SB_GPU_B);
+        g_assert_nonnull(b->attr_invalid);
+        g_assert_nonnull(strstr(b->attr_invalid, file));
+        g_assert_nonnull(strstr(b->attr_invalid, "'fast'"));
+        g_assert_null(b->link_speed);
+        g_assert_null(b->max_link_speed);
+        gp_p2p_verdict(t, gp_topo_find(t, SB_GPU_A), b, &v);
+        g_assert_cmpint(v.vm_kind, ==, GP_VM_P2P_UNKNOWN);
+        g_assert_nonnull(strstr(v.vm_reason, "'fast'"));
+        gp_p2p_verdict_clear(&v);
+        g_assert_cmpint(verdict(t, SB_GPU_A, SB_GPU_C, NULL), !=,
+                        GP_P2P_UNKNOWN);
+        g_assert_null(gp_topo_find(t, SB_GPU_A)->attr_invalid);
+    }
+    for (i = 0; i < G_N_ELEMENTS(kernel_forms); i++) {
+        g_autoptr(SysfsBuilder) sb = sb_new();
+        g_autoptr(GpTopology) t = NULL;
+        g_autofree char *kept = g_strstrip(g_strdup(kernel_forms[i]));
+        const GpDevice *b;
+
+        sb_two_node_host(sb, 0x29c0);
+        set_attr(sb, SB_GPU_B, "current_link_speed", kernel_forms[i], -1);
+        set_attr(sb, SB_GPU_B, "max_link_speed", kernel_forms[i], -1);
+        t = read_ok(sb_root(sb));
+        b = gp_topo_find(t, SB_GPU_B);
+        g_assert_null(b->attr_invalid);
+        g_assert_cmpstr(b->link_speed, ==, kept);
+        g_assert_cmpstr(b->max_link_speed, ==, kept);
+    }
+}
+
+/*
+ * Where the input holds kernel/iommu_groups, an iommu_group link must name
+ * one of its groups; a capture without the directory reads the number.
+ */
+static void test_iommu_group_missing(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *groups = NULL, *dir = NULL, *link = NULL;
+    guint i;
+
+    sb_two_node_host(sb, 0x29c0);
+    t = read_ok(sb_root(sb));
+    groups = g_build_filename(sb_root(sb), "sys", "kernel", "iommu_groups",
+                              NULL);
+    for (i = 0; i < t->devices->len; i++) {
+        const GpDevice *d = g_ptr_array_index(t->devices, i);
+        g_autofree char *g = g_strdup_printf("%s/%d", groups, d->iommu_group);
+
+        if (d->iommu_group >= 0) {
+            g_assert_cmpint(g_mkdir_with_parents(g, 0755), ==, 0);
+        }
+    }
+    g_clear_pointer(&t, gp_topo_free);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(gp_topo_find(t, SB_GPU_B)->iommu_group, >=, 0);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    link = g_build_filename(dir, "iommu_group", NULL);
+    g_unlink(link);
+    g_assert_cmpint(symlink("../../../../kernel/iommu_groups/999", link),
+                    ==, 0);
+    expect_misread(sb, "0000:04:00.0/iommu_group", "group 999");
+    /* Without kernel/iommu_groups (older captures), the number is read. */
+    {
+        g_autoptr(GDir) gd = g_dir_open(groups, 0, NULL);
+        const char *name;
+
+        while (gd && (name = g_dir_read_name(gd))) {
+            g_autofree char *g = g_build_filename(groups, name, NULL);
+
+            g_assert_cmpint(g_rmdir(g), ==, 0);
+        }
+    }
+    g_assert_cmpint(g_rmdir(groups), ==, 0);
+    g_clear_pointer(&t, gp_topo_free);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(gp_topo_find(t, SB_GPU_B)->iommu_group, ==, 999);
+}
+
+/*
  * A VF's config space reads vendor 0xffff: that is no misread. Its physfn
  * must name a device beside it, or the upstream walk could loop.
  */
@@ -884,6 +990,9 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/root-link-resolved-once",
                     test_root_link_resolved_once);
     g_test_add_func("/topo/misread/iommu-group", test_misread_iommu_group);
+    g_test_add_func("/topo/misread/iommu-group-missing",
+                    test_iommu_group_missing);
+    g_test_add_func("/topo/misread/link-speed", test_misread_link_speed);
     g_test_add_func("/topo/misread/config", test_misread_config);
     g_test_add_func("/topo/unknown-link", test_unknown_link);
     g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);

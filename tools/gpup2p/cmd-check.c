@@ -589,6 +589,18 @@ static bool acs_unknown_on_path(const GpDevice *d, const GpDevice *stop)
     return false;
 }
 
+/* The first device from @d up to @stop whose attributes hold garbage. */
+static const GpDevice *invalid_on_path(const GpDevice *d,
+                                       const GpDevice *stop)
+{
+    for (; d && d != stop; d = d->physfn ? d->physfn : d->parent) {
+        if (d->attr_invalid) {
+            return d;
+        }
+    }
+    return NULL;
+}
+
 /* Does any device on the way from @d up to @stop not answer config reads? */
 static bool unreadable_on_path(const GpDevice *d, const GpDevice *stop)
 {
@@ -604,6 +616,14 @@ static bool unreadable_on_path(const GpDevice *d, const GpDevice *stop)
 static const char *p2p_fix(const Check *c, const GpDevice *a,
                            const GpDevice *b, const GpP2pVerdict *v)
 {
+    if (v->vm_kind == GP_VM_P2P_UNKNOWN &&
+        (invalid_on_path(a, NULL) || invalid_on_path(b, NULL))) {
+        return c->captured ?
+            "a sysfs attribute holds a value Linux never writes (see the "
+            "reason): capture the host again with 'gpup2p snapshot'" :
+            "a sysfs attribute holds a value this tool does not know (see "
+            "the reason): report it with the kernel version";
+    }
     if (v->vm_kind == GP_VM_P2P_UNKNOWN &&
         (unreadable_on_path(a, NULL) || unreadable_on_path(b, NULL))) {
         return "a device on the path does not answer config reads (see the "

@@ -259,6 +259,11 @@ static void print_legend(const GpTopology *topo)
                    printed ? "" : "\n", dev->bdf, dev->config_unreadable);
             printed = true;
         }
+        if (dev->attr_invalid) {
+            printf("%swarning: %s: not judged: %s\n", printed ? "" : "\n",
+                   dev->bdf, dev->attr_invalid);
+            printed = true;
+        }
     }
 }
 
