@@ -309,6 +309,34 @@ static void test_exit_codes(void)
     g_assert_nonnull(strstr(r6.out, "Exit codes"));
 }
 
+/*
+ * Nothing to plan (no GPU in the capture, no --devices) is no success:
+ * exit 3, as for no valid plan, with a message naming the input and no
+ * plan on stdout, in text and JSON alike.
+ */
+static void test_plan_nothing(void)
+{
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-empty-XXXXXX", NULL);
+    g_autofree char *devs = g_build_filename(tmp, "sys", "bus", "pci",
+                                             "devices", NULL);
+    g_auto(Run) text = { 0 }, json = { 0 };
+
+    g_assert_cmpint(g_mkdir_with_parents(devs, 0755), ==, 0);
+    run(&text, "plan", "--sysfs-root", tmp, NULL);
+    g_assert_cmpint(text.status, ==, 3);
+    g_assert_nonnull(strstr(text.err, "nothing to plan"));
+    g_assert_nonnull(strstr(text.err, tmp));
+    g_assert_cmpstr(text.out, ==, "");
+    run(&json, "plan", "--sysfs-root", tmp, "--json", NULL);
+    g_assert_cmpint(json.status, ==, 3);
+    g_assert_cmpstr(json.out, ==, "");
+    /* devices, pci, bus, sys, then tmp itself. */
+    while (strlen(devs) >= strlen(tmp)) {
+        g_assert_cmpint(g_rmdir(devs), ==, 0);
+        *strrchr(devs, '/') = '\0';
+    }
+}
+
 static void test_too_many_cliques_exit(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -933,6 +961,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/topo/json-order", test_topo_json_order);
     g_test_add_func("/cli/plan/json", test_plan_json);
     g_test_add_func("/cli/exit-codes", test_exit_codes);
+    g_test_add_func("/cli/plan/nothing", test_plan_nothing);
     g_test_add_func("/cli/plan/too-many-cliques", test_too_many_cliques_exit);
     g_test_add_func("/cli/snapshot/round-trip", test_snapshot_round_trip);
     g_test_add_func("/cli/snapshot/failure",

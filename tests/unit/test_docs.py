@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
@@ -187,6 +188,22 @@ def main():
         p = run([os.environ["GPUP2P_VERIFY"], "--no-such-option"])
         ok(p.returncode == 64, "gpup2p-verify --no-such-option exits 64",
            "exit %d: %s" % (p.returncode, p.stderr))
+
+    # `plan` with nothing to plan (a capture without a GPU) exits with the
+    # code each document gives "nothing to plan", never 0 in silence.
+    with tempfile.TemporaryDirectory() as tmp:
+        os.makedirs(os.path.join(tmp, "sys", "bus", "pci", "devices"))
+        p = run([G, "plan", "--sysfs-root", tmp])
+    for doc, pairs in said.items():
+        codes = [int(c) for c, text in pairs
+                 if "nothing to plan" in text or "no GPU" in text]
+        ok(codes == [p.returncode] and p.returncode != 0,
+           "%s: the code for nothing to plan is the one plan exits with"
+           % doc, "documented %s, exit %d: %s"
+           % (codes, p.returncode, p.stderr))
+    ok("nothing to plan" in p.stderr and tmp in p.stderr,
+       "plan with nothing to plan says so, naming the input", p.stderr)
+
     print("1..%d" % TAP.n)
     return 1 if TAP.failed else 0
 

@@ -116,8 +116,13 @@ def test_snapshot_script(t, d):
     t.ok(p.returncode == 0 and len(p.stdout) > 64,
          "an unprivileged user reads the full config space through it",
          p.stderr)
-    p = as_nobody(G, "plan", "--sysfs-root", link, "--json")
+    # The capture's GPUs are QEMU's VGA (1234:1111), no NVIDIA device:
+    # named, as with nothing to plan plan exits 3.
+    p = as_nobody(G, "plan", "--sysfs-root", link, "--json", "--devices",
+                  "0000:03:00.0,0000:04:00.0")
     t.eq(p.returncode, 0, "an unprivileged gpup2p plans from the snapshot")
+    t.ok('"0000:04:00.0"' in p.stdout, "the plan holds the named GPUs",
+         p.stdout + p.stderr)
     t.eq(stat.S_IMODE(os.stat(run_dir).st_mode), 0o755,
          "/run/gpup2p is 0755")
 

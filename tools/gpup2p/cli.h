@@ -13,7 +13,8 @@ enum {
      * hook refuses only this; on any other failure it lets the VM start) */
     GP_EXIT_REFUSED = 2,
     /* 4 is not used. */
-    GP_EXIT_NO_PLAN = 3,        /* no valid clique plan exists */
+    /* plan: no valid clique plan exists, or no device to plan */
+    GP_EXIT_NO_PLAN = 3,
     GP_EXIT_NOT_READY = 5,      /* check: an item failed */
     GP_EXIT_UNTESTED = 6,       /* check: none failed, some not checkable */
     /* bad command line: EX_USAGE (sysexits.h), as gpup2p-verify's */

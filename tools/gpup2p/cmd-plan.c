@@ -9,11 +9,6 @@ static void print_plan(const GpPlan *plan)
     guint i, j;
 
     printf("policy: %s\n", gp_plan_policy_name(plan->policy));
-    if (!plan->devices->len) {
-        printf("no devices to plan (no NVIDIA display-class device found; "
-               "name devices with --devices)\n");
-        return;
-    }
     for (i = 0; i < plan->cliques->len; i++) {
         const GpClique *c = g_ptr_array_index(plan->cliques, i);
 
@@ -82,6 +77,15 @@ int gp_cmd_plan(int argc, char **argv)
                                            GP_ERROR_TOO_MANY_CLIQUES) ?
                            GP_EXIT_NO_PLAN : GP_EXIT_FAILED,
                            "%s", err->message);
+    }
+    /* An empty plan is no answer: a script taking exit 0 as "ids planned"
+     * would go on with none. --devices names at least one device, so only
+     * the default selection can come back empty. */
+    if (!plan->devices->len) {
+        return gp_cli_fail("plan", GP_EXIT_NO_PLAN, "nothing to plan: %s "
+                           "has no NVIDIA display-class device; name the "
+                           "devices with --devices",
+                           root ? root : "this host");
     }
     if (json) {
         g_autoptr(JsonNode) node = gp_json_plan(topo, plan);

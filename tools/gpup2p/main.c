@@ -55,12 +55,12 @@ static void usage(FILE *out)
     }
     fprintf(out, "\n'gpup2p COMMAND --help' describes a command's options.\n"
             "\nExit codes: 0 success, 1 bad input or failed operation (also "
-            "a command\nthis build lacks), 3 no valid clique "
-            "plan (plan), 5 host not ready\n(check: an item failed), 6 not "
-            "fully checked (check: no item failed, some\ncould not be checked "
-            "from the input), 2 refused domain (libvirt --check: the host "
-            "proves its\nclique ids wrong), 64 bad command line (as "
-            "gpup2p-verify); 4 is not used.\n");
+            "a command\nthis build lacks), 3 no clique plan (plan: more than "
+            "16 P2P domains or no GPU\nto plan), 5 host not ready (check: an "
+            "item failed), 6 not fully checked (check:\nno item failed, some "
+            "could not be checked from the input), 2 refused domain\n"
+            "(libvirt --check: the host proves its clique ids wrong), 64 bad "
+            "command line (as\ngpup2p-verify); 4 is not used.\n");
 }
 
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
