@@ -5,6 +5,7 @@ schema (virt-xml-validate) and its test driver as judges."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -469,10 +470,26 @@ def test_operator_path(t):
             QEMU_STANDIN, STOCK_DOMAIN)
     t.ok("<emulator>/usr/bin/qemu-system-x86_64</emulator>" in p.stdout,
          "--qemu-stock keeps the domain's emulator")
+    # The QEMU it picks when present is the packaged one, and the one the
+    # AppArmor snippet lets libvirt's confined QEMU run (whatever prefix
+    # this build has: a /usr/local path would be denied at VM start).
     p = run("libvirt", "--help")
-    t.ok("/usr/lib/gpup2p/qemu/bin/qemu-system-x86_64" in p.stdout or
-         "/lib/gpup2p/qemu/bin/qemu-system-x86_64" in p.stdout,
-         "--help names the packaged QEMU it picks when present", p.stdout)
+    picked = re.search(r"--emulator=PATH\s+Set <emulator> \(default: (\S+) "
+                       r"when present\)", p.stdout)
+    t.ok(picked is not None, "--help names the QEMU it picks when present",
+         p.stdout)
+    picked = picked.group(1) if picked else ""
+    src = os.path.join(HERE, "..", "..")
+    with open(os.path.join(src, "data", "apparmor-libvirt-qemu-gpup2p")) as f:
+        allowed = re.findall(r"^\s*(/\S+/qemu-system-\S+) \w*x\w*,", f.read(),
+                             re.M)
+    t.ok(allowed == [picked], "the AppArmor snippet lets exactly the QEMU "
+         "--help names run", "snippet %s, --help %r" % (allowed, picked))
+    with open(os.path.join(src, "debian", "rules")) as f:
+        qemu_prefix = re.search(r"^QEMU_PREFIX := (\S+)$", f.read(),
+                                re.M).group(1)
+    t.eq(picked, "/%s/bin/qemu-system-x86_64" % qemu_prefix,
+         "... which is where gpup2p-qemu installs it")
 
     # Output errors are failures.
     with open("/dev/full", "w") as full:
