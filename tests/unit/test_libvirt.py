@@ -272,14 +272,33 @@ def test(t):
             f.write("<node>\n" + dom.replace("<hidden state='on'/>",
                                              "<hidden state='off'/>") +
                     "</node>\n")
+        # The test driver knows no qemu: namespace (only the QEMU driver
+        # does: tests/integration/test_libvirt_qemu.py checks that part),
+        # so it drops the <qemu:override>s: --define reads the domain back
+        # and fails naming each one, with its property and value.
         p = run("libvirt", "--sysfs-root", HOST, "--connect",
                 "test://" + node, "--domain", "gpu-vm", "--define")
-        t.eq(p.returncode, 0, "--define on libvirt's test driver", )
-        # The test driver knows no qemu: namespace (only the QEMU driver
-        # does: tests/integration/test_libvirt_qemu.py checks that part).
-        t.ok("<alias name='ua-gpup2p-0000-03-00-0'/>" in p.stdout and
-             "<alias name='ua-gpu1'/>" in p.stdout,
-             "libvirt keeps the hostdev aliases", p.stdout[-2000:])
+        t.eq(p.returncode, 1, "--define fails when libvirt drops what it "
+             "wrote (the test driver: <qemu:override>)")
+        lost = ("<qemu:override> <qemu:device alias='%s'> <qemu:frontend> "
+                "<qemu:property name='x-gpu-p2p-clique' type='string' "
+                "value='auto'>")
+        t.ok("did not keep what gpup2p wrote" in p.stderr and
+             all(lost % a in p.stderr for a in
+                 ("ua-gpup2p-0000-03-00-0", "ua-gpu1",
+                  "ua-gpup2p-0000-41-00-0")) and
+             "previous definition is back" in p.stderr and p.stdout == "",
+             "... naming each override, property and value it lacks, and "
+             "the previous definition goes back", p.stderr)
+        # Nothing in the QEMU namespace (the machine type defaults to
+        # auto): all of it is kept, and the read-back is printed.
+        p = run("libvirt", "--sysfs-root", HOST, "--connect",
+                "test://" + node, "--domain", "gpu-vm", "--define",
+                "--qemu-default-auto")
+        t.eq(p.returncode, 0, "--define on libvirt's test driver, all kept")
+        t.ok("<alias name='ua-gpu1'/>" in p.stdout and
+             "<emulator>%s</emulator>" % QEMU_STANDIN in p.stdout,
+             "... and prints the read-back", p.stdout[-2000:])
 
     test_operator_path(t)
 

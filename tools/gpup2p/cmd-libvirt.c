@@ -515,13 +515,20 @@ static bool flush_stdout(GError **errp)
     return true;
 }
 
-/* Redefine on the connection and print what libvirt kept. */
+/*
+ * Redefine on the connection, read the domain back and print what libvirt
+ * kept. libvirt drops in silence what a driver does not know (the test
+ * driver, or a libvirt without the QEMU namespace, drops
+ * <qemu:override>), so what we wrote is compared with the read-back:
+ * anything missing fails the command, named, and @before (the definition
+ * read from the connection) is defined again.
+ */
 static bool define(const VirtConnection *s, const char *domain,
-                   const char *xml, GError **errp)
+                   const char *before, const char *xml, GError **errp)
 {
     const VirtLib *v = &s->lib;
     virDomainPtr nd = v->define_xml(s->conn, xml);
-    g_autofree char *kept = NULL;
+    g_autofree char *kept = NULL, *lost = NULL;
 
     if (!nd) {
         g_set_error(errp, GP_ERROR, GP_ERROR_IO, "defining %s: %s", domain,
@@ -529,8 +536,36 @@ static bool define(const VirtConnection *s, const char *domain,
         return false;
     }
     kept = v->get_xml_desc(nd, VIR_DOMAIN_XML_INACTIVE);
-    fputs(kept ? kept : "", stdout);
     v->domain_free(nd);
+    if (!kept) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: defined, but cannot "
+                    "be read back to see what libvirt kept: %s", domain,
+                    virt_error(v, "failed"));
+        return false;
+    }
+    lost = gp_domain_lost(xml, kept, domain, errp);
+    if (!lost) {
+        g_prefix_error(errp, "%s: defined, but libvirt's read-back: ",
+                       domain);
+        return false;
+    }
+    if (*lost) {
+        /* Half of our settings is worse than none: the definition read
+         * from the connection goes back. */
+        virDomainPtr back = v->define_xml(s->conn, before);
+
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: libvirt did not "
+                    "keep what gpup2p wrote (does this libvirt driver know "
+                    "the QEMU namespace?), %s; missing:%s", domain,
+                    back ? "so the previous definition is back" :
+                    "and the previous definition could not be put back",
+                    lost);
+        if (back) {
+            v->domain_free(back);
+        }
+        return false;
+    }
+    fputs(kept, stdout);
     return true;
 }
 
@@ -549,7 +584,7 @@ static bool emit(const LibvirtOpts *o, const char *xml, const char *out,
     if (o->in_place && strcmp(xml, out) && !write_atomic(file, out, errp)) {
         return false;
     }
-    if (o->define && !define(virt, name, out, errp)) {
+    if (o->define && !define(virt, name, xml, out, errp)) {
         return false;
     }
     return flush_stdout(errp);

@@ -757,3 +757,147 @@ char *gp_xml_canonical(const char *xml, const char *name, GError **errp)
     xmlFreeDoc(doc);
     return out;
 }
+
+/* ---- what libvirt kept of a defined domain ---- */
+
+static bool in_qemu_ns(xmlNodePtr n)
+{
+    return n->type == XML_ELEMENT_NODE && n->ns &&
+           !xmlStrcmp(n->ns->href, BAD_CAST QEMU_NS);
+}
+
+static gint str_ptr_cmp(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "name='value'" for each attribute of @n, in name order (libvirt may
+ * write them in another order than we did). */
+static void append_attrs(GString *out, xmlNodePtr n)
+{
+    g_autoptr(GPtrArray) attrs = g_ptr_array_new_with_free_func(g_free);
+    xmlAttrPtr a;
+    guint i;
+
+    for (a = n->properties; a; a = a->next) {
+        g_autofree char *v = (char *)xmlNodeGetContent((xmlNodePtr)a);
+
+        g_ptr_array_add(attrs, g_strdup_printf("%s='%s'", (char *)a->name,
+                                               v ? v : ""));
+    }
+    g_ptr_array_sort(attrs, str_ptr_cmp);
+    for (i = 0; i < attrs->len; i++) {
+        g_string_append_printf(out, " %s", (char *)attrs->pdata[i]);
+    }
+}
+
+/*
+ * One line for each element of the QEMU namespace with no element below
+ * it, with the chain of QEMU elements above it and every attribute on the
+ * way: "<qemu:override> <qemu:device alias='a'> <qemu:frontend>
+ * <qemu:property name='x' type='string' value='auto'>". Which prefix a
+ * document binds to the namespace does not matter.
+ */
+static void qemu_leaf_lines(xmlNodePtr n, GString *chain, GPtrArray *out)
+{
+    xmlNodePtr c;
+    gsize len = chain->len;
+    bool leaf = true;
+
+    if (in_qemu_ns(n)) {
+        g_string_append_printf(chain, "%s<qemu:%s", chain->len ? " " : "",
+                               (char *)n->name);
+        append_attrs(chain, n);
+        g_string_append_c(chain, '>');
+    }
+    for (c = n->children; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE) {
+            leaf = false;
+            qemu_leaf_lines(c, chain, out);
+        }
+    }
+    if (leaf && in_qemu_ns(n)) {
+        g_ptr_array_add(out, g_strdup(chain->str));
+    }
+    g_string_truncate(chain, len);
+}
+
+/*
+ * What of @d the transform answers for, one line each: every QEMU
+ * namespace element (overrides, command-line arguments), each PCI
+ * hostdev's alias (the overrides name the devices by it), <emulator> and
+ * <pcihole64>.
+ */
+static GPtrArray *written_lines(const GpDomain *d)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GString) chain = g_string_new(NULL);
+    xmlNodePtr devices = child(d->root, "devices", NULL);
+    xmlNodePtr c, hole;
+    guint i;
+
+    qemu_leaf_lines(d->root, chain, out);
+    for (i = 0; i < d->hostdevs->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, i);
+
+        if (h->alias) {
+            g_ptr_array_add(out, g_strdup_printf("<alias name='%s'/> of "
+                                                 "hostdev %s", h->alias,
+                                                 h->bdf));
+        }
+    }
+    for (c = devices ? devices->children : NULL; c; c = c->next) {
+        g_autofree char *text = NULL, *unit = NULL;
+
+        if (is_element(c, "emulator")) {
+            text = (char *)xmlNodeGetContent(c);
+            g_ptr_array_add(out, g_strdup_printf("<emulator>%s</emulator>",
+                                                 text ? g_strstrip(text) :
+                                                 ""));
+        } else if (is_element(c, "controller") &&
+                   (hole = child(c, "pcihole64", NULL))) {
+            text = (char *)xmlNodeGetContent(hole);
+            unit = (char *)xmlGetProp(hole, BAD_CAST "unit");
+            g_ptr_array_add(out, g_strdup_printf(
+                "<pcihole64 unit='%s'>%s</pcihole64>", unit ? unit : "KiB",
+                text ? g_strstrip(text) : ""));
+        }
+    }
+    return out;
+}
+
+char *gp_domain_lost(const char *wrote, const char *kept, const char *name,
+                     GError **errp)
+{
+    g_autoptr(GpDomain) w = gp_domain_parse(wrote, name, errp);
+    g_autoptr(GpDomain) k = NULL;
+    g_autoptr(GPtrArray) want = NULL, have = NULL;
+    g_autoptr(GHashTable) count = NULL;
+    g_autoptr(GString) lost = g_string_new(NULL);
+    guint i;
+
+    if (!w || !(k = gp_domain_parse(kept, name, errp))) {
+        return NULL;
+    }
+    want = written_lines(w);
+    have = written_lines(k);
+    /* A multiset: two equal -global arguments need two kept. */
+    count = g_hash_table_new(g_str_hash, g_str_equal);
+    for (i = 0; i < have->len; i++) {
+        gpointer key = have->pdata[i];
+
+        g_hash_table_insert(count, key, GUINT_TO_POINTER(
+            GPOINTER_TO_UINT(g_hash_table_lookup(count, key)) + 1));
+    }
+    for (i = 0; i < want->len; i++) {
+        gpointer key = want->pdata[i];
+        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(count, key));
+
+        if (n) {
+            g_hash_table_insert(count, key, GUINT_TO_POINTER(n - 1));
+        } else {
+            g_string_append_printf(lost, "\n  %s", (char *)key);
+        }
+    }
+    return g_string_free(g_steal_pointer(&lost), FALSE);
+}

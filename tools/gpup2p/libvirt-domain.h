@@ -72,6 +72,17 @@ bool gp_domain_qemu_unprivileged(const GpDomain *d);
 /* <kvm><hidden state='on'/>: the guest driver then ignores the cliques. */
 bool gp_domain_hides_kvm(const GpDomain *d);
 
+/*
+ * What libvirt dropped of a domain we defined: each line of @wrote that
+ * @kept (libvirt's read-back) lacks, "\n  " before each; "" when it kept
+ * all of it; NULL (and @errp) when either does not parse. Compared: every
+ * element of the QEMU namespace with its attributes (overrides and their
+ * property values, command-line arguments), the hostdevs' aliases,
+ * <emulator> and <pcihole64>.
+ */
+char *gp_domain_lost(const char *wrote, const char *kept, const char *name,
+                     GError **errp);
+
 /* The document as libvirt-style indented text. */
 char *gp_domain_format(const GpDomain *d);
 
