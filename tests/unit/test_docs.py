@@ -158,8 +158,11 @@ def main():
     missing = [c for c in cmds if "    gpup2p %s " % c not in synopsis]
     ok(not missing, "README's synopsis shows every command", missing)
     # check's advice names packages and modprobe, never source-tree steps.
-    check_c = open(os.path.join(SOURCE_ROOT, "tools", "gpup2p",
-                                "cmd-check.c")).read()
+    tool_dir = os.path.join(SOURCE_ROOT, "tools", "gpup2p")
+    check_c = "".join(open(os.path.join(tool_dir, f)).read()
+                      for f in sorted(os.listdir(tool_dir))
+                      if f == "cmd-check.c" or (f.startswith("check")
+                                                and f.endswith(".c")))
     steps = [s for s in ("build-qemu.sh", "kernel/build.sh", "insmod build")
              if s in check_c]
     ok(not steps, "check's advice names no source-tree step", steps)

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* `gpup2p check --domain`, the VM items: clique ids, hidden KVM, guest
+ * address bits, the firmware's 64-bit aperture and pci-hole64. */
+#include "check.h"
+
+#ifdef GP_HAVE_LIBVIRT
+#include "libvirt-domain.h"
+#endif
+
+/* The guest's physical address width as QEMU will set it; @how says why. */
+static unsigned guest_phys_bits(const Check *c, const char **how)
+{
+    const Domain *d = c->dom;
+    unsigned host = c->topo->cpu_phys_bits, bits;
+
+    if (!g_strcmp0(d->maxphys_mode, "emulate") && d->maxphys_bits) {
+        *how = "<maxphysaddr mode='emulate'>";
+        return d->maxphys_bits;
+    }
+    if (!g_strcmp0(d->maxphys_mode, "passthrough") ||
+        !g_strcmp0(d->cpu_mode, "host-passthrough") ||
+        !g_strcmp0(d->cpu_mode, "maximum")) {
+        /* QEMU's host and max CPU models take the host's width. */
+        *how = d->maxphys_mode ? "<maxphysaddr mode='passthrough'>" :
+               "the host CPU model";
+        bits = host;
+        if (d->maxphys_limit && d->maxphys_limit < bits) {
+            bits = d->maxphys_limit;
+            *how = "<maxphysaddr limit=...>";
+        }
+        return bits;
+    }
+    *how = "QEMU's default for named CPU models";
+    return QEMU_DEFAULT_PHYS_BITS;
+}
+
+void check_domain_kvm(Check *c)
+{
+    g_autofree char *detail = NULL;
+
+    if (c->dom->kvm_hidden) {
+        detail = g_strdup_printf("KVM is hidden (%s): the NVIDIA driver "
+                                 "then ignores the P2P clique capability",
+                                 c->dom->kvm_hidden);
+    }
+    check_item(c->r, c->dom->kvm_hidden ? ITEM_FAIL : ITEM_OK, "hidden KVM",
+         detail ? detail : "KVM is visible to the guest",
+         "remove <kvm><hidden state='on'/></kvm> and kvm=off");
+}
+
+void check_domain_address_bits(Check *c)
+{
+    guint64 need = c->need;
+    const char *how = NULL;
+    unsigned bits = guest_phys_bits(c, &how);
+    unsigned want = check_bits_for_window(need);
+    g_autofree char *detail = NULL;
+    g_autofree char *mem = check_size_text(c->dom->memory);
+    g_autofree char *need_text = check_size_text(need);
+
+    if (!bits) {
+        check_item(c->r, ITEM_UNTESTED, "guest address bits",
+             "the host's address width is unknown (no 'address sizes' in "
+             "proc/cpuinfo)", "run on the host, or capture with "
+             "'gpup2p snapshot'");
+        return;
+    }
+    /* RAM (and the 32-bit hole below 4 GiB) sits under the window. */
+    want = MAX(want, check_log2_ceil(c->dom->memory + (4ULL << 30) + need));
+    detail = g_strdup_printf("%u bits (%s); %s of RAM and the BARs' %s "
+                             "window need %u", bits, how, mem, need_text,
+                             want);
+    check_item(c->r, bits >= want ? ITEM_OK : ITEM_FAIL, "guest address bits",
+         detail,
+         "<cpu mode='host-passthrough'><maxphysaddr mode='passthrough'/>"
+         "</cpu>");
+}
+
+void check_domain_firmware(Check *c)
+{
+    guint64 need = c->need;
+    const Domain *d = c->dom;
+    const char *how = NULL;
+    g_autofree char *need_text = check_size_text(need);
+    g_autofree char *detail = NULL, *have = NULL, *fix = NULL;
+    unsigned bits;
+    guint64 window;
+
+    fix = g_strdup_printf("<qemu:commandline><qemu:arg value='-fw_cfg'/>"
+                          "<qemu:arg value='name=opt/ovmf/X-PciMmio64Mb,"
+                          "string=%" G_GUINT64_FORMAT "'/></qemu:commandline>",
+                          need >> 20);
+    if (d->ovmf && d->ovmf_mmio64) {
+        have = check_size_text(d->ovmf_mmio64);
+        detail = g_strdup_printf("OVMF's 64-bit aperture is set to %s; the "
+                                 "BARs need %s", have, need_text);
+        check_item(c->r, d->ovmf_mmio64 >= need ? ITEM_OK : ITEM_FAIL,
+             "firmware 64-bit aperture", detail, fix);
+    } else if (d->ovmf) {
+        bits = MIN(guest_phys_bits(c, &how), OVMF_MAX_PHYS_BITS);
+        window = bits > 3 ? 1ULL << (bits - 3) : 0;
+        have = check_size_text(window);
+        detail = g_strdup_printf("OVMF sizes its aperture to %s from %u "
+                                 "address bits; builds without the dynamic "
+                                 "window keep 32 GiB; the BARs need %s",
+                                 have, bits, need_text);
+        check_item(c->r, window < need ? ITEM_FAIL :
+             need > OVMF_FIXED_MMIO64 ? ITEM_WARN : ITEM_OK,
+             "firmware 64-bit aperture", detail, fix);
+    } else {
+        check_item(c->r, ITEM_OK, "firmware 64-bit aperture",
+             "SeaBIOS places 64-bit BARs above RAM without a fixed "
+             "aperture", NULL);
+    }
+    g_free(detail);
+    g_free(have);
+    have = check_size_text(d->pcihole64 ? d->pcihole64 : Q35_DEFAULT_HOLE64);
+    detail = g_strdup_printf("%s (%s); the BARs need %s", have,
+                             d->pcihole64 ? "<pcihole64>" :
+                             "QEMU's default, no <pcihole64>", need_text);
+    check_item(c->r,
+               (d->pcihole64 ? d->pcihole64 : Q35_DEFAULT_HOLE64) >= need ?
+         ITEM_OK : d->pcihole64 ? ITEM_FAIL : ITEM_WARN,
+         "pci-hole64", detail,
+         "'gpup2p libvirt' sets <pcihole64> on the root controller");
+}
+
+/*
+ * The domain's explicit clique ids, judged by the one check the hook and
+ * `gpup2p libvirt` run (gp_domain_check_ids()): every way an id can be
+ * given (overrides, -global in both spellings, the namespace declared
+ * anywhere) counts.
+ */
+void check_domain_ids(Check *c)
+{
+#ifdef GP_HAVE_LIBVIRT
+    g_autofree gchar *xml = NULL;
+    g_autoptr(GpDomain) d = NULL;
+    g_autoptr(GError) err = NULL;
+
+    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
+        !(d = gp_domain_parse(xml, c->dom->path, &err))) {
+        check_item(c->r, ITEM_FAIL, "clique ids", err->message,
+             "fix the domain XML");
+        return;
+    }
+    if (!gp_domain_has_explicit_ids(d)) {
+        check_item(c->r, ITEM_OK, "clique ids", "none set by the domain "
+                   "(auto, or none)", NULL);
+        return;
+    }
+    if (!gp_domain_check_ids(d, c->topo, &err)) {
+        check_item(c->r, ITEM_FAIL, "clique ids", err->message,
+             "give those GPUs different ids, or let QEMU plan them "
+             "(x-gpu-p2p-clique=auto)");
+        return;
+    }
+    check_item(c->r, ITEM_OK, "clique ids", "every explicit id holds GPUs the "
+         "host lets a guest pair", NULL);
+#else
+    (void)c;
+#endif
+}
