@@ -521,10 +521,39 @@ def test_operator_path(t):
         t.ok(shutil.which(prog), "%s is installed (the test needs it)" % prog)
 
 
+def test_typed_id(t, d):
+    """QEMU takes x-gpu-p2p-clique as a string; libvirt sends
+    type='unsigned' as a JSON integer, which QEMU refuses."""
+    for typ, refused in (("unsigned", True), ("string", False)):
+        extra = override("x-gpu-p2p-clique", "3", "3").replace(
+            "type='string'", "type='%s'" % typ)
+        xml = JUDGE_DOMAIN % {"rootns": "xmlns:qemu='%s'" % QEMU_NS,
+                              "qemu": QEMU_STANDIN, "a": "05", "b": "41",
+                              "extra": extra}
+        path = os.path.join(d, "typed.xml")
+        with open(path, "w") as f:
+            f.write(xml)
+        tr = run("libvirt", "--sysfs-root", HOST, path)
+        ck = run("check", "--sysfs-root", HOST, "--domain", path, "--qemu",
+                 QEMU_STANDIN, "--json")
+        items = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
+            if ck.stdout.startswith("{") else {}
+        ck_fail = items.get("clique ids", {}).get("verdict") == "fail"
+        t.ok((tr.returncode != 0, ck_fail) == (refused, refused),
+             "explicit id with type='%s': transform and check --domain %s" %
+             (typ, "refuse" if refused else "accept"),
+             tr.stderr + ck.stdout)
+        if refused:
+            t.ok("x-gpu-p2p-clique has type='unsigned'; QEMU takes it as a "
+                 "string" in tr.stderr,
+                 "the refusal names the property and the type", tr.stderr)
+
+
 def test_all(t):
     test(t)
     with tempfile.TemporaryDirectory() as d:
         test_one_judge(t, d)
+        test_typed_id(t, d)
 
 
 if __name__ == "__main__":

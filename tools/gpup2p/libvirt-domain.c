@@ -130,6 +130,19 @@ static xmlChar *frontend_value(xmlNodePtr frontend, const char *property)
     return NULL;
 }
 
+/* The type='' of @property's override, NULL when none says. */
+static xmlChar *frontend_type(xmlNodePtr frontend, const char *property)
+{
+    xmlNodePtr p;
+
+    for (p = frontend ? frontend->children : NULL; p; p = p->next) {
+        if (is_element(p, "property") && prop_equals(p, "name", property)) {
+            return xmlGetProp(p, BAD_CAST "type");
+        }
+    }
+    return NULL;
+}
+
 /*
  * The value a -global argument gives vfio-pci's @property, in either of
  * QEMU's spellings: "vfio-pci.PROPERTY=VALUE" or
@@ -205,6 +218,26 @@ static int parse_clique(const char *value)
     return (int)id;
 }
 
+/*
+ * x-gpu-p2p-clique is a string in QEMU; libvirt passes type='unsigned' as a
+ * JSON integer, which QEMU refuses at start.
+ */
+static bool frontend_says_string(const GpDomain *d, const GpDomainHostdev *h,
+                                 xmlNodePtr fe, GError **errp)
+{
+    g_autofree xmlChar *type = frontend_type(fe, "x-gpu-p2p-clique");
+
+    if (type && xmlStrcmp(type, BAD_CAST "string")) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: %s: "
+                    "x-gpu-p2p-clique has type='%s'; QEMU takes it as a "
+                    "string (type='string'), and refuses the integer "
+                    "libvirt would pass", d->name, h->bdf,
+                    (const char *)type);
+        return false;
+    }
+    return true;
+}
+
 /* The clique setting in effect for @h: its override, else a -global. */
 static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
                              GError **errp)
@@ -233,6 +266,9 @@ static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
                         "is not auto, off or a clique id 0-%d", d->name,
                         h->bdf, clique_properties[i], value,
                         GP_PLAN_MAX_CLIQUES - 1);
+            return false;
+        }
+        if (own && i == 0 && !frontend_says_string(d, h, fe, errp)) {
             return false;
         }
         h->explicit_id = id;
