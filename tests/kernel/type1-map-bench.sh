@@ -5,6 +5,8 @@
 # (default 3). Not part of CI (minutes under TCG). Prints one JSON line
 # per BAR. Run from the project directory with VHOST_CACHE set:
 #   tests/kernel/type1-map-bench.sh [REPEAT]
+# Each BAR is mapped from a size-aligned mmap (as QEMU places them) and
+# from a plain one.
 set -eu
 cd "$(dirname "$0")/../.."
 repeat=${1:-3}

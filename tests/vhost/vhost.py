@@ -29,7 +29,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROJECT = os.path.dirname(os.path.dirname(HERE))
-CACHE = os.environ.get("VHOST_CACHE", os.path.join(PROJECT, "build", "vhost"))
+# Absolute: the guest resolves it under its own mount of the project.
+CACHE = os.path.abspath(os.environ.get("VHOST_CACHE",
+                                       os.path.join(PROJECT, "build", "vhost")))
 # The outer CPU: TCG's "max" with AMD family 19h (Zen 3), so that the
 # virtual host's root complex forwards P2P between root ports by Linux's
 # rule (cpu_supports_p2pdma(): AMD family 17h and later), as an EPYC
