@@ -16,7 +16,6 @@
 #include "qapi/error.h"
 #include "qapi/util.h"
 #include "qapi/visitor.h"
-#include "qapi/visitor-impl.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "hw/qdev-core.h"
@@ -32,18 +31,52 @@
 /* Written by `gpup2p snapshot` and kept current by a root service. */
 #define HOST_SNAPSHOT_DEFAULT "/run/gpup2p/host"
 
-/* Every vfio-pci device of this VM that shows the capability. */
-static GPtrArray *gpu_p2p_devices;
-static Notifier gpu_p2p_machine_done;
-
 /* The host facts pair verdicts come from, read once per VM. */
 typedef struct HostSource {
     char *name;                 /* "sysfs" or "snapshot DIR" */
     GpTopology *topo;
 } HostSource;
 
-static HostSource *host_source;
-static char *host_source_error;     /* why there is none */
+/*
+ * What the devices of one machine share, kept in a child of the machine
+ * object ("/machine/gpu-p2p") rather than in file-scope variables: its
+ * life is the machine's, and qom-list shows it.
+ */
+#define TYPE_VFIO_GPU_P2P_VM "vfio-gpu-p2p-vm"
+OBJECT_DECLARE_SIMPLE_TYPE(VFIOGpuP2PVm, VFIO_GPU_P2P_VM)
+
+struct VFIOGpuP2PVm {
+    Object parent_obj;
+    GPtrArray *devices;         /* every vfio-pci device with the cap */
+    Notifier machine_done;      /* .notify set once registered */
+    HostSource *host_source;
+    char *host_source_error;    /* why there is none */
+};
+
+#define VM_STATE_CHILD "gpu-p2p"
+
+/* The machine's state, NULL before any device needed one. */
+static VFIOGpuP2PVm *vm_state_peek(void)
+{
+    Object *o = object_resolve_path_component(qdev_get_machine(),
+                                              VM_STATE_CHILD);
+
+    return o ? VFIO_GPU_P2P_VM(o) : NULL;
+}
+
+static VFIOGpuP2PVm *vm_state(void)
+{
+    VFIOGpuP2PVm *vm = vm_state_peek();
+    Object *o;
+
+    if (!vm) {
+        o = object_new(TYPE_VFIO_GPU_P2P_VM);
+        object_property_add_child(qdev_get_machine(), VM_STATE_CHILD, o);
+        object_unref(o);
+        vm = VFIO_GPU_P2P_VM(o);
+    }
+    return vm;
+}
 
 /* ------------------------------------------------------------------ */
 /* Properties                                                          */
@@ -68,69 +101,38 @@ static bool clique_from_text(const char *name, const char *text,
     return true;
 }
 
+/* The text form every input syntax gives: off, auto or the id. */
 static void get_clique(Object *obj, Visitor *v, const char *name,
                        void *opaque, Error **errp)
 {
     const Property *prop = opaque;
     uint8_t *ptr = object_field_prop_ptr(obj, prop);
     g_autofree char *text = NULL;
-    int64_t id;
 
     if (*ptr >= VFIO_GPU_P2P_CLIQUE_ID(0)) {
-        id = *ptr - VFIO_GPU_P2P_CLIQUE_ID(0);
-        visit_type_int(v, name, &id, errp);
-        return;
+        text = g_strdup_printf("%d", *ptr - VFIO_GPU_P2P_CLIQUE_ID(0));
+    } else {
+        text = g_strdup(*ptr == VFIO_GPU_P2P_CLIQUE_AUTO ? "auto" : "off");
     }
-    text = g_strdup(*ptr == VFIO_GPU_P2P_CLIQUE_AUTO ? "auto" : "off");
     visit_type_str(v, name, &text, errp);
 }
 
 /*
- * An alternate of "off", "auto" and an integer id, as QAPI alternates are
- * visited: JSON -device and device_add may give 3 or "3". The string
- * visitor of -global has no alternates and always gives text.
+ * A string in every syntax (-device k=v, -global, compat properties,
+ * JSON -device and device_add): the string visitor of -global and of
+ * machine compat properties cannot visit alternates, so one type serves
+ * all. A JSON integer is refused by the visitor, naming the property.
  */
 static void set_clique(Object *obj, Visitor *v, const char *name,
                        void *opaque, Error **errp)
 {
     const Property *prop = opaque;
     uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    g_autofree GenericAlternate *alt = NULL;
     g_autofree char *text = NULL;
-    uint64_t id;
 
-    if (!v->start_alternate) {
-        if (visit_type_str(v, name, &text, errp)) {
-            clique_from_text(name, text, ptr, errp);
-        }
-        return;
+    if (visit_type_str(v, name, &text, errp)) {
+        clique_from_text(name, text, ptr, errp);
     }
-    if (!visit_start_alternate(v, name, &alt, sizeof(*alt), errp)) {
-        return;
-    }
-    switch (alt->type) {
-    case QTYPE_QSTRING:
-        if (visit_type_str(v, name, &text, errp)) {
-            clique_from_text(name, text, ptr, errp);
-        }
-        break;
-    case QTYPE_QNUM:
-        if (!visit_type_uint64(v, name, &id, errp)) {
-            break;
-        }
-        if (id > GP_P2PCAP_MAX_CLIQUE) {
-            error_setg(errp, "Property %s: %" PRIu64 " is not a clique id "
-                       "0-%d", name, id, GP_P2PCAP_MAX_CLIQUE);
-            break;
-        }
-        *ptr = VFIO_GPU_P2P_CLIQUE_ID(id);
-        break;
-    default:
-        error_setg(errp, "Property %s: expected off, auto or a clique id "
-                   "0-%d", name, GP_P2PCAP_MAX_CLIQUE);
-        break;
-    }
-    visit_end_alternate(v, (void **)&alt);
 }
 
 /* off: stock QEMU's guest ABI; auto is the default of machine.c's type. */
@@ -267,12 +269,12 @@ static char *get_peer_maps(Object *obj, Error **errp)
 {
     VFIOPCIDevice *vdev = VFIO_PCI(obj);
     GString *out = g_string_new(NULL);
+    VFIOGpuP2PVm *vm = vm_state_peek();
     int id = id_in_effect(vdev);
     unsigned i;
 
-    for (i = 0; id >= 0 && gpu_p2p_devices && i < gpu_p2p_devices->len;
-         i++) {
-        VFIOPCIDevice *o = g_ptr_array_index(gpu_p2p_devices, i);
+    for (i = 0; id >= 0 && vm && i < vm->devices->len; i++) {
+        VFIOPCIDevice *o = g_ptr_array_index(vm->devices, i);
 
         if (o == vdev || id_in_effect(o) != id) {
             continue;
@@ -349,10 +351,10 @@ static HostSource *host_source_read(const char *root, const char *name,
 /*
  * The live sysfs when it is complete (QEMU runs as root), else the
  * snapshot a root service keeps at HOST_SNAPSHOT_DEFAULT; @snapshot, when
- * set, instead of both. NULL, with host_source_error saying why, when
+ * set, instead of both. NULL, with vm->host_source_error saying why, when
  * there is none.
  */
-static HostSource *host_source_get(const char *snapshot)
+static HostSource *host_source_get(VFIOGpuP2PVm *vm, const char *snapshot)
 {
     g_autoptr(GError) live_err = NULL;
     g_autoptr(GError) snap_err = NULL;
@@ -360,21 +362,21 @@ static HostSource *host_source_get(const char *snapshot)
     g_autofree char *live_why = NULL;
     HostSource *s;
 
-    if (host_source || host_source_error) {
-        return host_source;
+    if (vm->host_source || vm->host_source_error) {
+        return vm->host_source;
     }
     if (snapshot) {
         snap_name = g_strdup_printf("snapshot %s", snapshot);
-        host_source = host_source_read(snapshot, snap_name, &snap_err);
-        if (!host_source) {
-            host_source_error = g_strdup_printf("x-gpu-p2p-host-snapshot: "
+        vm->host_source = host_source_read(snapshot, snap_name, &snap_err);
+        if (!vm->host_source) {
+            vm->host_source_error = g_strdup_printf("x-gpu-p2p-host-snapshot: "
                                                 "%s", snap_err->message);
         }
-        return host_source;
+        return vm->host_source;
     }
     s = host_source_read("/", "sysfs", &live_err);
     if (s && !s->topo->config_truncated) {
-        host_source = s;
+        vm->host_source = s;
         return s;
     }
     live_why = s ? g_strdup_printf("the config space of %u devices is cut "
@@ -383,20 +385,21 @@ static HostSource *host_source_get(const char *snapshot)
                    g_strdup(live_err->message);
     host_source_free(s);
     snap_name = g_strdup_printf("snapshot %s", HOST_SNAPSHOT_DEFAULT);
-    host_source = host_source_read(HOST_SNAPSHOT_DEFAULT, snap_name,
+    vm->host_source = host_source_read(HOST_SNAPSHOT_DEFAULT, snap_name,
                                    &snap_err);
-    if (!host_source) {
-        host_source_error = g_strdup_printf("sysfs: %s; %s: %s", live_why,
+    if (!vm->host_source) {
+        vm->host_source_error = g_strdup_printf("sysfs: %s; %s: %s", live_why,
                                             HOST_SNAPSHOT_DEFAULT,
                                             snap_err->message);
     }
-    return host_source;
+    return vm->host_source;
 }
 
 /* The host source for @vdev, noted in its x-gpu-p2p-source. */
 static HostSource *source_for(VFIOPCIDevice *vdev)
 {
-    HostSource *src = host_source_get(vdev->gpu_p2p.host_snapshot);
+    HostSource *src = host_source_get(vm_state(),
+                                      vdev->gpu_p2p.host_snapshot);
 
     if (src && !vdev->gpu_p2p.source) {
         vdev->gpu_p2p.source = g_strdup(src->name);
@@ -405,10 +408,10 @@ static HostSource *source_for(VFIOPCIDevice *vdev)
     return src;
 }
 
-static void host_source_reset(void)
+static void host_source_reset(VFIOGpuP2PVm *vm)
 {
-    g_clear_pointer(&host_source, host_source_free);
-    g_clear_pointer(&host_source_error, g_free);
+    g_clear_pointer(&vm->host_source, host_source_free);
+    g_clear_pointer(&vm->host_source_error, g_free);
 }
 
 /*
@@ -450,8 +453,11 @@ static char *host_bdf_of(VFIOPCIDevice *vdev)
 static char *host_unknown_why(VFIOPCIDevice *vdev, HostSource *src)
 {
     if (!src) {
-        return g_strdup_printf("no host topology: %s", host_source_error ?
-                               host_source_error : "none read");
+        VFIOGpuP2PVm *vm = vm_state_peek();
+
+        return g_strdup_printf("no host topology: %s",
+                               vm && vm->host_source_error ?
+                               vm->host_source_error : "none read");
     }
     if (!vdev->gpu_p2p.host_bdf) {
         return g_strdup("its host PCI address is unknown (fd= without "
@@ -552,7 +558,7 @@ static void remove_cap(VFIOPCIDevice *vdev, const char *why)
     p->id = -1;
     migrate_del_blocker(&p->migration_blocker);
     if (p->registered) {
-        g_ptr_array_remove(gpu_p2p_devices, vdev);
+        g_ptr_array_remove(vm_state()->devices, vdev);
         p->registered = false;
     }
 }
@@ -573,7 +579,7 @@ static bool pair_allowed(unsigned i, unsigned j, void *opaque)
     if (c->known) {
         return c->known[i * c->devs->len + j] == 1;
     }
-    return host_pair(host_source, g_ptr_array_index(c->devs, i),
+    return host_pair(vm_state()->host_source, g_ptr_array_index(c->devs, i),
                      g_ptr_array_index(c->devs, j), &why) == 1;
 }
 
@@ -588,10 +594,13 @@ static bool pair_consistent(unsigned i, unsigned j, void *opaque)
 }
 
 /*
- * Give the auto devices among @devs (a copy of gpu_p2p_devices) their ids,
+ * Give the auto devices among @devs (a copy of the VM's devices) their ids,
  * every other device's id being fixed, then check every id in effect.
+ * @newcomer: a hot-plugged device, the one that loses its capability when
+ * the check fails (the guest has already read the others'); NULL at cold
+ * plug, where the auto device of a failing pair does.
  */
-static void assign(GPtrArray *devs, int8_t *known)
+static void assign(GPtrArray *devs, int8_t *known, VFIOPCIDevice *newcomer)
 {
     g_autofree int *fixed = g_new(int, devs->len);
     g_autofree int *ids = g_new(int, devs->len);
@@ -624,7 +633,8 @@ static void assign(GPtrArray *devs, int8_t *known)
                           &bad_j)) {
         VFIOPCIDevice *a = g_ptr_array_index(devs, bad_i);
         VFIOPCIDevice *b = g_ptr_array_index(devs, bad_j);
-        VFIOPCIDevice *drop = is_auto(b) ? b : a;
+        VFIOPCIDevice *drop = newcomer == a || newcomer == b ? newcomer :
+                              is_auto(b) ? b : a;
 
         error_report("vfio %s: x-gpu-p2p-clique: clique %d would hold %s "
                      "and %s, which cannot do P2P; no capability",
@@ -636,14 +646,15 @@ static void assign(GPtrArray *devs, int8_t *known)
 
 static void machine_done(Notifier *notifier, void *data)
 {
+    VFIOGpuP2PVm *vm = container_of(notifier, VFIOGpuP2PVm, machine_done);
     g_autoptr(GPtrArray) devs = NULL;
     g_autofree int8_t *known = NULL;
     guint n, i, j;
 
-    if (!gpu_p2p_devices || !gpu_p2p_devices->len) {
+    if (!vm->devices->len) {
         return;
     }
-    devs = g_ptr_array_copy(gpu_p2p_devices, NULL, NULL);
+    devs = g_ptr_array_copy(vm->devices, NULL, NULL);
     n = devs->len;
     known = g_new0(int8_t, n * n);
     for (i = 0; i < n; i++) {
@@ -655,12 +666,12 @@ static void machine_done(Notifier *notifier, void *data)
 
             /* Fixed pairs are never asked: no sysfs work for them. */
             if (is_auto(a) || is_auto(b)) {
-                r = host_pair(host_source, a, b, &why);
+                r = host_pair(vm->host_source, a, b, &why);
             }
             known[i * n + j] = known[j * n + i] = r;
         }
     }
-    assign(devs, known);
+    assign(devs, known, NULL);
 }
 
 /*
@@ -672,14 +683,15 @@ static void machine_done(Notifier *notifier, void *data)
 static bool verify_explicit(VFIOPCIDevice *vdev, Error **errp)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
+    GPtrArray *devices = vm_state()->devices;
     int id = explicit_id(vdev);
     guint i;
 
     if (p->verify == VFIO_GPU_P2P_VERIFY_TRUST) {
         return true;
     }
-    for (i = 0; i < gpu_p2p_devices->len; i++) {
-        VFIOPCIDevice *o = g_ptr_array_index(gpu_p2p_devices, i);
+    for (i = 0; i < devices->len; i++) {
+        VFIOPCIDevice *o = g_ptr_array_index(devices, i);
         g_autofree char *why = NULL;
         int r;
 
@@ -883,6 +895,7 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
     g_autofree char *why = NULL;
     HostSource *src = NULL;
     Error *local = NULL;
+    VFIOGpuP2PVm *vm;
     uint16_t off;
 
     p->id = -1;
@@ -903,8 +916,9 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
         }
         return !*errp;
     }
-    if (hotplug && !host_source) {
-        host_source_reset();        /* read afresh for a hot plug */
+    vm = vm_state();
+    if (hotplug && !vm->host_source) {
+        host_source_reset(vm);      /* read afresh for a hot plug */
     }
     if (is_auto(vdev)) {
         src = source_for(vdev);
@@ -925,9 +939,6 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
         }
     }
 
-    if (!gpu_p2p_devices) {
-        gpu_p2p_devices = g_ptr_array_new();
-    }
     if (!is_auto(vdev)) {
         p->id = explicit_id(vdev);
         if (!verify_explicit(vdev, errp)) {
@@ -947,21 +958,27 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
     memset(vdev->emulated_config_bits + off, 0xff, GP_P2PCAP_LENGTH);
     p->cap_offset = off;
     p->has_cap = true;
-    g_ptr_array_add(gpu_p2p_devices, vdev);
+    g_ptr_array_add(vm->devices, vdev);
     p->registered = true;
 
     if (!is_auto(vdev)) {
         set_cap_clique(vdev, p->id, "explicit");
-    } else if (hotplug) {
-        /* Join the earlier devices' cliques now; ids already given stay. */
-        g_autoptr(GPtrArray) devs = g_ptr_array_copy(gpu_p2p_devices, NULL,
+    }
+    if (hotplug) {
+        /*
+         * Join the earlier devices' cliques now; ids already given stay.
+         * An explicit id goes through the same final check: with
+         * verify=warn it may land in an auto device's clique it cannot
+         * share.
+         */
+        g_autoptr(GPtrArray) devs = g_ptr_array_copy(vm->devices, NULL,
                                                      NULL);
 
-        assign(devs, NULL);
-    } else if (!gpu_p2p_machine_done.notify) {
+        assign(devs, NULL, vdev);
+    } else if (is_auto(vdev) && !vm->machine_done.notify) {
         /* Cold plug: planned once every device is known. */
-        gpu_p2p_machine_done.notify = machine_done;
-        qemu_add_machine_init_done_notifier(&gpu_p2p_machine_done);
+        vm->machine_done.notify = machine_done;
+        qemu_add_machine_init_done_notifier(&vm->machine_done);
     }
     return true;
 }
@@ -982,21 +999,21 @@ bool vfio_gpu_p2p_owns_config(VFIOPCIDevice *vdev, uint32_t addr, int len)
 void vfio_gpu_p2p_exit(VFIOPCIDevice *vdev)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
+    VFIOGpuP2PVm *vm = vm_state_peek();
 
     migrate_del_blocker(&p->migration_blocker);
-    if (p->registered) {
-        g_ptr_array_remove(gpu_p2p_devices, vdev);
-        p->registered = false;
+    if (p->registered && vm) {
+        g_ptr_array_remove(vm->devices, vdev);
     }
+    p->registered = false;
     p->has_cap = false;
     g_clear_pointer(&p->source, g_free);
     g_clear_pointer(&p->host_bdf, g_free);
     g_clear_pointer(&p->unmappable, g_free);
     g_clear_pointer(&p->bar_maps, g_ptr_array_unref);
-    if (gpu_p2p_devices && !gpu_p2p_devices->len &&
-        phase_check(PHASE_MACHINE_READY)) {
+    if (vm && !vm->devices->len && phase_check(PHASE_MACHINE_READY)) {
         /* A later hot plug reads the host afresh. */
-        host_source_reset();
+        host_source_reset(vm);
     }
 }
 
@@ -1103,3 +1120,39 @@ void vfio_gpu_p2p_ram_device_unmap(MemoryRegionSection *section)
         m->live = false;
     }
 }
+
+/* ------------------------------------------------------------------ */
+/* The per-machine state object                                        */
+
+static void vfio_gpu_p2p_vm_init(Object *obj)
+{
+    VFIOGpuP2PVm *vm = VFIO_GPU_P2P_VM(obj);
+
+    vm->devices = g_ptr_array_new();
+}
+
+static void vfio_gpu_p2p_vm_finalize(Object *obj)
+{
+    VFIOGpuP2PVm *vm = VFIO_GPU_P2P_VM(obj);
+
+    if (vm->machine_done.notify) {
+        qemu_remove_machine_init_done_notifier(&vm->machine_done);
+    }
+    host_source_reset(vm);
+    g_ptr_array_unref(vm->devices);
+}
+
+static const TypeInfo vfio_gpu_p2p_vm_info = {
+    .name = TYPE_VFIO_GPU_P2P_VM,
+    .parent = TYPE_OBJECT,
+    .instance_size = sizeof(VFIOGpuP2PVm),
+    .instance_init = vfio_gpu_p2p_vm_init,
+    .instance_finalize = vfio_gpu_p2p_vm_finalize,
+};
+
+static void vfio_gpu_p2p_register_types(void)
+{
+    type_register_static(&vfio_gpu_p2p_vm_info);
+}
+
+type_init(vfio_gpu_p2p_register_types)

@@ -58,10 +58,11 @@ def ids_against_stock(b):
             dev(b["gpu1"], "rp1", ",x-nv-gpudirect-clique=%d" % (15 - k))],
             [1, 2])
         if k % 2:
-            # JSON -device with integer ids.
-            ours_devs = [dev_json(b["gpu0"], "rp0", **{"x-gpu-p2p-clique": k}),
+            # JSON -device: the ids as strings, the property's one type.
+            ours_devs = [dev_json(b["gpu0"], "rp0",
+                                  **{"x-gpu-p2p-clique": str(k)}),
                          dev_json(b["gpu1"], "rp1",
-                                  **{"x-gpu-p2p-clique": 15 - k})]
+                                  **{"x-gpu-p2p-clique": str(15 - k)})]
         else:
             ours_devs = [dev(b["gpu0"], "rp0", ",x-gpu-p2p-clique=%d" % k),
                          dev(b["gpu1"], "rp1",
@@ -147,15 +148,19 @@ def hotplug(b):
     # g2: the GPU behind the switch without ACS, which cannot join g0's
     # clique; g3: the one under the other host bridge, given 9.
     plugs = [("g0", "gpu0", "rp0", "auto"), ("g1", "gpu1", "rp1", "auto"),
-             ("g2", "gpu3", "rp2", "auto"), ("g3", "gpu2", "rp3", 9)]
+             ("g2", "gpu3", "rp2", "auto"), ("g3", "gpu2", "rp3", "9")]
     for port, (ident, node, bus, clique) in enumerate(plugs):
         r["device_add"][ident] = vm.qmp.cmd(
             "device_add", driver="vfio-pci", host=b[node], bus=bus, id=ident,
             **{"x-pci-vendor-id": 0x10de, "x-gpu-p2p-clique": clique})
         vm.power_slot(port)
+    # A JSON integer: the property is a string in every syntax.
     r["bad_int"] = vm.qmp.cmd(
         "device_add", driver="vfio-pci", host=b["edu0"], bus="rp3", id="bad",
-        **{"x-pci-vendor-id": 0x10de, "x-gpu-p2p-clique": 16})
+        **{"x-pci-vendor-id": 0x10de, "x-gpu-p2p-clique": 9})
+    r["bad_id"] = vm.qmp.cmd(
+        "device_add", driver="vfio-pci", host=b["edu0"], bus="rp3", id="bad",
+        **{"x-pci-vendor-id": 0x10de, "x-gpu-p2p-clique": "16"})
     r["in_effect"] = in_effect(vm, ["g0", "g1", "g2", "g3"])
     r["clique_prop"] = {i: vm.qom(i, "x-gpu-p2p-clique")
                         for i in ("g0", "g3")}
@@ -179,9 +184,36 @@ def hotplug(b):
     r["writes"] = writes
     r["set_after_realize"] = vm.qmp.cmd(
         "qom-set", path="/machine/peripheral/g0",
-        property="x-gpu-p2p-clique", value=5)
+        property="x-gpu-p2p-clique", value="5")
     r["rc"], r["stderr"], _ = vm.quit()
     return r
+
+
+def hotplug_explicit(b):
+    """A hot-plugged explicit id that an auto device already holds, on a GPU
+    that cannot share it (behind the switch without ACS): refused with
+    verify=refuse; with verify=warn and trust it is plugged, and the final
+    check takes the newcomer's capability away (remove_cap), never the
+    running auto device's."""
+    out = {}
+    for verify in ("refuse", "warn", "trust"):
+        vm = Vm(OURS, [dev(b["gpu0"], "rp0", ",id=g0,x-gpu-p2p-clique=auto")],
+                qmp=True)
+        r = {"started": vm.started}
+        if vm.started:
+            r["before"] = in_effect(vm, ["g0"])
+            r["device_add"] = vm.qmp.cmd(
+                "device_add", driver="vfio-pci", host=b["gpu3"], bus="rp1",
+                id="g1", **{"x-pci-vendor-id": 0x10de,
+                            "x-gpu-p2p-clique": "0",
+                            "x-gpu-p2p-verify": verify})
+            vm.power_slot(1)
+            ids = ["g0", "g1"] if "return" in r["device_add"] else ["g0"]
+            r["in_effect"] = in_effect(vm, ids)
+            r["caps"] = {i: cap_bytes(vm, n + 1) for n, i in enumerate(ids)}
+        r["rc"], r["stderr"], _ = vm.quit()
+        out[verify] = r
+    return out
 
 
 def migration(b):
@@ -225,7 +257,8 @@ def startup_errors(b):
     g0, g2 = b["gpu0"], b["gpu3"]
     cases = {
         "bad-value": [dev(g0, "rp0", ",x-gpu-p2p-clique=17")],
-        "bad-json-int": [dev_json(g0, "rp0", **{"x-gpu-p2p-clique": 16})],
+        "bad-json-int": [dev_json(g0, "rp0", **{"x-gpu-p2p-clique": 3})],
+        "bad-json-id": [dev_json(g0, "rp0", **{"x-gpu-p2p-clique": "16"})],
         "bad-verify": [dev(g0, "rp0", ",x-gpu-p2p-clique=1,"
                            "x-gpu-p2p-verify=maybe")],
         "not-nvidia": ["vfio-pci,host=%s,bus=rp0,x-gpu-p2p-clique=2" % g0],
@@ -263,6 +296,7 @@ def main():
                     ("occupied_c8", lambda: occupied_c8(vgpu)),
                     ("mix", lambda: mix(b)),
                     ("hotplug", lambda: hotplug(b)),
+                    ("hotplug_explicit", lambda: hotplug_explicit(b)),
                     ("migration", lambda: migration(b)),
                     ("sources", lambda: sources(b)),
                     ("startup", lambda: startup_errors(b))):

@@ -86,7 +86,7 @@ def ids_checks(t, q):
         same_bytes(t, run["stock"], run["ours"],
                    "ids %d and %d%s: all 4096 config bytes of both devices "
                    "equal stock's x-nv-gpudirect-clique" %
-                   (k, j, " (JSON -device integers)" if run["json"] else ""))
+                   (k, j, " (JSON -device)" if run["json"] else ""))
         for bus, want in (("1", k), ("2", j)):
             cap = cap_at(run["stock"]["config"].get(bus, ""), 0xc8)
             seen.add(cap)
@@ -177,11 +177,15 @@ def hotplug_checks(t, q):
     t.eq(h.get("in_effect"), {"g0": 0, "g1": 0, "g2": 1, "g3": 9},
          "hot plug: a lone GPU gets 0, its switch peer joins it, one under "
          "another host bridge gets 1, an integer 9 is kept")
-    t.eq(h.get("clique_prop"), {"g0": "auto", "g3": 9},
-         "qom-get gives auto and the integer back")
+    t.eq(h.get("clique_prop"), {"g0": "auto", "g3": "9"},
+         "qom-get gives auto and the id back, as the string type says")
     t.ok("error" in h.get("bad_int", {}) and
-         "16 is not a clique id" in json.dumps(h["bad_int"]),
-         "device_add with integer 16 is refused", json.dumps(h.get("bad_int")))
+         "x-gpu-p2p-clique', expected: string" in json.dumps(h["bad_int"]),
+         "device_add with a JSON integer is refused by QEMU's visitor, "
+         "naming the property", json.dumps(h.get("bad_int")))
+    t.ok("error" in h.get("bad_id", {}) and
+         "'16' is not off, auto or a clique id" in json.dumps(h["bad_id"]),
+         "device_add with id \"16\" is refused", json.dumps(h.get("bad_id")))
     for dev, want in (("g0", 0), ("g1", 0), ("g2", 1), ("g3", 9)):
         t.eq(h.get("caps", {}).get(dev, {}).get("last"),
              SIG + "%02x00" % (want << 3),
@@ -192,9 +196,38 @@ def hotplug_checks(t, q):
                              for v in w.values()),
          "non-zero guest writes over every capability byte change nothing",
          json.dumps(w))
-    t.ok("error" in h.get("set_after_realize", {}),
+    t.ok("after it was realized" in json.dumps(h.get("set_after_realize")),
          "the clique cannot be changed after realize",
          json.dumps(h.get("set_after_realize")))
+
+
+def hotplug_explicit_checks(t, q):
+    """gp_plan_check's fallback and remove_cap(), through the hot-plug
+    explicit path: the newcomer loses its capability, never g0."""
+    h = q.get("hotplug_explicit", {})
+    ref = h.get("refuse", {})
+    t.ok("error" in ref.get("device_add", {}) and
+         "cannot do P2P on the host" in json.dumps(ref.get("device_add")),
+         "hot plug, explicit 0 that auto g0 holds, verify=refuse: refused",
+         json.dumps(ref))
+    for verify in ("warn", "trust"):
+        r = h.get(verify, {})
+        t.ok("return" in r.get("device_add", {}),
+             "hot plug, verify=%s: device_add succeeds" % verify,
+             json.dumps(r))
+        t.eq(r.get("in_effect"), {"g0": 0, "g1": -1},
+             "hot plug, verify=%s: the final check drops the newcomer's "
+             "capability; auto g0 keeps clique 0" % verify)
+        caps = r.get("caps", {})
+        t.ok(caps.get("g0", {}).get("last") == SIG + "0000" and
+             "g1" in caps and
+             not (caps["g1"].get("last") or "").startswith(SIG),
+             "hot plug, verify=%s: the guest reads g0's capability and "
+             "none on g1 (taken out of the list again)" % verify,
+             json.dumps(caps))
+        t.ok("clique 0 would hold" in r.get("stderr", ""),
+             "hot plug, verify=%s: QEMU says why on stderr" % verify,
+             r.get("stderr", "")[-600:])
 
 
 def migration_checks(t, q):
@@ -231,7 +264,8 @@ def startup_checks(t, s, bdfs):
              "start-up refused: %s" % name, json.dumps(r))
 
     refused("bad-value", "'17' is not off, auto or a clique id")
-    refused("bad-json-int", "16 is not a clique id")
+    refused("bad-json-int", "x-gpu-p2p-clique', expected: string")
+    refused("bad-json-id", "'16' is not off, auto or a clique id 0-15")
     refused("bad-verify", "'maybe' is not refuse, warn or trust")
     refused("not-nvidia", "not an NVIDIA device", "vendor 1234")
     refused("not-display", "not a display-class device")
@@ -290,7 +324,8 @@ def test(t):
     q = load_json(os.path.join(outdir, "qtest.json"))
     t.ok(q["ours_exists"], "the virtual host runs our QEMU", q["ours"])
     for fn in (ids_checks, fleet_checks, c8_checks, mix_checks,
-               hotplug_checks, migration_checks, source_checks):
+               hotplug_checks, hotplug_explicit_checks, migration_checks,
+               source_checks):
         try:
             fn(t, q)
         except (KeyError, TypeError, IndexError) as e:
