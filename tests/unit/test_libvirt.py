@@ -184,6 +184,9 @@ def test(t):
              "with the reason", p3.stderr)
         t.ok("x-gpu-p2p-clique" not in s,
              "--qemu-stock replaces the extension's setting")
+        t.ok("<qemu:frontend/>" not in s and
+             '<qemu:device alias="ua-gpup2p-0000-03-00-0">' not in s,
+             "--qemu-stock: no empty override for the GPU without an id", s)
         validate(t, s, "the --qemu-stock output")
 
         # --host-snapshot points QEMU at a snapshot other than the

@@ -524,6 +524,36 @@ static xmlNodePtr frontend_for(GpDomain *d, xmlNsPtr ns, const char *alias)
     return xmlNewChild(dev, ns, BAD_CAST "frontend", NULL);
 }
 
+static bool has_elements(xmlNodePtr n)
+{
+    xmlNodePtr c;
+
+    for (c = n->children; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Drop @frontend when it sets nothing, then its <qemu:device> and the
+ * <qemu:override> when they are left empty: no empty elements for GPUs
+ * without a clique.
+ */
+static void prune_empty_frontend(xmlNodePtr frontend)
+{
+    xmlNodePtr n = frontend, parent;
+    int levels;
+
+    for (levels = 0; levels < 3 && n && !has_elements(n); levels++) {
+        parent = n->parent;
+        xmlUnlinkNode(n);
+        xmlFreeNode(n);
+        n = parent && parent->type == XML_ELEMENT_NODE ? parent : NULL;
+    }
+}
+
 /* libvirt keeps only user aliases that start with "ua-". */
 static void ensure_alias(GpDomainHostdev *h)
 {
@@ -615,6 +645,7 @@ void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
         set_property(fe, ns, "x-gpu-p2p-host-plan", NULL, NULL);
         set_property(fe, ns, "x-gpu-p2p-host-snapshot", NULL, NULL);
         set_property(fe, ns, "x-nv-gpudirect-clique", "unsigned", v);
+        prune_empty_frontend(fe);
     }
 }
 
