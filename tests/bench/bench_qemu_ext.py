@@ -3,7 +3,8 @@
 """QEMU start to QMP quit with four GPU stand-ins on vfio-pci, in one
 virtual host run, alternating: Debian's stock QEMU 10.0.2, ours with the
 extension off, ours with x-gpu-p2p-clique=auto from a host snapshot and
-from sysfs. Prints medians and ratios to stock and to ours off (goal:
+from sysfs, and Debian's QEMU 11.1 where tests/vhost/stock-qemu-newer.sh
+has unpacked it. Prints medians and ratios to stock and to ours off (goal:
 <= 1.02)."""
 
 import json
@@ -33,13 +34,16 @@ def main():
             runs.setdefault(r["variant"], []).append(r["seconds"])
     stock = statistics.median(runs["stock"])
     off = statistics.median(runs["off"])
+    newer = statistics.median(runs["stock-11.1"]) \
+        if "stock-11.1" in runs else None
     for name, secs in runs.items():
         med = statistics.median(secs)
         # Stock is Debian's full build; "off" is ours, same build, so the
         # ratio to off is the extension's own share.
         print("QEMU start to quit, 4 devices, %-13s median %.3f s of %d, "
               "ratio to stock %.3f, to off %.3f"
-              % (name, med, len(secs), med / stock, med / off))
+              % (name, med, len(secs), med / stock, med / off) +
+              (", to stock 11.1 %.3f" % (med / newer) if newer else ""))
 
 
 if __name__ == "__main__":

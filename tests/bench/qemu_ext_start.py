@@ -18,6 +18,9 @@ from vfio_helpers import PROJECT, bdf, bind_vfio, modprobe  # noqa: E402
 OURS = os.environ.get("GPUP2P_QEMU", os.path.join(
     PROJECT, "build", "qemu", "qemu-system-x86_64"))
 STOCK = "/usr/bin/qemu-system-x86_64"
+# Debian's QEMU 11.1 (tests/vhost/stock-qemu-newer.sh), when built here.
+STOCK_NEWER = os.path.join(PROJECT, "build", "qemu-stock-newer",
+                           "qemu-system-x86_64")
 SNAPSHOT = "/run/gpup2p/host"
 ROUNDS = int(os.environ.get("ROUNDS", "7"))
 
@@ -56,6 +59,8 @@ def main():
                                  for d in base]),
         "auto-sysfs": (OURS, [d + ",x-gpu-p2p-clique=auto" for d in base]),
     }
+    if os.path.exists(STOCK_NEWER):
+        variants["stock-11.1"] = (STOCK_NEWER, base)
     start(STOCK, base)                  # warm the page cache first
     for _ in range(ROUNDS):
         for name, (qemu, devs) in variants.items():
