@@ -25,6 +25,7 @@ enum {
     CUDA_SUCCESS = 0,
     CUDA_ERROR_INVALID_VALUE = 1,
     CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
+    CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
     CUDA_ERROR_NOT_SUPPORTED = 801,
 };
@@ -81,11 +82,13 @@ enum {
     X(cuStreamCreate, (CUstream *s, unsigned flags))                        \
     X(cuStreamDestroy, (CUstream s))                                        \
     X(cuStreamSynchronize, (CUstream s))                                    \
+    X(cuStreamQuery, (CUstream s))                                          \
     X(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned flags))           \
     X(cuEventCreate, (CUevent *e, unsigned flags))                          \
     X(cuEventDestroy, (CUevent e))                                          \
     X(cuEventRecord, (CUevent e, CUstream s))                               \
     X(cuEventSynchronize, (CUevent e))                                      \
+    X(cuEventQuery, (CUevent e))                                            \
     X(cuEventElapsedTime, (float *ms, CUevent start, CUevent end))          \
     X(cuModuleLoadData, (CUmodule *m, const void *image))                   \
     X(cuModuleUnload, (CUmodule m))                                         \

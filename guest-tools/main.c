@@ -46,10 +46,10 @@ static void judge_coverage(const VerifyOptions *o, VerifyReport *r)
         untested(r, "no NVIDIA GPU was found on PCI: nothing was tested");
     } else if (r->gpus->len < 2) {
         untested(r, "fewer than 2 GPUs: there is no pair to test");
-    } else if ((o->pci_only || o->sysfs_root) && !any_cap) {
+    } else if (verify_pci_checks_only(o) && !any_cap) {
         untested(r, "no GPU carries the P2P capability: PCIe P2P cannot be "
                  "approved, and NVLink cannot be judged without CUDA");
-    } else if (!o->pci_only && !o->sysfs_root && !r->pairs->len) {
+    } else if (!verify_pci_checks_only(o) && !r->pairs->len) {
         untested(r, "fewer than 2 GPUs could be paired: P2P was not tested");
     }
     if (o->min_bandwidth > 0 && !bw) {
@@ -147,6 +147,10 @@ int main(int argc, char **argv)
     GOptionEntry entries[] = {
         { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &o.sysfs_root,
           "Run the PCI checks on a captured tree instead of /sys", "DIR" },
+        { "with-cuda", 0, 0, G_OPTION_ARG_NONE, &o.with_cuda,
+          "With --sysfs-root: run the CUDA checks too, matching CUDA's "
+          "GPUs to the capture by bus id (tests with a stand-in driver)",
+          NULL },
         { "json", 0, 0, G_OPTION_ARG_NONE, &o.json, "JSON output", NULL },
         { "quick", 0, 0, G_OPTION_ARG_NONE, &o.quick,
           "Health check: data checks and the copy-engine bandwidth per pair",
@@ -194,6 +198,9 @@ int main(int argc, char **argv)
         return VERIFY_EXIT_OK;
     }
     bad = argc > 1 ? "unexpected argument" : bad_option(&o, mib, samples);
+    if (!bad && o.with_cuda && (!o.sysfs_root || o.pci_only)) {
+        bad = "--with-cuda goes with --sysfs-root, not --pci-only";
+    }
     if (bad) {
         fprintf(stderr, "gpup2p-verify: %s\n", bad);
         return VERIFY_EXIT_USAGE;
@@ -209,7 +216,7 @@ int main(int argc, char **argv)
     r.notes = g_ptr_array_new_with_free_func(g_free);
 
     verify_pci(&o, &r);
-    if (!o.pci_only && !o.sysfs_root) {
+    if (!verify_pci_checks_only(&o)) {
         verify_cuda(&o, &r);
         if (!o.skip_rdma) {
             verify_rdma(&o, &r);

@@ -218,7 +218,7 @@ char *verify_prometheus_text(const VerifyOptions *o, const VerifyReport *r,
 
         add_label(s, "cuda_driver_api", cuda);
     }
-    add_label(s, "mode", o->pci_only || o->sysfs_root ? "pci-only" :
+    add_label(s, "mode", verify_pci_checks_only(o) ? "pci-only" :
               o->quick ? "quick" : "full");
     g_string_append(s, "} 1\n");
 

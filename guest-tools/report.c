@@ -36,6 +36,11 @@ VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b)
     return NULL;
 }
 
+bool verify_pci_checks_only(const VerifyOptions *o)
+{
+    return o->pci_only || (o->sysfs_root && !o->with_cuda);
+}
+
 int verify_exit_code(const VerifyReport *r)
 {
     if (r->p2p_broken) {
@@ -203,7 +208,7 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
                "; pairs on independent links measured together" : "");
     }
     printf("verdict: %s%s (%.1f s)\n", verdict(r),
-           o->pci_only || o->sysfs_root ? ", PCI checks only" : "",
+           verify_pci_checks_only(o) ? ", PCI checks only" : "",
            r->seconds);
 }
 

@@ -151,6 +151,7 @@ typedef struct VerifyReport {
 typedef struct VerifyOptions {
     char *sysfs_root;
     gboolean json, quick, pci_only, skip_rdma;  /* GOption writes gboolean */
+    gboolean with_cuda;         /* CUDA checks on a --sysfs-root capture */
     double min_bandwidth;       /* GB/s, 0: none */
     double max_latency;         /* us, 0: none */
     char *nccl_topo;
@@ -160,6 +161,8 @@ typedef struct VerifyOptions {
 } VerifyOptions;
 
 void verify_note(VerifyReport *r, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* --pci-only, or --sysfs-root without --with-cuda: no CUDA, NVML, RDMA. */
+bool verify_pci_checks_only(const VerifyOptions *o);
 VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b);
 
 bool verify_pci(const VerifyOptions *o, VerifyReport *r);

@@ -1,0 +1,1156 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * FAKE libcuda.so.1: a stand-in for NVIDIA's CUDA driver, for the unit
+ * tests of gpup2p-verify only. It is not a CUDA driver and drives no GPU.
+ *
+ * It exports cuGetProcAddress_v2 alone and hands out exactly the entry
+ * points of guest-tools/cuda-abi.h (CU_APIS), nothing else, so a call the
+ * tool makes and the stand-in lacks fails loudly. Everything runs in host
+ * memory and synchronously, in the order it is queued (always a valid
+ * order for CUDA streams: work only waits on work queued before it); a
+ * device pointer is the host address of the allocation. The tool's kernels
+ * (guest-tools/kernels.cu) are matched by name and run on the CPU; the
+ * "spin" kernel, which holds a stream until the host releases it, returns
+ * at once. Events carry the time of a virtual clock that each operation
+ * advances by a made-up cost, so figures are finite and repeatable.
+ *
+ * Environment (read at cuInit; bad values are named on stderr and abort):
+ *   GPUP2P_FAKE_CUDA_BUS_IDS=B,...  one stand-in GPU per PCI bus id, in
+ *                           CUDA order (e.g. a sysfs capture's GPUs:
+ *                           0000:00:06.0,0000:00:07.0); up to 16.
+ *   GPUP2P_FAKE_CUDA_GPUS=N   without BUS_IDS: N GPUs (0 to 16, default
+ *                           2), GPU i at 0000:<i+1>:00.0 (hex).
+ *   GPUP2P_FAKE_CUDA_NO_PEER=A-B,...  ordered pairs (CUDA ordinals) that
+ *                           cuDeviceCanAccessPeer denies; "all": every
+ *                           pair. The rest are offered peer access.
+ *   GPUP2P_FAKE_CUDA_FAULT=F,...  faults; GPU is a CUDA ordinal, "S-D"
+ *                           narrows a fault to copies from S into D:
+ *     corrupt-byte:GPU:OFFSET  a peer copy (copy engine or SM) out of GPU
+ *                           flips the byte at OFFSET of what it writes
+ *                           (copies shorter than OFFSET are left alone).
+ *     fail-source:GPU[:CODE]  a peer copy out of GPU returns CODE (default
+ *                           1, CUDA_ERROR_INVALID_VALUE) and moves nothing.
+ *     hang-copy:GPU        a peer copy out of GPU never completes: its
+ *                           stream, and every stream that waits on it,
+ *                           stays busy; synchronizing on it blocks forever
+ *                           (as the driver does), querying says not ready.
+ *     lost-gpu:GPU[:CODE]  GPU is lost at its first peer copy (it "falls
+ *                           off the bus"): that call and every later call
+ *                           on its context, streams, events or memory
+ *                           return CODE (default 719, CUDA_ERROR_LAUNCH_
+ *                           FAILED, a sticky error).
+ *
+ * The tests point the tool at this file with LD_LIBRARY_PATH (the tool
+ * dlopens "libcuda.so.1" by name); the tool has no path override.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda-abi.h"
+
+#define FAKE_MAX_GPUS 16
+#define FAKE_ERROR_NOT_READY 600
+#define FAKE_ERROR_INVALID_HANDLE 400
+#define FAKE_ERROR_NOT_FOUND 500
+#define FAKE_ERROR_NOT_INITIALIZED 3
+#define FAKE_ERROR_INVALID_DEVICE 101
+#define FAKE_ERROR_ILLEGAL_ADDRESS 700
+
+struct CUctx_st {
+    int dev;
+};
+
+struct CUstream_st {
+    int dev;
+    bool hung;              /* behind a copy that never completes */
+};
+
+struct CUevent_st {
+    int dev;
+    unsigned flags;
+    bool recorded, never;
+    unsigned long long t_ns;
+};
+
+struct CUmod_st {
+    int dev;
+};
+
+enum { K_FILL, K_CHECK, K_COPY, K_SPIN, K_CHASE, K_COUNT };
+static const char *const kernel_names[K_COUNT] = {
+    "fill_pattern", "check_pattern", "copy_int4", "spin", "pointer_chase",
+};
+
+struct CUfunc_st {
+    int kind;
+};
+
+typedef struct Alloc {
+    struct Alloc *next;
+    char *base;
+    size_t bytes;
+    int dev;                /* -1: pinned host memory */
+} Alloc;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static bool initialized;
+static int ngpus = 2;
+static struct CUctx_st ctxs[FAKE_MAX_GPUS];
+static int ctx_refs[FAKE_MAX_GPUS];
+static bool peer_enabled[FAKE_MAX_GPUS][FAKE_MAX_GPUS];
+static struct CUstream_st null_streams[FAKE_MAX_GPUS];
+static struct CUfunc_st funcs[K_COUNT] = {
+    { K_FILL }, { K_CHECK }, { K_COPY }, { K_SPIN }, { K_CHASE },
+};
+static Alloc *allocs;
+static unsigned long long clock_ns;
+static __thread CUcontext current;
+
+/* Fault injection, from the environment. */
+enum { F_CORRUPT, F_FAIL, F_HANG, F_LOSE };
+typedef struct {
+    int kind, src, dst;         /* dst -1: any peer */
+    long long arg;              /* byte offset, or the error code */
+} Fault;
+#define FAKE_MAX_FAULTS 8
+static Fault faults[FAKE_MAX_FAULTS];
+static int nfaults;
+static int lose_code = 719;
+static bool no_peer[FAKE_MAX_GPUS][FAKE_MAX_GPUS];
+static char bus_ids[FAKE_MAX_GPUS][32];
+static bool lost[FAKE_MAX_GPUS];
+static bool dev_hung[FAKE_MAX_GPUS];     /* a stream of it never finishes */
+
+static void die(const char *var, const char *v, const char *why)
+{
+    fprintf(stderr, "fake libcuda (stand-in): %s=%s: %s\n", var, v, why);
+    abort();
+}
+
+/* "S" or "S-D", CUDA ordinals below the GPU count. */
+static const char *parse_gpus(const char *at, int *s, int *d)
+{
+    char *end;
+
+    *s = (int)strtol(at, &end, 10);
+    *d = -1;
+    if (end == at || *s < 0 || *s >= ngpus) {
+        return NULL;
+    }
+    if (*end == '-') {
+        at = end + 1;
+        *d = (int)strtol(at, &end, 10);
+        if (end == at || *d < 0 || *d >= ngpus || *d == *s) {
+            return NULL;
+        }
+    }
+    return end;
+}
+
+static void parse_fault(const char *var, const char *v, const char *item)
+{
+    static const char *const kinds[] = {
+        [F_CORRUPT] = "corrupt-byte:", [F_FAIL] = "fail-source:",
+        [F_HANG] = "hang-copy:", [F_LOSE] = "lost-gpu:",
+    };
+    Fault f = { .kind = -1, .arg = -1 };
+    const char *at = NULL;
+    char *end;
+
+    for (int k = 0; k < 4; k++) {
+        if (!strncmp(item, kinds[k], strlen(kinds[k]))) {
+            f.kind = k;
+            at = item + strlen(kinds[k]);
+        }
+    }
+    if (f.kind < 0 || nfaults == FAKE_MAX_FAULTS) {
+        die(var, v, "each fault is corrupt-byte:GPU:OFFSET, "
+            "fail-source:GPU[:CODE], hang-copy:GPU or lost-gpu:GPU[:CODE] "
+            "(at most 8)");
+    }
+    if (!(at = parse_gpus(at, &f.src, &f.dst))) {
+        die(var, v, "GPU must be a CUDA ordinal (or S-D) of a stand-in GPU");
+    }
+    if (*at == ':' && f.kind != F_HANG) {
+        f.arg = strtoll(at + 1, &end, 0);
+        at = end;
+    }
+    if ((*at && *at != ',') || (f.kind == F_CORRUPT && f.arg < 0)) {
+        die(var, v, "bad fault (corrupt-byte needs an OFFSET)");
+    }
+    if (f.kind == F_LOSE && f.arg >= 0) {
+        lose_code = (int)f.arg;
+    }
+    faults[nfaults++] = f;
+}
+
+static void parse_env(void)
+{
+    const char *v = getenv("GPUP2P_FAKE_CUDA_BUS_IDS");
+
+    ngpus = 2;
+    if (v && *v) {
+        ngpus = 0;
+        for (const char *at = v; *at; at += *at == ',') {
+            size_t len = strcspn(at, ",");
+
+            if (ngpus == FAKE_MAX_GPUS || len < 7 || len >= 32) {
+                die("GPUP2P_FAKE_CUDA_BUS_IDS", v, "1 to 16 PCI bus ids");
+            }
+            /* The driver's own form: an 8-digit domain. */
+            snprintf(bus_ids[ngpus++], sizeof(bus_ids[0]), "%s%.*s",
+                     strcspn(at, ":") == 4 ? "0000" : "", (int)len, at);
+            at += len;
+        }
+    } else if ((v = getenv("GPUP2P_FAKE_CUDA_GPUS")) && *v) {
+        ngpus = atoi(v);
+        if (ngpus < 0 || ngpus > FAKE_MAX_GPUS) {
+            die("GPUP2P_FAKE_CUDA_GPUS", v, "0 to 16");
+        }
+    }
+    for (int i = 0; i < ngpus && !bus_ids[i][0]; i++) {
+        snprintf(bus_ids[i], sizeof(bus_ids[i]), "00000000:%02X:00.0", i + 1);
+    }
+    if ((v = getenv("GPUP2P_FAKE_CUDA_NO_PEER")) && *v) {
+        for (const char *at = v; *at; at++) {
+            int a, b;
+
+            if (!strcmp(v, "all")) {
+                memset(no_peer, 1, sizeof(no_peer));
+                break;
+            }
+            if (!(at = parse_gpus(at, &a, &b)) || b < 0 ||
+                (*at && *at != ',')) {
+                die("GPUP2P_FAKE_CUDA_NO_PEER", v, "A-B,... or all");
+            }
+            no_peer[a][b] = true;
+            if (!*at) {
+                break;
+            }
+        }
+    }
+    if ((v = getenv("GPUP2P_FAKE_CUDA_FAULT")) && *v) {
+        for (const char *at = v; at; at = strchr(at, ',')) {
+            at += *at == ',';
+            parse_fault("GPUP2P_FAKE_CUDA_FAULT", v, at);
+        }
+    }
+}
+
+/* The first fault of @kind on a peer copy from @s into @d, or NULL. */
+static const Fault *fault(int kind, int s, int d)
+{
+    for (int i = 0; i < nfaults; i++) {
+        const Fault *f = &faults[i];
+
+        if (f->kind == kind && f->src == s && (f->dst < 0 || f->dst == d)) {
+            return f;
+        }
+    }
+    return NULL;
+}
+
+/* ---- bookkeeping ------------------------------------------------------- */
+
+static Alloc *find_alloc(const void *p, size_t bytes)
+{
+    const char *c = p;
+
+    for (Alloc *a = allocs; a; a = a->next) {
+        if (c >= a->base && c < a->base + a->bytes) {
+            return bytes <= (size_t)(a->base + a->bytes - c) ? a : NULL;
+        }
+    }
+    return NULL;
+}
+
+static int current_dev(void)
+{
+    return current ? current->dev : -1;
+}
+
+static struct CUstream_st *stream_of(CUstream s)
+{
+    int d = current_dev();
+
+    return s ? s : d >= 0 ? &null_streams[d] : NULL;
+}
+
+/* The GPU is lost from now on: every later call touching it fails. */
+static bool is_lost(int dev)
+{
+    return dev >= 0 && dev < ngpus && lost[dev];
+}
+
+static void advance(size_t bytes, double gbps, unsigned long long fixed_ns)
+{
+    clock_ns += fixed_ns + (unsigned long long)(bytes / gbps);
+}
+
+/*
+ * A copy of @bytes from @src to @dst queued on @s: host memory moves now,
+ * unless a fault says otherwise; @gbps: the made-up speed of the clock.
+ */
+static CUresult do_copy(void *dst, const void *src, size_t bytes,
+                        struct CUstream_st *s, double gbps)
+{
+    Alloc *as = find_alloc(src, bytes), *ad = find_alloc(dst, bytes);
+    const Fault *f;
+    int sd, dd;
+    bool peer;
+
+    if (!as || !ad || !s) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    sd = as->dev;
+    dd = ad->dev;
+    peer = sd >= 0 && dd >= 0 && sd != dd;
+    if (peer) {
+        for (int i = 0; i < nfaults; i++) {
+            if (faults[i].kind == F_LOSE &&
+                (faults[i].src == sd || faults[i].src == dd)) {
+                lost[faults[i].src] = true;
+            }
+        }
+        if ((f = fault(F_FAIL, sd, dd))) {
+            return f->arg >= 0 ? (CUresult)f->arg : CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    if (is_lost(sd) || is_lost(dd) || is_lost(s->dev)) {
+        return lose_code;
+    }
+    if (s->hung) {
+        return CUDA_SUCCESS;        /* queued behind a hung copy */
+    }
+    if (peer && fault(F_HANG, sd, dd)) {
+        s->hung = dev_hung[s->dev] = true;
+        return CUDA_SUCCESS;
+    }
+    memmove(dst, src, bytes);
+    if (peer && (f = fault(F_CORRUPT, sd, dd)) &&
+        (unsigned long long)f->arg < bytes) {
+        ((unsigned char *)dst)[f->arg] ^= 0x5a;
+    }
+    advance(bytes, gbps, 2000);
+    return CUDA_SUCCESS;
+}
+
+/* ---- the tool's kernels, on the CPU ------------------------------------ */
+
+/* As kernels.cu's pattern(). */
+static uint32_t pattern(uint64_t i, uint32_t s)
+{
+    uint64_t x = i * 0x9E3779B97F4A7C15ull + s;
+
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(x ^ (x >> 29));
+}
+
+static CUresult run_kernel(int kind, struct CUstream_st *s, void **args)
+{
+    int dev = s->dev;
+
+    switch (kind) {
+    case K_FILL: {
+        uint32_t *dst = *(uint32_t **)args[0];
+        uint64_t words = *(uint64_t *)args[1];
+        uint32_t seed = *(uint32_t *)args[2];
+        Alloc *a = find_alloc(dst, words * 4);
+
+        if (!a || a->dev != dev) {
+            return FAKE_ERROR_ILLEGAL_ADDRESS;
+        }
+        for (uint64_t i = 0; i < words; i++) {
+            dst[i] = pattern(i, seed);
+        }
+        advance(words * 4, 2000, 3000);
+        return CUDA_SUCCESS;
+    }
+    case K_CHECK: {
+        const uint32_t *buf = *(const uint32_t **)args[0];
+        uint64_t words = *(uint64_t *)args[1];
+        uint32_t seed = *(uint32_t *)args[2];
+        unsigned long long *first = *(unsigned long long **)args[3];
+        Alloc *a = find_alloc(buf, words * 4), *f = find_alloc(first, 8);
+
+        if (!a || !f || a->dev != dev || f->dev != dev) {
+            return FAKE_ERROR_ILLEGAL_ADDRESS;
+        }
+        for (uint64_t i = 0; i < words && i < *first; i++) {
+            if (buf[i] != pattern(i, seed)) {
+                *first = i;
+                break;
+            }
+        }
+        advance(words * 4, 2000, 3000);
+        return CUDA_SUCCESS;
+    }
+    case K_COPY: {
+        const char *src = *(const char **)args[0];
+        char *dst = *(char **)args[1];
+        uint64_t n = *(uint64_t *)args[2];
+        Alloc *as = find_alloc(src, n * 16), *ad = find_alloc(dst, n * 16);
+
+        if (!as || !ad) {
+            return FAKE_ERROR_ILLEGAL_ADDRESS;
+        }
+        /* SMs reach a peer's memory only with peer access enabled. */
+        if ((as->dev != dev && (as->dev < 0 || !peer_enabled[dev][as->dev])) ||
+            (ad->dev != dev && (ad->dev < 0 || !peer_enabled[dev][ad->dev]))) {
+            lost[dev] = true;
+            return FAKE_ERROR_ILLEGAL_ADDRESS;
+        }
+        return do_copy(dst, src, n * 16, s, 350);
+    }
+    case K_SPIN:
+        /* Holds nothing: work here runs as it is queued. */
+        return CUDA_SUCCESS;
+    case K_CHASE: {
+        const uint32_t *next = *(const uint32_t **)args[0];
+        uint32_t hops = *(uint32_t *)args[1];
+        uint32_t *sink = *(uint32_t **)args[2];
+        uint64_t *ns = *(uint64_t **)args[3];
+        Alloc *a = find_alloc(next, 4);
+        uint32_t at = 0;
+
+        if (!a || !find_alloc(sink, 4) || !find_alloc(ns, 8) ||
+            (a->dev != dev && !peer_enabled[dev][a->dev])) {
+            return FAKE_ERROR_ILLEGAL_ADDRESS;
+        }
+        for (uint32_t h = 0; h < hops; h++) {
+            if (!find_alloc(next + at, 4)) {
+                return FAKE_ERROR_ILLEGAL_ADDRESS;
+            }
+            at = next[at];
+        }
+        *sink = at;
+        *ns = (uint64_t)hops * (a->dev == dev ? 600 : 1500);
+        advance(0, 1, *ns);
+        return CUDA_SUCCESS;
+    }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- the entry points -------------------------------------------------- */
+
+#define FAKE_DECLARE(name, params) static CUresult fake_##name params;
+CU_APIS(FAKE_DECLARE)
+
+#define LOCKED(body)                                                       \
+    do {                                                                   \
+        CUresult r_;                                                       \
+        pthread_mutex_lock(&lock);                                         \
+        r_ = (body);                                                       \
+        pthread_mutex_unlock(&lock);                                       \
+        return r_;                                                         \
+    } while (0)
+
+#define NEED_INIT()                                                        \
+    do {                                                                   \
+        if (!initialized) {                                                \
+            return FAKE_ERROR_NOT_INITIALIZED;                             \
+        }                                                                  \
+    } while (0)
+
+static CUresult check_dev(CUdevice d)
+{
+    return initialized ? d >= 0 && d < ngpus ? CUDA_SUCCESS
+                                             : FAKE_ERROR_INVALID_DEVICE
+                       : FAKE_ERROR_NOT_INITIALIZED;
+}
+
+static CUresult fake_cuInit(unsigned flags)
+{
+    if (flags) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&lock);
+    if (!initialized) {
+        parse_env();
+        for (int i = 0; i < FAKE_MAX_GPUS; i++) {
+            ctxs[i].dev = i;
+            null_streams[i].dev = i;
+        }
+        initialized = true;
+    }
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDriverGetVersion(int *version)
+{
+    *version = 13000;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetCount(int *count)
+{
+    NEED_INIT();
+    *count = ngpus;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    CUresult r = check_dev(ordinal);
+
+    if (r == CUDA_SUCCESS) {
+        *dev = ordinal;
+    }
+    return r;
+}
+
+static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    CUresult r = check_dev(dev);
+
+    if (r == CUDA_SUCCESS) {
+        snprintf(name, len, "Fake CUDA stand-in GPU %d", dev);
+    }
+    return r;
+}
+
+static CUresult fake_cuDeviceGetPCIBusId(char *bus, int len, CUdevice dev)
+{
+    CUresult r = check_dev(dev);
+
+    if (r == CUDA_SUCCESS) {
+        /* The driver's own form: an 8-digit domain, upper-case hex. */
+        snprintf(bus, len, "%s", bus_ids[dev]);
+    }
+    return r;
+}
+
+static CUresult fake_cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
+{
+    CUresult r = check_dev(dev);
+
+    if (r != CUDA_SUCCESS) {
+        return r;
+    }
+    switch (attr) {
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        *v = 4;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        *v = 9;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        *v = 0;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+        *v = 0;
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuDeviceCanAccessPeer(int *can, CUdevice dev,
+                                           CUdevice peer)
+{
+    CUresult r = check_dev(dev);
+
+    if (r == CUDA_SUCCESS && (r = check_dev(peer)) == CUDA_SUCCESS) {
+        *can = dev != peer && !no_peer[dev][peer];
+    }
+    return r;
+}
+
+static CUresult fake_cuDeviceGetP2PAttribute(int *v, int attr, CUdevice src,
+                                             CUdevice dst)
+{
+    CUresult r = check_dev(src);
+
+    if (r != CUDA_SUCCESS || (r = check_dev(dst)) != CUDA_SUCCESS) {
+        return r;
+    }
+    switch (attr) {
+    case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK:
+        *v = 0;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+        *v = 1;
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult ctx_retain(CUcontext *ctx, CUdevice dev)
+{
+    CUresult r = check_dev(dev);
+
+    if (r == CUDA_SUCCESS) {
+        ctx_refs[dev]++;
+        *ctx = &ctxs[dev];
+    }
+    return r;
+}
+
+static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    LOCKED(ctx_retain(ctx, dev));
+}
+
+static CUresult ctx_release(CUdevice dev)
+{
+    CUresult r = check_dev(dev);
+
+    if (r == CUDA_SUCCESS) {
+        r = ctx_refs[dev] > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        ctx_refs[dev] -= ctx_refs[dev] > 0;
+    }
+    return r;
+}
+
+static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    LOCKED(ctx_release(dev));
+}
+
+static CUresult fake_cuCtxSetCurrent(CUcontext ctx)
+{
+    if (ctx && (ctx < ctxs || ctx >= ctxs + ngpus)) {
+        return FAKE_ERROR_INVALID_HANDLE;
+    }
+    current = ctx;
+    return CUDA_SUCCESS;
+}
+
+static CUresult enable_peer(CUcontext peer)
+{
+    int d = current_dev();
+
+    if (d < 0 || !peer || peer < ctxs || peer >= ctxs + ngpus ||
+        peer->dev == d) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(d)) {
+        return lose_code;
+    }
+    if (peer_enabled[d][peer->dev]) {
+        return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    }
+    peer_enabled[d][peer->dev] = true;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
+{
+    if (flags) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    LOCKED(enable_peer(peer));
+}
+
+static CUresult ctx_state(void)
+{
+    int d = current_dev();
+
+    if (d < 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(d)) {
+        return lose_code;
+    }
+    return dev_hung[d] ? FAKE_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+/* Blocks, as the driver does, while the awaited work never completes. */
+static CUresult wait_until_done(CUresult (*state)(const void *),
+                                const void *what)
+{
+    for (;;) {
+        CUresult r;
+
+        pthread_mutex_lock(&lock);
+        r = state(what);
+        pthread_mutex_unlock(&lock);
+        if (r != FAKE_ERROR_NOT_READY) {
+            return r;
+        }
+        usleep(10000);
+    }
+}
+
+static CUresult ctx_state_of(const void *unused)
+{
+    (void)unused;
+    return ctx_state();
+}
+
+static CUresult fake_cuCtxSynchronize(void)
+{
+    return wait_until_done(ctx_state_of, NULL);
+}
+
+static CUresult mem_alloc(void **p, size_t bytes, int dev)
+{
+    Alloc *a;
+
+    if (!bytes) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(dev)) {
+        return lose_code;
+    }
+    a = calloc(1, sizeof(*a));
+    if (!a || posix_memalign((void **)&a->base, 256, bytes)) {
+        free(a);
+        return 2;       /* CUDA_ERROR_OUT_OF_MEMORY */
+    }
+    /* Fresh device memory holds old data, never zeros to count on. */
+    memset(a->base, 0xa5, bytes);
+    a->bytes = bytes;
+    a->dev = dev;
+    a->next = allocs;
+    allocs = a;
+    *p = a->base;
+    return CUDA_SUCCESS;
+}
+
+static CUresult mem_free(void *p, bool host)
+{
+    for (Alloc **at = &allocs; *at; at = &(*at)->next) {
+        Alloc *a = *at;
+
+        if (a->base == p && (a->dev < 0) == host) {
+            int dev = a->dev;
+
+            *at = a->next;
+            free(a->base);
+            free(a);
+            return is_lost(dev) ? lose_code : CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult dev_alloc(CUdeviceptr *p, size_t bytes)
+{
+    void *h = NULL;
+    CUresult r;
+
+    if (current_dev() < 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    r = mem_alloc(&h, bytes, current_dev());
+    *p = (CUdeviceptr)(uintptr_t)h;
+    return r;
+}
+
+static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t bytes)
+{
+    LOCKED(dev_alloc(p, bytes));
+}
+
+static CUresult fake_cuMemFree(CUdeviceptr p)
+{
+    LOCKED(mem_free((void *)(uintptr_t)p, false));
+}
+
+static CUresult fake_cuMemHostAlloc(void **p, size_t bytes, unsigned flags)
+{
+    (void)flags;
+    LOCKED(mem_alloc(p, bytes, -1));
+}
+
+static CUresult fake_cuMemFreeHost(void *p)
+{
+    LOCKED(mem_free(p, true));
+}
+
+static CUresult host_dev_ptr(CUdeviceptr *d, void *p)
+{
+    Alloc *a = find_alloc(p, 1);
+
+    if (!a || a->dev >= 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *d, void *p,
+                                               unsigned flags)
+{
+    if (flags) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    LOCKED(host_dev_ptr(d, p));
+}
+
+static CUresult peer_copy(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+                          CUcontext sctx, size_t bytes, CUstream s)
+{
+    Alloc *as = find_alloc((void *)(uintptr_t)src, bytes);
+    Alloc *ad = find_alloc((void *)(uintptr_t)dst, bytes);
+
+    if (!as || !ad || !dctx || !sctx || as->dev != sctx->dev ||
+        ad->dev != dctx->dev) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return do_copy((void *)(uintptr_t)dst, (void *)(uintptr_t)src, bytes,
+                   stream_of(s), 400);
+}
+
+static CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx,
+                                       CUdeviceptr src, CUcontext sctx,
+                                       size_t bytes, CUstream s)
+{
+    LOCKED(peer_copy(dst, dctx, src, sctx, bytes, s));
+}
+
+static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src,
+                                       size_t bytes, CUstream s)
+{
+    LOCKED(do_copy(dst, (void *)(uintptr_t)src, bytes, stream_of(s), 50));
+}
+
+static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
+                                       size_t bytes, CUstream s)
+{
+    LOCKED(do_copy((void *)(uintptr_t)dst, src, bytes, stream_of(s), 50));
+}
+
+static CUresult memset32(CUdeviceptr p, unsigned v, size_t n, CUstream s)
+{
+    struct CUstream_st *st = stream_of(s);
+    uint32_t *w = (uint32_t *)(uintptr_t)p;
+    Alloc *a = find_alloc(w, n * 4);
+
+    if (!a || !st) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(a->dev) || is_lost(st->dev)) {
+        return lose_code;
+    }
+    if (!st->hung) {
+        for (size_t i = 0; i < n; i++) {
+            w[i] = v;
+        }
+        advance(n * 4, 1000, 1000);
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemsetD32Async(CUdeviceptr p, unsigned v, size_t n,
+                                      CUstream s)
+{
+    LOCKED(memset32(p, v, n, s));
+}
+
+static CUresult stream_create(CUstream *s, unsigned flags)
+{
+    int d = current_dev();
+
+    if (d < 0 || (flags & ~CU_STREAM_NON_BLOCKING)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(d)) {
+        return lose_code;
+    }
+    *s = calloc(1, sizeof(**s));
+    (*s)->dev = d;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamCreate(CUstream *s, unsigned flags)
+{
+    LOCKED(stream_create(s, flags));
+}
+
+static CUresult fake_cuStreamDestroy(CUstream s)
+{
+    if (!s) {
+        return FAKE_ERROR_INVALID_HANDLE;
+    }
+    free(s);
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_state(const void *p)
+{
+    const struct CUstream_st *s = p;
+
+    if (!s) {
+        return FAKE_ERROR_INVALID_HANDLE;
+    }
+    if (is_lost(s->dev)) {
+        return lose_code;
+    }
+    return s->hung ? FAKE_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamSynchronize(CUstream s)
+{
+    return wait_until_done(stream_state, stream_of(s));
+}
+
+static CUresult fake_cuStreamQuery(CUstream s)
+{
+    LOCKED(stream_state(stream_of(s)));
+}
+
+static CUresult stream_wait(CUstream s, CUevent e, unsigned flags)
+{
+    struct CUstream_st *st = stream_of(s);
+
+    if (!st || !e || flags) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(st->dev) || is_lost(e->dev)) {
+        return lose_code;
+    }
+    /* Work behind an event that never fires never starts. */
+    st->hung |= e->never;
+    dev_hung[st->dev] |= e->never;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags)
+{
+    LOCKED(stream_wait(s, e, flags));
+}
+
+static CUresult event_create(CUevent *e, unsigned flags)
+{
+    int d = current_dev();
+
+    if (d < 0 || (flags & ~CU_EVENT_DISABLE_TIMING)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(d)) {
+        return lose_code;
+    }
+    *e = calloc(1, sizeof(**e));
+    (*e)->dev = d;
+    (*e)->flags = flags;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventCreate(CUevent *e, unsigned flags)
+{
+    LOCKED(event_create(e, flags));
+}
+
+static CUresult fake_cuEventDestroy(CUevent e)
+{
+    if (!e) {
+        return FAKE_ERROR_INVALID_HANDLE;
+    }
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent e, CUstream s)
+{
+    struct CUstream_st *st = stream_of(s);
+
+    if (!e || !st || e->dev != st->dev) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(st->dev)) {
+        return lose_code;
+    }
+    e->recorded = true;
+    e->never = st->hung;
+    e->t_ns = clock_ns;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventRecord(CUevent e, CUstream s)
+{
+    LOCKED(event_record(e, s));
+}
+
+static CUresult event_state(const void *p)
+{
+    const struct CUevent_st *e = p;
+
+    if (!e) {
+        return FAKE_ERROR_INVALID_HANDLE;
+    }
+    if (is_lost(e->dev)) {
+        return lose_code;
+    }
+    return e->never ? FAKE_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventSynchronize(CUevent e)
+{
+    return wait_until_done(event_state, e);
+}
+
+static CUresult fake_cuEventQuery(CUevent e)
+{
+    LOCKED(event_state(e));
+}
+
+static CUresult elapsed(float *ms, CUevent a, CUevent b)
+{
+    CUresult r;
+
+    if (!a || !b || (a->flags | b->flags) & CU_EVENT_DISABLE_TIMING ||
+        !a->recorded || !b->recorded) {
+        return FAKE_ERROR_INVALID_HANDLE;
+    }
+    if ((r = event_state(a)) != CUDA_SUCCESS ||
+        (r = event_state(b)) != CUDA_SUCCESS) {
+        return r;
+    }
+    *ms = (float)((double)b->t_ns - (double)a->t_ns) / 1e6f;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+    LOCKED(elapsed(ms, start, end));
+}
+
+static CUresult module_load(CUmodule *m, const void *image)
+{
+    int d = current_dev();
+
+    if (d < 0 || !image) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(d)) {
+        return lose_code;
+    }
+    *m = calloc(1, sizeof(**m));
+    (*m)->dev = d;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuModuleLoadData(CUmodule *m, const void *image)
+{
+    LOCKED(module_load(m, image));
+}
+
+static CUresult fake_cuModuleUnload(CUmodule m)
+{
+    if (!m) {
+        return FAKE_ERROR_INVALID_HANDLE;
+    }
+    free(m);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuModuleGetFunction(CUfunction *f, CUmodule m,
+                                         const char *name)
+{
+    if (!m || !name) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (int k = 0; k < K_COUNT; k++) {
+        if (!strcmp(name, kernel_names[k])) {
+            *f = &funcs[k];
+            return CUDA_SUCCESS;
+        }
+    }
+    return FAKE_ERROR_NOT_FOUND;
+}
+
+static CUresult launch(CUfunction f, unsigned gx, unsigned bx, CUstream s,
+                       void **args, void **extra)
+{
+    struct CUstream_st *st = stream_of(s);
+
+    if (!f || !st || !gx || !bx || bx > 1024 || !args || extra) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (is_lost(st->dev)) {
+        return lose_code;
+    }
+    if (st->hung) {
+        return CUDA_SUCCESS;
+    }
+    return run_kernel(f->kind, st, args);
+}
+
+static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
+                                    unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned shared, CUstream s,
+                                    void **args, void **extra)
+{
+    if (gy != 1 || gz != 1 || by != 1 || bz != 1 || shared) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    LOCKED(launch(f, gx, bx, s, args, extra));
+}
+
+static CUresult fake_cuGetErrorString(CUresult r, const char **s)
+{
+    static const struct { int code; const char *text; } texts[] = {
+        { 0, "no error" },
+        { 1, "invalid argument" },
+        { 2, "out of memory" },
+        { 3, "initialization error" },
+        { 101, "invalid device ordinal" },
+        { 217, "peer access is not supported between these two devices" },
+        { 400, "invalid resource handle" },
+        { 500, "named symbol not found" },
+        { 600, "device not ready" },
+        { 700, "an illegal memory access was encountered" },
+        { 704, "peer access is already enabled" },
+        { 719, "unspecified launch failure" },
+        { 801, "operation not supported" },
+        { 999, "unknown error" },
+    };
+
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        if (texts[i].code == r) {
+            *s = texts[i].text;
+            return CUDA_SUCCESS;
+        }
+    }
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuMemGetHandleForAddressRange(void *handle,
+                                                   CUdeviceptr p,
+                                                   size_t bytes, int type,
+                                                   unsigned long long flags)
+{
+    (void)handle; (void)p; (void)bytes; (void)type; (void)flags;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- the one exported symbol ------------------------------------------- */
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                             uint64_t flags, int *status);
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                             uint64_t flags, int *status)
+{
+    static const struct { const char *name; void *fn; } table[] = {
+#define FAKE_ENTRY(name, params) { #name, (void *)fake_##name },
+        CU_APIS(FAKE_ENTRY)
+    };
+
+    if (status) {
+        *status = 0;
+    }
+    if (!symbol || !pfn || version < 12000 ||
+        flags != CU_GET_PROC_ADDRESS_DEFAULT) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (!strcmp(symbol, table[i].name)) {
+            *pfn = table[i].fn;
+            return CUDA_SUCCESS;
+        }
+    }
+    *pfn = NULL;
+    return FAKE_ERROR_NOT_FOUND;
+}

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * gpup2p-verify's CUDA logic, run against the STAND-IN libcuda.so.1
+ * (tests/unit/fake-libcuda: host memory, the tool's kernels on the CPU,
+ * faults injected by GPUP2P_FAKE_CUDA_FAULT). Each case runs the real
+ * tool binary with `--sysfs-root CAPTURE --with-cuda`, the stand-in's GPUs
+ * at the capture's bus ids, and asserts its exit code and JSON.
+ */
+#include <stdbool.h>
+#include <sys/wait.h>
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#include "sysfs-builder.h"
+
+typedef struct {
+    int status;
+    double seconds;             /* wall time of the tool */
+    char *out, *err;
+    JsonParser *parser;
+    JsonObject *root;
+} Res;
+
+static void res_clear(Res *r)
+{
+    g_free(r->out);
+    g_free(r->err);
+    g_clear_object(&r->parser);
+    memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Run the tool on @root with the stand-in's GPUs at @bus_ids (a comma
+ * list), faults @fault (GPUP2P_FAKE_CUDA_FAULT, or NULL), @no_peer
+ * (GPUP2P_FAKE_CUDA_NO_PEER, or NULL) and @args (space-separated).
+ */
+static void run_standin(Res *r, const char *root, const char *bus_ids,
+                        const char *fault, const char *no_peer,
+                        const char *args)
+{
+    g_auto(GStrv) env = g_get_environ();
+    g_autofree char *cmd = g_strdup_printf("%s --sysfs-root %s --with-cuda "
+                                           "--skip-rdma --json %s",
+                                           g_getenv("GPUP2P_VERIFY_CUDA"),
+                                           root, args ? args : "");
+    g_auto(GStrv) argv = NULL;
+    g_autoptr(GError) err = NULL;
+    gint64 t0;
+    int ws;
+
+    env = g_environ_setenv(env, "LD_LIBRARY_PATH",
+                           g_getenv("FAKE_LIBCUDA_DIR"), TRUE);
+    env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_BUS_IDS", bus_ids, TRUE);
+    env = g_environ_unsetenv(env, "GPUP2P_FAKE_CUDA_NO_PEER");
+    env = g_environ_unsetenv(env, "GPUP2P_FAKE_CUDA_FAULT");
+    env = g_environ_unsetenv(env, "CUDA_VISIBLE_DEVICES");
+    if (fault) {
+        env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_FAULT", fault, TRUE);
+    }
+    if (no_peer) {
+        env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_NO_PEER", no_peer,
+                               TRUE);
+    }
+    g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, &err));
+    t0 = g_get_monotonic_time();
+    g_assert_true(g_spawn_sync(NULL, argv, env, G_SPAWN_DEFAULT, NULL, NULL,
+                               &r->out, &r->err, &ws, &err));
+    g_assert_no_error(err);
+    r->seconds = (g_get_monotonic_time() - t0) / 1e6;
+    if (!WIFEXITED(ws)) {
+        g_printerr("%s\n", r->err);
+    }
+    g_assert_true(WIFEXITED(ws));
+    r->status = WEXITSTATUS(ws);
+    r->parser = json_parser_new();
+    if (!json_parser_load_from_data(r->parser, r->out, -1, NULL)) {
+        g_printerr("not JSON:\n%s\n%s\n", r->out, r->err);
+        g_assert_not_reached();
+    }
+    r->root = json_node_get_object(json_parser_get_root(r->parser));
+    g_test_message("%s: exit %d, %.2f s; stderr: %s", cmd, r->status,
+                   r->seconds, r->err);
+}
+
+static void expect_exit(const Res *r, int code)
+{
+    if (r->status != code) {
+        g_printerr("%s\n%s\n", r->out, r->err);
+    }
+    g_assert_cmpint(r->status, ==, code);
+    g_assert_cmpint(json_object_get_int_member(r->root, "exit_code"), ==,
+                    code);
+}
+
+/* The pair a -> b (indices into gpus[]). */
+static JsonObject *pair(const Res *r, int a, int b)
+{
+    JsonArray *pairs = json_object_get_array_member(r->root, "pairs");
+
+    for (guint i = 0; i < json_array_get_length(pairs); i++) {
+        JsonObject *p = json_array_get_object_element(pairs, i);
+
+        if (json_object_get_int_member(p, "a") == a &&
+            json_object_get_int_member(p, "b") == b) {
+            return p;
+        }
+    }
+    g_assert_not_reached();
+}
+
+static const char *str_member(JsonObject *o, const char *key)
+{
+    return json_object_get_null_member(o, key) ? NULL :
+           json_object_get_string_member(o, key);
+}
+
+static bool any_note(const Res *r, const char *part)
+{
+    JsonArray *notes = json_object_get_array_member(r->root, "notes");
+
+    for (guint i = 0; i < json_array_get_length(notes); i++) {
+        if (strstr(json_array_get_string_element(notes, i), part)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * @n GPUs (10de:2335) on one flat root bus, 0000:00:0{1..n}.0, all in
+ * clique 1; their bus ids, comma-separated, in @bus_ids.
+ */
+static SysfsBuilder *flat_capture(int n, char **bus_ids)
+{
+    SysfsBuilder *sb = sb_new();
+    GString *ids = g_string_new(NULL);
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    for (int i = 0; i < n; i++) {
+        g_autofree char *bdf = g_strdup_printf("0000:00:%02x.0", i + 1);
+
+        sb_add(sb, NULL, bdf, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0,
+               i + 1, NULL);
+        sb_set_p2pcap(sb, bdf, 1, 8);
+        g_string_append_printf(ids, "%s%s", i ? "," : "", bdf);
+    }
+    *bus_ids = g_string_free(ids, FALSE);
+    return sb;
+}
+
+static const char *fixture(void)
+{
+    static char *path;
+
+    if (!path) {
+        path = g_test_build_filename(G_TEST_DIST, "..", "fixtures",
+                                     "h200x2-vm", NULL);
+    }
+    return path;
+}
+
+#define H200_BUS_IDS "0000:00:06.0,0000:00:07.0"
+
+/* Two healthy stand-in GPUs at the H200 capture's bus ids: all good. */
+static void test_healthy_h200(void)
+{
+    Res r = { 0 };
+    JsonObject *p, *fig;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL, "--size-mib 2");
+    expect_exit(&r, 0);
+    g_assert_cmpstr(json_object_get_string_member(r.root, "verdict"), ==,
+                    "all good");
+    g_assert_cmpstr(str_member(r.root, "cuda"), ==, "ok");
+    g_assert_cmpint(json_array_get_length(
+        json_object_get_array_member(r.root, "pairs")), ==, 2);
+    for (int a = 0; a < 2; a++) {
+        p = pair(&r, a, 1 - a);
+        g_assert_true(json_object_get_boolean_member(p, "verified"));
+        g_assert_cmpstr(str_member(p, "verified_ce"), ==, "ok");
+        g_assert_cmpstr(str_member(p, "verified_sm_write"), ==, "ok");
+        g_assert_cmpstr(str_member(p, "verified_sm_read"), ==, "ok");
+        g_assert_null(str_member(p, "problem"));
+        fig = json_object_get_object_member(p, "unidirectional_ce_gbps");
+        g_assert_nonnull(fig);
+        g_assert_cmpfloat(json_object_get_double_member(fig, "median"), >,
+                          0);
+        g_assert_nonnull(json_object_get_object_member(p,
+                                                       "host_staged_gbps"));
+        g_assert_nonnull(json_object_get_object_member(p, "latency_ce_us"));
+    }
+    res_clear(&r);
+}
+
+/* A corrupt byte on copies out of GPU 0 blames 0 -> 1 only. */
+static void test_corrupt_byte(void)
+{
+    Res r = { 0 };
+    JsonObject *bad, *good;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0:4097", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    bad = pair(&r, 0, 1);
+    good = pair(&r, 1, 0);
+    g_assert_cmpstr(str_member(bad, "verified_ce"), ==, "failed");
+    g_assert_nonnull(strstr(str_member(bad, "problem"),
+                            "first bad byte at offset 4096"));
+    g_assert_cmpstr(str_member(good, "verified_ce"), ==, "ok");
+    g_assert_cmpstr(str_member(good, "verified_sm_write"), ==, "ok");
+    g_assert_null(str_member(good, "problem"));
+    res_clear(&r);
+}
+
+/* CUDA denies peer access: nothing proven, exit 3; one GPU: no pair. */
+static void test_untested(void)
+{
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) one = flat_capture(1, &ids);
+    Res r = { 0 };
+
+    run_standin(&r, fixture(), H200_BUS_IDS, NULL, "all",
+                "--quick --size-mib 1");
+    expect_exit(&r, 3);
+    g_assert_cmpstr(str_member(pair(&r, 0, 1), "verified_ce"), ==,
+                    "not testable");
+    g_assert_false(json_object_get_boolean_member(pair(&r, 0, 1),
+                                                  "peer_access"));
+    res_clear(&r);
+
+    run_standin(&r, sb_root(one), ids, NULL, NULL, "--quick --size-mib 1");
+    expect_exit(&r, 3);
+    g_assert_true(any_note(&r, "fewer than 2 GPUs"));
+    res_clear(&r);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/verify-cuda-standin/healthy-h200", test_healthy_h200);
+    g_test_add_func("/verify-cuda-standin/corrupt-byte", test_corrupt_byte);
+    g_test_add_func("/verify-cuda-standin/untested", test_untested);
+    return g_test_run();
+}
