@@ -406,6 +406,39 @@ static bool moves_data(XferKind k)
     return k != XFER_CE_LATENCY && k != XFER_SM_LATENCY;
 }
 
+/*
+ * Host-staged a -> b: the source stream moves a chunk to pinned memory,
+ * the destination stream moves it on; two chunks in flight. The last
+ * chunk takes what is left, so any size moves whole.
+ */
+static bool enqueue_staged(Run *run, Xfer *x, CUstream s, GError **errp)
+{
+    Gpu *gs = &run->gpus[x->src], *gd = &run->gpus[x->dst];
+    CUstream ds = gd->to[x->src];
+    CUdeviceptr dst = slot(run, x->dst, x->src);
+    gsize chunk = MIN(run->bytes, STAGING_CHUNK);
+    gsize nchunks = (run->bytes + chunk - 1) / chunk, c;
+
+    for (c = 0; c < nchunks; c++) {
+        int k = c % 2;
+        char *host = (char *)gs->staging + k * chunk;
+        gsize len = MIN(chunk, run->bytes - c * chunk);
+
+        if (c >= 2) {
+            CU_TRY(p_cuStreamWaitEvent(s, x->up[k], 0), "wait");
+        }
+        CU_TRY(p_cuMemcpyDtoHAsync(host, gs->src + c * chunk, len, s),
+               "staged copy %d->host", x->src);
+        CU_TRY(p_cuEventRecord(x->down[k], s), "cuEventRecord");
+        CU_TRY(p_cuStreamWaitEvent(ds, x->down[k], 0), "wait");
+        CU_TRY(p_cuMemcpyHtoDAsync(dst + c * chunk, host, len, ds),
+               "staged copy host->%d", x->dst);
+        CU_TRY(p_cuEventRecord(x->up[k], ds), "cuEventRecord");
+    }
+    CU_TRY(p_cuStreamWaitEvent(s, x->up[(nchunks - 1) % 2], 0), "wait");
+    return true;
+}
+
 static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
 {
     Gpu *gs = &run->gpus[x->src], *gd = &run->gpus[x->dst];
@@ -449,31 +482,8 @@ static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
                x->src, x->dst);
         break;
     }
-    case XFER_STAGED: {
-        /* Source stream: GPU -> pinned chunk; destination stream: chunk ->
-         * GPU; two chunks in flight. */
-        CUstream ds = gd->to[x->src];
-        gsize chunk = MIN(run->bytes, STAGING_CHUNK);
-        gsize nchunks = run->bytes / chunk, c;
-
-        for (c = 0; c < nchunks; c++) {
-            int k = c % 2;
-            char *host = (char *)gs->staging + k * chunk;
-
-            if (c >= 2) {
-                CU_TRY(p_cuStreamWaitEvent(s, x->up[k], 0), "wait");
-            }
-            CU_TRY(p_cuMemcpyDtoHAsync(host, gs->src + c * chunk, chunk, s),
-                   "staged copy %d->host", x->src);
-            CU_TRY(p_cuEventRecord(x->down[k], s), "cuEventRecord");
-            CU_TRY(p_cuStreamWaitEvent(ds, x->down[k], 0), "wait");
-            CU_TRY(p_cuMemcpyHtoDAsync(dst + c * chunk, host, chunk, ds),
-                   "staged copy host->%d", x->dst);
-            CU_TRY(p_cuEventRecord(x->up[k], ds), "cuEventRecord");
-        }
-        CU_TRY(p_cuStreamWaitEvent(s, x->up[(nchunks - 1) % 2], 0), "wait");
-        break;
-    }
+    case XFER_STAGED:
+        return enqueue_staged(run, x, s, errp);
     }
     return true;
 }
@@ -792,6 +802,15 @@ static void judge_bytes(Run *run, const Xfer *x, const char *what)
     VerifyPair *p = pair_of(run, x->src, x->dst);
 
     if (x->bad < 0) {
+        return;
+    }
+    if (x->kind == XFER_STAGED) {
+        /* Through host memory, P2P off: no verdict on P2P, but nothing
+         * to call good either. */
+        run->r->untested = true;
+        verify_note(run->r, "host-staged %u->%u: first bad byte at offset %"
+                    G_GINT64_FORMAT " (host path, not P2P)",
+                    run->report_of[x->src], run->report_of[x->dst], x->bad);
         return;
     }
     run->r->p2p_broken = true;

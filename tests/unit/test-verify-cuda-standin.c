@@ -214,6 +214,30 @@ static void test_corrupt_byte(void)
     res_clear(&r);
 }
 
+/*
+ * 48 MiB is one and a half staging chunks (32 MiB): the host-staged copy
+ * moves all of it, and every path checks clean (issue 21, finding 2).
+ */
+static void test_staged_48mib(void)
+{
+    Res r = { 0 };
+
+    run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL,
+                "--size-mib 48 --samples 1");
+    expect_exit(&r, 0);
+    for (int a = 0; a < 2; a++) {
+        JsonObject *p = pair(&r, a, 1 - a);
+
+        g_assert_cmpstr(str_member(p, "verified_ce"), ==, "ok");
+        g_assert_null(str_member(p, "problem"));
+        g_assert_nonnull(json_object_get_object_member(p,
+                                                       "host_staged_gbps"));
+    }
+    g_assert_cmpint(json_object_get_int_member(r.root, "size_bytes"), ==,
+                    48 << 20);
+    res_clear(&r);
+}
+
 /* CUDA denies peer access: nothing proven, exit 3; one GPU: no pair. */
 static void test_untested(void)
 {
@@ -242,5 +266,6 @@ int main(int argc, char **argv)
     g_test_add_func("/verify-cuda-standin/healthy-h200", test_healthy_h200);
     g_test_add_func("/verify-cuda-standin/corrupt-byte", test_corrupt_byte);
     g_test_add_func("/verify-cuda-standin/untested", test_untested);
+    g_test_add_func("/verify-cuda-standin/staged-48mib", test_staged_48mib);
     return g_test_run();
 }
