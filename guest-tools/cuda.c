@@ -60,7 +60,9 @@ typedef struct {
     CUdeviceptr flag_dev;
     uint64_t *results;          /* pinned: per GPU, n check words + chase */
     gsize bytes;
-    unsigned loops;
+    unsigned loops, warmup;
+    double watchdog_s;          /* longest wait for any GPU work */
+    bool *gone;                 /* per ordinal: lost or hung, unused since */
     gint64 t0;
 } Run;
 
@@ -68,6 +70,7 @@ typedef struct {
 typedef struct {
     XferKind kind;
     int src, dst;               /* ordinals */
+    unsigned warmup;            /* untimed copies before the timed ones */
     CUevent start, stop;
     CUevent down[2], up[2];     /* staged copies */
     double ms;
@@ -84,10 +87,14 @@ static const char *cu_err(CUresult r)
     return s ? s : "unknown CUDA error";
 }
 
+/* The CUDA error of this thread's last failed CU_TRY or wait. */
+static __thread CUresult cu_last;
+
 #define CU_TRY(call, ...)                                                  \
     do {                                                                   \
         CUresult r_ = (call);                                              \
         if (r_ != CUDA_SUCCESS) {                                          \
+            cu_last = r_;                                                  \
             g_autofree char *what_ = g_strdup_printf(__VA_ARGS__);         \
             g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s (%d)",       \
                         what_, cu_err(r_), (int)r_);                       \
@@ -140,6 +147,68 @@ static CUresult launch(CUfunction f, unsigned grid, unsigned block,
     return p_cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, args, NULL);
 }
 
+/* Sticky errors: the context (and the GPU, until reset) is unusable. */
+static bool cu_sticky(CUresult r)
+{
+    switch (r) {
+    case 46:    /* CUDA_ERROR_DEVICE_UNAVAILABLE */
+    case 214:   /* CUDA_ERROR_ECC_UNCORRECTABLE */
+    case 700:   /* CUDA_ERROR_ILLEGAL_ADDRESS */
+    case 702:   /* CUDA_ERROR_LAUNCH_TIMEOUT */
+    case 714:   /* CUDA_ERROR_HARDWARE_STACK_ERROR */
+    case 715:   /* CUDA_ERROR_ILLEGAL_INSTRUCTION */
+    case 716:   /* CUDA_ERROR_MISALIGNED_ADDRESS */
+    case 717:   /* CUDA_ERROR_INVALID_ADDRESS_SPACE */
+    case 718:   /* CUDA_ERROR_INVALID_PC */
+    case 719:   /* CUDA_ERROR_LAUNCH_FAILED */
+        return true;
+    }
+    return false;
+}
+
+/*
+ * Waits for event @e (or, with @e NULL, all work of stream @s) by polling,
+ * never longer than the watchdog: hung work fails, naming @what, instead
+ * of hanging the tool (cuEventSynchronize has no time limit).
+ */
+static bool wait_done(Run *run, CUevent e, CUstream s, const char *what,
+                      GError **errp)
+{
+    gint64 end = g_get_monotonic_time() + (gint64)(run->watchdog_s * 1e6);
+    gulong nap = 20;
+
+    for (;;) {
+        CUresult res = e ? p_cuEventQuery(e) : p_cuStreamQuery(s);
+
+        if (res == CUDA_SUCCESS) {
+            return true;
+        }
+        if (res != CUDA_ERROR_NOT_READY) {
+            cu_last = res;
+            g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s (%d)", what,
+                        cu_err(res), (int)res);
+            return false;
+        }
+        if (g_get_monotonic_time() > end) {
+            cu_last = CUDA_ERROR_NOT_READY;
+            g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: not finished "
+                        "after %g s (--watchdog-s): hung", what,
+                        run->watchdog_s);
+            return false;
+        }
+        g_usleep(nap);
+        nap = MIN(nap * 2, 1000);
+    }
+}
+
+#define WAIT(run, e, s, ...)                                               \
+    do {                                                                   \
+        g_autofree char *w_ = g_strdup_printf(__VA_ARGS__);                \
+        if (!wait_done(run, e, s, w_, errp)) {                             \
+            return false;                                                  \
+        }                                                                  \
+    } while (0)
+
 /* ---- discover ---------------------------------------------------------- */
 
 static int find_gpu_by_bdf(VerifyReport *r, const char *bdf)
@@ -171,6 +240,7 @@ static bool discover(Run *run, GError **errp)
     r->phase_s[0] = (g_get_monotonic_time() - run->t0) / 1e6;
     run->gpus = g_new0(Gpu, run->n);
     run->report_of = g_new(int, run->n);
+    run->gone = g_new0(bool, run->n);
     for (i = 0; i < run->n; i++) {
         Gpu *g = &run->gpus[i];
         char bus[32], norm[GP_BDF_LEN];
@@ -283,8 +353,7 @@ static bool gpu_open(Run *run, Gpu *g, GError **errp)
 
         CU_TRY(launch(g->fill, g->sms * 4, 512, g->gate, args),
                "GPU %d: fill_pattern", g->ordinal);
-        CU_TRY(p_cuStreamSynchronize(g->gate), "GPU %d: fill_pattern",
-               g->ordinal);
+        WAIT(run, NULL, g->gate, "GPU %d: fill_pattern", g->ordinal);
     }
 #endif
     return true;
@@ -370,11 +439,14 @@ static bool build_chains(Run *run, GError **errp)
         p_cuCtxSetCurrent(gp->ctx);
         /* Stream-ordered from pinned memory: no race with later work. */
         if ((res = p_cuMemAlloc(&gp->chain, bytes)) ||
-            (res = p_cuMemcpyHtoDAsync(gp->chain, chain, bytes, gp->gate)) ||
-            (res = p_cuStreamSynchronize(gp->gate))) {
+            (res = p_cuMemcpyHtoDAsync(gp->chain, chain, bytes, gp->gate))) {
             p_cuMemFreeHost(chain);
             g_set_error(errp, GP_ERROR, GP_ERROR_IO, "GPU %d: latency chain:"
                         " %s", g, cu_err(res));
+            return false;
+        }
+        if (!wait_done(run, NULL, gp->gate, "latency chain", errp)) {
+            p_cuMemFreeHost(chain);
             return false;
         }
         gp->chain_bytes = bytes;
@@ -514,6 +586,52 @@ static void xfer_events_free(Run *run, Xfer *x, int nx)
     }
 }
 
+/* GPU @g (ordinal) is unusable from now on: lost, or hung. */
+static void mark_gone(Run *run, int g, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+
+static void mark_gone(Run *run, int g, const char *fmt, ...)
+{
+    VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
+                                   run->report_of[g]);
+    va_list ap;
+
+    if (run->gone[g]) {
+        return;
+    }
+    run->gone[g] = true;
+    run->r->gpu_lost = true;
+    vg->lost = true;
+    va_start(ap, fmt);
+    g_vsnprintf(vg->lost_why, sizeof(vg->lost_why), fmt, ap);
+    va_end(ap);
+    verify_note(run->r, "GPU %d (%s) lost: %s; its remaining pairs are not "
+                "tested", run->report_of[g], vg->bdf, vg->lost_why);
+}
+
+/* Waits out every stream of GPU @g (watchdog); marks it gone if hung or
+ * left with a sticky error. */
+static void drain_gpu(Run *run, int g)
+{
+    Gpu *gp = &run->gpus[g];
+    g_autoptr(GError) err = NULL;
+    bool ok = true;
+
+    if (run->gone[g] || !gp->ctx) {
+        return;
+    }
+    p_cuCtxSetCurrent(gp->ctx);
+    ok = !gp->gate || wait_done(run, NULL, gp->gate, "gate stream", &err);
+    for (int k = 0; ok && gp->to && k < run->n; k++) {
+        ok = !gp->to[k] || wait_done(run, NULL, gp->to[k], "stream", &err);
+    }
+    if (!ok && cu_last == CUDA_ERROR_NOT_READY) {
+        mark_gone(run, g, "hung: %s", err->message);
+    } else if (!ok && cu_sticky(cu_last)) {
+        mark_gone(run, g, "sticky CUDA error: %s", err->message);
+    }
+}
+
 /*
  * Run @x together. With @span_ms, the whole batch is also timed on one
  * GPU (the first transfer's destination): from its own release to the
@@ -542,8 +660,7 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
             CU_TRY(p_cuMemsetD32Async(slot(run, x[i].dst, x[i].src),
                                       0xdeadbeefu, run->bytes / 4, gd->gate),
                    "poisoning GPU %d", x[i].dst);
-            CU_TRY(p_cuStreamSynchronize(gd->gate), "poisoning GPU %d",
-                   x[i].dst);
+            WAIT(run, NULL, gd->gate, "poisoning GPU %d", x[i].dst);
         }
         CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
         CU_TRY(p_cuEventCreate(&x[i].start, CU_EVENT_DEFAULT), "event");
@@ -595,6 +712,10 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
             CU_TRY(p_cuStreamWaitEvent(run->gpus[x[i].dst].to[x[i].src],
                                        ge->gate_open, 0), "wait");
         }
+        if (x[i].warmup && !enqueue(run, &x[i], x[i].warmup, errp)) {
+            return false;
+        }
+        CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
         CU_TRY(p_cuEventRecord(x[i].start, s), "cuEventRecord");
         if (!enqueue(run, &x[i], loops, errp)) {
             return false;
@@ -616,7 +737,7 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
     if (span_ms) {
         float ms = 0;
 
-        CU_TRY(p_cuEventSynchronize(span[1]), "aggregate");
+        WAIT(run, span[1], NULL, "aggregate on GPU %d", x[0].dst);
         CU_TRY(p_cuEventElapsedTime(&ms, span[0], span[1]),
                "cuEventElapsedTime");
         *span_ms = ms;
@@ -624,8 +745,7 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
     for (i = 0; i < nx; i++) {
         float ms = 0;
 
-        CU_TRY(p_cuEventSynchronize(x[i].stop), "transfer %d->%d",
-               x[i].src, x[i].dst);
+        WAIT(run, x[i].stop, NULL, "transfer %d->%d", x[i].src, x[i].dst);
         CU_TRY(p_cuEventElapsedTime(&ms, x[i].start, x[i].stop),
                "cuEventElapsedTime");
         x[i].ms = ms;
@@ -656,8 +776,7 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
 
         if (moves_data(x[i].kind)) {
             CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
-            CU_TRY(p_cuStreamSynchronize(gd->gate), "GPU %d: check_pattern",
-                   x[i].dst);
+            WAIT(run, NULL, gd->gate, "GPU %d: check_pattern", x[i].dst);
             x[i].bad = *res == ~0ull ? -1 : (int64_t)(*res * 4);
         } else if (x[i].kind == XFER_SM_LATENCY) {
             uint64_t *ns = &run->results[x[i].src * (run->n + 2) + run->n];
@@ -666,7 +785,7 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
             CU_TRY(p_cuMemcpyDtoHAsync(ns, gs->scratch + 2048 +
                                        16 * x[i].dst + 8, 8, gs->gate),
                    "chase time");
-            CU_TRY(p_cuStreamSynchronize(gs->gate), "chase time");
+            WAIT(run, NULL, gs->gate, "GPU %d: chase time", x[i].src);
             x[i].ms = *ns / 1e6;
         }
     }
@@ -680,12 +799,14 @@ static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
     bool ok = run_batch_inner(run, x, nx, loops, span_ms, span, errp);
 
     if (!ok) {
-        /* Let nothing wait on a spin after an error. */
+        CUresult why = cu_last;
+
+        /* Let nothing wait on a spin after an error; nothing hangs. */
         *run->flag = 1;
         for (int g = 0; g < run->n; g++) {
-            p_cuCtxSetCurrent(run->gpus[g].ctx);
-            p_cuCtxSynchronize();
+            drain_gpu(run, g);
         }
+        cu_last = why;
     }
     xfer_events_free(run, x, nx);
     if (span[0] || span[1]) {
@@ -756,7 +877,8 @@ static bool pair_usable(Run *run, int a, int b, const VerifyFigureInfo *f)
 {
     VerifyPair *p = pair_of(run, a, b);
 
-    if (!p->peer_enabled || p->verified_ce != CHECK_OK) {
+    if (!p->peer_enabled || p->verified_ce != CHECK_OK || run->gone[a] ||
+        run->gone[b]) {
         return false;
     }
     return !f->needs_sm ||
@@ -826,81 +948,234 @@ static void judge_bytes(Run *run, const Xfer *x, const char *what)
                  x->bad);
 }
 
-static void measure_error(Run *run, int a, int b, const char *what,
-                          GError *err)
+/* The data-check state that a transfer of @k proves or fails. */
+static CheckState *path_state(VerifyPair *p, XferKind k)
 {
-    VerifyPair *p = pair_of(run, a, b);
-
-    /* A CUDA error while moving peer data is a P2P failure. */
-    run->r->p2p_broken = true;
-    pair_problem(p, "measuring %s: %s", what, err->message);
+    return k == XFER_SM_WRITE ? &p->verified_sm :
+           k == XFER_SM_READ ? &p->verified_sm_read : &p->verified_ce;
 }
 
-/* One figure for every usable ordered pair, in rounds. */
-static void measure_pairs(Run *run, GPtrArray *rounds, int fig)
+static const char *kind_name(XferKind k)
+{
+    static const char *const names[] = {
+        [XFER_CE] = "copy engine", [XFER_CE_BIDIR] = "bidirectional copy "
+        "engine", [XFER_SM_WRITE] = "SM write", [XFER_SM_READ] = "SM read",
+        [XFER_STAGED] = "host-staged copy", [XFER_CE_LATENCY] = "copy-engine "
+        "latency", [XFER_SM_LATENCY] = "SM latency",
+    };
+
+    return names[k];
+}
+
+/* Does GPU @g answer with a sticky error (its context is gone)? */
+static bool gpu_probe_lost(Run *run, int g)
+{
+    CUresult res;
+
+    if (run->gone[g]) {
+        return true;
+    }
+    p_cuCtxSetCurrent(run->gpus[g].ctx);
+    res = p_cuStreamQuery(run->gpus[g].gate);
+    return cu_sticky(res);
+}
+
+/*
+ * @x failed on its own with @err (CUDA error @code). A sticky error marks
+ * the GPU it left unusable "lost", not P2P; a hung transfer (watchdog)
+ * fails its pair and retires its GPU; a host-staged copy never judges P2P;
+ * anything else fails the pair's path.
+ */
+static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
+{
+    VerifyPair *p = pair_of(run, x->src, x->dst);
+    unsigned a = run->report_of[x->src], b = run->report_of[x->dst];
+    bool data = x->kind == XFER_CE || x->kind == XFER_SM_WRITE ||
+                x->kind == XFER_SM_READ;
+
+    if (code != CUDA_ERROR_NOT_READY &&
+        (cu_sticky(code) || run->gone[x->src] || run->gone[x->dst])) {
+        bool any = false;
+
+        for (int i = 0; i < 2; i++) {
+            int g = i ? x->dst : x->src;
+
+            if (gpu_probe_lost(run, g)) {
+                mark_gone(run, g, "%s", err->message);
+                any = true;
+            }
+        }
+        if (!any) {
+            mark_gone(run, exec_gpu(x), "%s", err->message);
+        }
+        if (data && *path_state(p, x->kind) == CHECK_OK) {
+            *path_state(p, x->kind) = CHECK_UNTESTABLE;
+        }
+        pair_problem(p, "%s %u->%u: %s (GPU lost, not a P2P verdict)",
+                     kind_name(x->kind), a, b, err->message);
+        return;
+    }
+    if (x->kind == XFER_STAGED) {
+        run->r->untested = true;
+        verify_note(run->r, "host-staged %u->%u: %s (host path, not P2P)",
+                    a, b, err->message);
+        return;
+    }
+    if (code == CUDA_ERROR_NOT_READY) {
+        mark_gone(run, exec_gpu(x), "hung at %s %u->%u", kind_name(x->kind),
+                  a, b);
+    }
+    run->r->p2p_broken = true;
+    if (data) {
+        *path_state(p, x->kind) = CHECK_FAILED;
+    }
+    pair_problem(p, "%s %u->%u: %s", kind_name(x->kind), a, b,
+                 err->message);
+}
+
+/*
+ * The batch @x (@nx transfers, @per of them for one pair) failed with
+ * @err: each pair runs again alone, and only a pair that fails alone is
+ * blamed. ok[i]: pair i came through.
+ */
+static void retry_each(Run *run, Xfer *x, int nx, int per, unsigned loops,
+                       const GError *err, CUresult code, bool *ok)
+{
+    int ng = nx / per;
+
+    for (int g = 0; g < ng; g++) {
+        g_autoptr(GError) one = NULL;
+        Xfer *gx = &x[g * per];
+
+        ok[g] = false;
+        if (ng == 1 || run->gone[gx->src] || run->gone[gx->dst]) {
+            blame(run, gx, err, code);
+        } else if (run_batch(run, gx, per, loops, &one)) {
+            ok[g] = true;
+        } else {
+            blame(run, gx, one, cu_last);
+        }
+    }
+}
+
+/* Runs @x as one batch; retried pair by pair when it fails. */
+static void run_blamed(Run *run, Xfer *x, int nx, int per, unsigned loops,
+                       bool *ok)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (run_batch(run, x, nx, loops, &err)) {
+        for (int g = 0; g < nx / per; g++) {
+            ok[g] = true;
+        }
+        return;
+    }
+    retry_each(run, x, nx, per, loops, err, cu_last, ok);
+}
+
+/* A bandwidth or latency value of pair group @gx (@per transfers). */
+static double group_value(Run *run, const Xfer *gx, int per,
+                          unsigned loops)
+{
+    if (per == 2) {
+        /* Both directions' bytes over the longer time. */
+        return 2.0 * run->bytes * loops /
+               (MAX(gx[0].ms, gx[1].ms) / 1e3) / 1e9;
+    }
+    return xfer_value(run, gx, loops);
+}
+
+/*
+ * Samples of figure @fig for the pairs of one batch (@per transfers a
+ * pair). A pair that fails, or whose bytes come back wrong, gets no
+ * figure; the others keep theirs.
+ */
+static void measure_batch(Run *run, int fig, Xfer *x, int nx, int per)
 {
     const VerifyFigureInfo *f = &verify_pair_figures[fig];
     unsigned samples = run->o->samples, s;
     unsigned loops = f->kind == XFER_STAGED ? 1 : run->loops;
-    int dir;
+    int ng = nx / per;
+    g_autofree double *v = g_new0(double, ng * samples);
+    g_autofree bool *alive = g_new0(bool, ng);
+    g_autofree bool *ok = g_new0(bool, ng);
+    g_autofree int *map = g_new0(int, ng);
+    g_autofree Xfer *y = g_new0(Xfer, nx);
+
+    memset(alive, 1, ng * sizeof(bool));
+    for (s = 0; s < samples; s++) {
+        int ny = 0;
+
+        for (int g = 0; g < ng; g++) {
+            if (alive[g]) {
+                map[ny / per] = g;
+                memcpy(&y[ny], &x[g * per], per * sizeof(Xfer));
+                ny += per;
+            }
+        }
+        if (!ny) {
+            return;
+        }
+        run_blamed(run, y, ny, per, loops, ok);
+        for (int j = 0; j < ny / per; j++) {
+            Xfer *gx = &y[j * per];
+            bool bad = false;
+
+            for (int k = 0; k < per && ok[j]; k++) {
+                judge_bytes(run, &gx[k], f->key);
+                bad |= gx[k].bad >= 0;
+            }
+            alive[map[j]] = ok[j] && !bad;
+            v[map[j] * samples + s] = group_value(run, gx, per, loops);
+        }
+    }
+    for (int g = 0; g < ng; g++) {
+        VerifyPair *p = pair_of(run, x[g * per].src, x[g * per].dst);
+
+        if (!alive[g]) {
+            continue;
+        }
+        figure_set(&p->fig[fig], &v[g * samples], samples);
+        if (per == 2) {
+            pair_of(run, x[g * per].dst, x[g * per].src)->fig[fig] =
+                p->fig[fig];
+        }
+    }
+}
+
+/* One figure for every usable ordered pair, batch by batch. */
+static void measure_pairs(Run *run, GPtrArray *rounds, int fig)
+{
+    const VerifyFigureInfo *f = &verify_pair_figures[fig];
+    bool bidir = f->kind == XFER_CE_BIDIR;
+    bool warm = f->kind == XFER_CE || bidir || f->kind == XFER_SM_WRITE ||
+                f->kind == XFER_SM_READ;
 
     for (guint ri = 0; ri < rounds->len; ri++) {
         GArray *round = g_ptr_array_index(rounds, ri);
 
-        for (dir = 0; dir < (f->kind == XFER_CE_BIDIR ? 1 : 2); dir++) {
+        for (int dir = 0; dir < (bidir ? 1 : 2); dir++) {
             g_autofree Xfer *x = g_new0(Xfer, round->len);
-            g_autofree double *v = g_new0(double, round->len * samples);
-            g_autofree int *pa = g_new0(int, round->len);
-            int nx = 0, npairs = 0;
+            int nx = 0;
 
             for (guint k = 0; k + 1 < round->len; k += 2) {
                 int a = g_array_index(round, int, k + dir);
                 int b = g_array_index(round, int, k + 1 - dir);
 
                 if (!pair_usable(run, a, b, f) ||
-                    (f->kind == XFER_CE_BIDIR && !pair_usable(run, b, a, f))) {
+                    (bidir && !pair_usable(run, b, a, f))) {
                     continue;
                 }
-                pa[npairs++] = nx;
-                x[nx++] = (Xfer){ .kind = f->kind, .src = a, .dst = b };
-                if (f->kind == XFER_CE_BIDIR) {
-                    x[nx++] = (Xfer){ .kind = f->kind, .src = b, .dst = a };
+                x[nx++] = (Xfer){ .kind = f->kind, .src = a, .dst = b,
+                                  .warmup = warm ? run->warmup : 0 };
+                if (bidir) {
+                    x[nx] = x[nx - 1];
+                    x[nx].src = b;
+                    x[nx++].dst = a;
                 }
             }
-            if (!nx) {
-                continue;
-            }
-            for (s = 0; s < samples; s++) {
-                g_autoptr(GError) err = NULL;
-
-                if (!run_batch(run, x, nx, loops, &err)) {
-                    for (int i = 0; i < npairs; i++) {
-                        measure_error(run, x[pa[i]].src, x[pa[i]].dst,
-                                      f->key, err);
-                    }
-                    return;
-                }
-                for (int i = 0; i < npairs; i++) {
-                    Xfer *one = &x[pa[i]];
-
-                    judge_bytes(run, one, f->key);
-                    v[i * samples + s] = xfer_value(run, one, loops);
-                    if (f->kind == XFER_CE_BIDIR) {
-                        judge_bytes(run, one + 1, f->key);
-                        /* Both directions' bytes over the longer time. */
-                        v[i * samples + s] = 2.0 * run->bytes * loops /
-                            (MAX(one->ms, one[1].ms) / 1e3) / 1e9;
-                    }
-                }
-            }
-            for (int i = 0; i < npairs; i++) {
-                Xfer *one = &x[pa[i]];
-                VerifyPair *p = pair_of(run, one->src, one->dst);
-
-                figure_set(&p->fig[fig], &v[i * samples], samples);
-                if (f->kind == XFER_CE_BIDIR) {
-                    pair_of(run, one->dst, one->src)->fig[fig] = p->fig[fig];
-                }
+            if (nx) {
+                measure_batch(run, fig, x, nx, bidir ? 2 : 1);
             }
         }
     }
@@ -932,18 +1207,17 @@ static void measure_aggregates(Run *run, int k)
             }
             x[nx++] = (Xfer){ .kind = XFER_CE, .src = a, .dst = b };
         }
-        if (nx < 2) {
+        if (nx < 1) {
             continue;
         }
         for (s = 0; s < run->o->samples; s++) {
             g_autoptr(GError) err = NULL;
+            g_autofree bool *ok = g_new0(bool, nx);
             double span = 0;
 
             if (!run_batch_span(run, x, nx, loops, &span, &err)) {
-                run->r->p2p_broken = true;
-                verify_note(run->r, "GPU %d: measuring %s: %s",
-                            run->report_of[k], verify_gpu_figures[which].key,
-                            err->message);
+                /* Each transfer alone: blame only the failing ones. */
+                retry_each(run, x, nx, 1, loops, err, cu_last, ok);
                 return;
             }
             for (int i = 0; i < nx; i++) {
@@ -1020,6 +1294,31 @@ static void pair_access(Run *run)
     }
 }
 
+/* Pairs of a round whose @path may still be checked, into @x. */
+static int check_xfers(Run *run, GArray *round, int dir, XferKind path,
+                       Xfer *x)
+{
+    int nx = 0;
+
+    for (guint k = 0; k + 1 < round->len; k += 2) {
+        int sa = g_array_index(round, int, k + dir);
+        int sb = g_array_index(round, int, k + 1 - dir);
+        VerifyPair *p = pair_of(run, sa, sb);
+
+        if (!p->peer_enabled || *path_state(p, path) != CHECK_OK) {
+            continue;
+        }
+        if (run->gone[sa] || run->gone[sb]) {
+            *path_state(p, path) = CHECK_UNTESTABLE;
+            pair_problem(p, "not tested: GPU %d lost", run->report_of[
+                         run->gone[sa] ? sa : sb]);
+            continue;
+        }
+        x[nx++] = (Xfer){ .kind = path, .src = sa, .dst = sb };
+    }
+    return nx;
+}
+
 /* One verified copy per path and direction; pairs of a round at once. */
 static void data_checks(Run *run, GPtrArray *rounds)
 {
@@ -1048,38 +1347,17 @@ static void data_checks(Run *run, GPtrArray *rounds)
 
             for (int dir = 0; dir < 2; dir++) {
                 g_autofree Xfer *x = g_new0(Xfer, round->len);
-                g_autoptr(GError) err = NULL;
-                int nx = 0;
+                g_autofree bool *ok = g_new0(bool, round->len);
+                int nx = check_xfers(run, round, dir, paths[pi], x);
 
-                for (guint k = 0; k + 1 < round->len; k += 2) {
-                    int sa = g_array_index(round, int, k + dir);
-                    int sb = g_array_index(round, int, k + 1 - dir);
-                    VerifyPair *p = pair_of(run, sa, sb);
-
-                    if (p->peer_enabled && p->verified_ce == CHECK_OK) {
-                        x[nx++] = (Xfer){ .kind = paths[pi], .src = sa,
-                                          .dst = sb };
-                    }
-                }
                 if (!nx) {
                     continue;
                 }
-                if (!run_batch(run, x, nx, 1, &err)) {
-                    for (int i = 0; i < nx; i++) {
-                        VerifyPair *p = pair_of(run, x[i].src, x[i].dst);
-
-                        *(paths[pi] == XFER_CE ? &p->verified_ce :
-                          paths[pi] == XFER_SM_WRITE ? &p->verified_sm :
-                          &p->verified_sm_read) = CHECK_FAILED;
-                        measure_error(run, x[i].src, x[i].dst, "data check",
-                                      err);
-                    }
-                    continue;
-                }
+                run_blamed(run, x, nx, 1, 1, ok);
                 for (int i = 0; i < nx; i++) {
-                    judge_bytes(run, &x[i], paths[pi] == XFER_CE ?
-                                "copy engine" : paths[pi] == XFER_SM_WRITE ?
-                                "SM write" : "SM read");
+                    if (ok[i]) {
+                        judge_bytes(run, &x[i], kind_name(paths[pi]));
+                    }
                 }
             }
         }
@@ -1087,6 +1365,23 @@ static void data_checks(Run *run, GPtrArray *rounds)
 }
 
 /* ---- teardown ---------------------------------------------------------- */
+
+/* Streams and the gate event: destroyed without waiting for their work. */
+static void teardown_streams(Run *run, Gpu *g)
+{
+    for (int k = 0; g->to && k < run->n; k++) {
+        if (g->to[k]) {
+            p_cuStreamDestroy(g->to[k]);
+        }
+    }
+    g_clear_pointer(&g->to, g_free);
+    if (g->gate) {
+        p_cuStreamDestroy(g->gate);
+    }
+    if (g->gate_open) {
+        p_cuEventDestroy(g->gate_open);
+    }
+}
 
 static void teardown(Run *run)
 {
@@ -1097,7 +1392,13 @@ static void teardown(Run *run)
             continue;
         }
         p_cuCtxSetCurrent(g->ctx);
-        p_cuCtxSynchronize();
+        drain_gpu(run, i);
+        if (run->gone[i]) {
+            /* Lost or hung: what could block (frees, the context) is left
+             * to the driver at exit; streams go without waiting. */
+            teardown_streams(run, g);
+            continue;
+        }
         if (g->src) {
             p_cuMemFree(g->src);
         }
@@ -1113,18 +1414,7 @@ static void teardown(Run *run)
         if (g->staging) {
             p_cuMemFreeHost(g->staging);
         }
-        for (int k = 0; g->to && k < run->n; k++) {
-            if (g->to[k]) {
-                p_cuStreamDestroy(g->to[k]);
-            }
-        }
-        g_free(g->to);
-        if (g->gate) {
-            p_cuStreamDestroy(g->gate);
-        }
-        if (g->gate_open) {
-            p_cuEventDestroy(g->gate_open);
-        }
+        teardown_streams(run, g);
         if (g->mod) {
             p_cuModuleUnload(g->mod);
         }
@@ -1138,6 +1428,7 @@ static void teardown(Run *run)
     }
     g_free(run->gpus);
     g_free(run->report_of);
+    g_free(run->gone);
 }
 
 void verify_cuda(const VerifyOptions *o, VerifyReport *r)
@@ -1146,7 +1437,9 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
     g_autoptr(GPtrArray) rounds = NULL;
     g_autoptr(GPtrArray) one_by_one = NULL;
     Run run = { .o = o, .r = r, .bytes = o->bytes,
-                .loops = o->quick ? 2 : 8 };
+                .loops = o->quick ? VERIFY_QUICK_LOOPS : VERIFY_LOOPS,
+                .warmup = o->quick ? VERIFY_QUICK_WARMUP : VERIFY_WARMUP,
+                .watchdog_s = o->watchdog_s };
     gint64 t = g_get_monotonic_time();
 #define PHASE(i) do { gint64 now_ = g_get_monotonic_time();               \
                       r->phase_s[i] = (now_ - t) / 1e6; t = now_; } while (0)
@@ -1179,9 +1472,11 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
     pair_access(&run);
     PHASE(3);
     verify_nvml_pairs(r);
+    /* Checks run pairs on independent links together; figures are
+     * timed one pair at a time unless --concurrent (host-staged always). */
     rounds = verify_schedule(run.n, independent, &run);
     one_by_one = verify_schedule(run.n, through_host, NULL);
-    for (guint i = 0; i < rounds->len; i++) {
+    for (guint i = 0; i < rounds->len && o->concurrent; i++) {
         r->concurrent |= ((GArray *)g_ptr_array_index(rounds, i))->len > 2;
     }
     data_checks(&run, rounds);
@@ -1198,8 +1493,8 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
         if (o->quick && !verify_pair_figures[fig].quick) {
             continue;
         }
-        measure_pairs(&run, verify_pair_figures[fig].kind == XFER_STAGED ?
-                      one_by_one : rounds, fig);
+        measure_pairs(&run, verify_pair_figures[fig].kind == XFER_STAGED ||
+                      !o->concurrent ? one_by_one : rounds, fig);
     }
     if (!o->quick) {
         for (int k = 0; k < run.n; k++) {

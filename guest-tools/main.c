@@ -127,6 +127,9 @@ static const char *bad_option(const VerifyOptions *o, int mib, int samples)
     if (!(o->min_bandwidth >= 0 && o->min_bandwidth < 1e6)) {
         return "--min-bandwidth must be a number from 0 to 1000000 (GB/s)";
     }
+    if (!(o->watchdog_s >= 0.1 && o->watchdog_s <= 3600)) {
+        return "--watchdog-s must be a number from 0.1 to 3600 (seconds)";
+    }
     if (!(o->max_latency >= 0 && o->max_latency < 1e6)) {
         return "--max-latency must be a number from 0 to 1000000 (us)";
     }
@@ -135,7 +138,7 @@ static const char *bad_option(const VerifyOptions *o, int mib, int samples)
 
 int main(int argc, char **argv)
 {
-    VerifyOptions o = { .samples = 3 };
+    VerifyOptions o = { .samples = 3, .watchdog_s = 60 };
     int samples = UNSET;
     const char *bad;
     VerifyReport r = { 0 };
@@ -152,6 +155,12 @@ int main(int argc, char **argv)
           "GPUs to the capture by bus id (tests with a stand-in driver)",
           NULL },
         { "json", 0, 0, G_OPTION_ARG_NONE, &o.json, "JSON output", NULL },
+        { "concurrent", 0, 0, G_OPTION_ARG_NONE, &o.concurrent,
+          "Time pairs on independent links at once (faster; nvbandwidth, "
+          "and the default, time one pair at a time)", NULL },
+        { "watchdog-s", 0, 0, G_OPTION_ARG_DOUBLE, &o.watchdog_s,
+          "Longest wait for any GPU work, 0.1 to 3600 s (default 60): "
+          "work still running then fails its pair as hung", "S" },
         { "quick", 0, 0, G_OPTION_ARG_NONE, &o.quick,
           "Health check: data checks and the copy-engine bandwidth per pair",
           NULL },
@@ -187,7 +196,8 @@ int main(int argc, char **argv)
     ctx = g_option_context_new("- prove GPUDirect P2P and RDMA in this VM");
     g_option_context_set_summary(ctx,
         "Exit codes: 0 all good, 1 P2P broken, 2 RDMA broken, "
-        "3 could not test, 64 bad command line.");
+        "3 could not test, 4 GPU lost (a sticky CUDA error), "
+        "64 bad command line.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         fprintf(stderr, "gpup2p-verify: %s\n", err->message);
@@ -203,6 +213,9 @@ int main(int argc, char **argv)
     }
     if (bad) {
         fprintf(stderr, "gpup2p-verify: %s\n", bad);
+        g_free(o.sysfs_root);
+        g_free(o.nccl_topo);
+        g_free(o.prometheus);
         return VERIFY_EXIT_USAGE;
     }
     /* --quick takes one sample unless told otherwise. */

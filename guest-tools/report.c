@@ -49,6 +49,9 @@ int verify_exit_code(const VerifyReport *r)
     if (r->rdma_broken) {
         return VERIFY_EXIT_RDMA_BROKEN;
     }
+    if (r->gpu_lost) {
+        return VERIFY_EXIT_GPU_LOST;
+    }
     if (r->untested) {
         return VERIFY_EXIT_UNTESTED;
     }
@@ -62,6 +65,7 @@ static const char *verdict(const VerifyReport *r)
         [VERIFY_EXIT_P2P_BROKEN] = "P2P broken",
         [VERIFY_EXIT_RDMA_BROKEN] = "RDMA broken",
         [VERIFY_EXIT_UNTESTED] = "could not test",
+        [VERIFY_EXIT_GPU_LOST] = "GPU lost",
     };
 
     return names[verify_exit_code(r)];
@@ -156,6 +160,9 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
                "(left out by CUDA_VISIBLE_DEVICES)" : r->cuda_status ?
                "(no CUDA view)" : "(not seen by CUDA)",
                clique, cap);
+        if (g->lost) {
+            printf("    GPU LOST: %s\n", g->lost_why);
+        }
     }
     if (r->cuda_status) {
         printf("CUDA: %s\n", r->cuda_status);
@@ -295,6 +302,11 @@ static void json_gpu(JsonBuilder *b, const VerifyReport *r, guint i)
     add_int_or_null(b, "pcie_gen", g->pcie_gen, g->pcie_gen > 0);
     add_int_or_null(b, "pcie_width", g->pcie_width, g->pcie_width > 0);
     add_int_or_null(b, "numa_node", g->numa_node, g->numa_node >= 0);
+    /* A sticky CUDA error or hung work: not a P2P verdict. */
+    json_builder_set_member_name(b, "lost");
+    json_builder_add_boolean_value(b, g->lost);
+    gp_json_add_string_or_null(b, "lost_reason",
+                               g->lost ? g->lost_why : NULL);
     for (k = 0; k < AGG_COUNT; k++) {
         add_figure(b, verify_gpu_figures[k].key, &g->agg[k]);
     }

@@ -23,6 +23,7 @@ enum {
     VERIFY_EXIT_P2P_BROKEN = 1,
     VERIFY_EXIT_RDMA_BROKEN = 2,
     VERIFY_EXIT_UNTESTED = 3,
+    VERIFY_EXIT_GPU_LOST = 4,
     VERIFY_EXIT_USAGE = 64,
 };
 
@@ -70,6 +71,12 @@ typedef struct {
 
 #define VERIFY_MAX_UPLINKS 8
 
+/* nvbandwidth's method: 16 timed copies a sample after 4 warm-up ones. */
+#define VERIFY_LOOPS 16
+#define VERIFY_WARMUP 4
+#define VERIFY_QUICK_LOOPS 2
+#define VERIFY_QUICK_WARMUP 1
+
 typedef struct VerifyGpu {
     char bdf[16];
     unsigned vendor, device, class_code;
@@ -94,6 +101,8 @@ typedef struct VerifyGpu {
     char uplinks[VERIFY_MAX_UPLINKS][16];
     unsigned n_uplinks;
     Figure agg[AGG_COUNT];
+    bool lost;                  /* sticky CUDA error or hung work */
+    char lost_why[192];
 } VerifyGpu;
 
 typedef struct VerifyPair {
@@ -143,6 +152,7 @@ typedef struct VerifyReport {
     bool concurrent;            /* pairs measured together */
     unsigned loops;
     bool p2p_broken, rdma_broken, untested;
+    bool gpu_lost;              /* a GPU stopped answering (exit 4) */
     double seconds;
     /* Wall time of the CUDA phases (VERIFY_PHASES). */
     double phase_s[7];
@@ -152,6 +162,8 @@ typedef struct VerifyOptions {
     char *sysfs_root;
     gboolean json, quick, pci_only, skip_rdma;  /* GOption writes gboolean */
     gboolean with_cuda;         /* CUDA checks on a --sysfs-root capture */
+    gboolean concurrent;        /* time pairs on independent links at once */
+    double watchdog_s;          /* longest wait for GPU work */
     double min_bandwidth;       /* GB/s, 0: none */
     double max_latency;         /* us, 0: none */
     char *nccl_topo;

@@ -260,6 +260,137 @@ static void test_untested(void)
     res_clear(&r);
 }
 
+static void expect_only_bad(const Res *r, int n, int bad_a, int bad_b,
+                            const char *problem)
+{
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            JsonObject *p;
+            bool bad;
+
+            if (a == b) {
+                continue;
+            }
+            p = pair(r, a, b);
+            bad = a == bad_a && (bad_b < 0 || b == bad_b);
+            g_assert_cmpstr(str_member(p, "verified_ce"), ==,
+                            bad ? "failed" : "ok");
+            if (bad) {
+                g_assert_nonnull(strstr(str_member(p, "problem"), problem));
+            } else {
+                g_assert_null(str_member(p, "problem"));
+            }
+        }
+    }
+}
+
+/*
+ * Four GPUs checked two pairs at a time: copies out of GPU 0 fail. The
+ * failed batch is retried pair by pair, so only GPU 0's pairs are blamed
+ * (before: the healthy pair of its batch too).
+ */
+static void test_fail_source_blame(void)
+{
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) sb = flat_capture(4, &ids);
+    Res r = { 0 };
+
+    run_standin(&r, sb_root(sb), ids, "fail-source:0", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    g_assert_cmpstr(json_object_get_string_member(r.root, "verdict"), ==,
+                    "P2P broken");
+    expect_only_bad(&r, 4, 0, -1, "invalid argument");
+    res_clear(&r);
+}
+
+/* A corrupt byte on 1 -> 2 only: that pair alone is failed. */
+static void test_corrupt_one_pair(void)
+{
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) sb = flat_capture(4, &ids);
+    Res r = { 0 };
+
+    run_standin(&r, sb_root(sb), ids, "corrupt-byte:1-2:100", NULL,
+                "--size-mib 1 --samples 1 --concurrent");
+    expect_exit(&r, 1);
+    expect_only_bad(&r, 4, 1, 2, "first bad byte at offset 100");
+    res_clear(&r);
+}
+
+/* A copy that never completes ends within the watchdog, naming its pair. */
+static void test_hang_watchdog(void)
+{
+    Res r = { 0 };
+    JsonObject *g0, *p;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "hang-copy:0", NULL,
+                "--quick --size-mib 1 --watchdog-s 1");
+    expect_exit(&r, 1);
+    g_assert_cmpfloat(r.seconds, <, 10);
+    p = pair(&r, 0, 1);
+    g_assert_cmpstr(str_member(p, "verified_ce"), ==, "failed");
+    g_assert_nonnull(strstr(str_member(p, "problem"), "copy engine 0->1"));
+    g_assert_nonnull(strstr(str_member(p, "problem"),
+                            "not finished after 1 s (--watchdog-s): hung"));
+    g0 = json_array_get_object_element(
+        json_object_get_array_member(r.root, "gpus"), 0);
+    g_assert_true(json_object_get_boolean_member(g0, "lost"));
+    /* GPU 0 is retired: its other pair is untested, not failed. */
+    g_assert_cmpstr(str_member(pair(&r, 1, 0), "verified_ce"), ==,
+                    "not testable");
+    res_clear(&r);
+}
+
+/* A GPU that falls off (sticky error 719) is "GPU lost" (exit 4). */
+static void test_lost_gpu(void)
+{
+    Res r = { 0 };
+    JsonObject *g1;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "lost-gpu:1", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 4);
+    g_assert_cmpstr(json_object_get_string_member(r.root, "verdict"), ==,
+                    "GPU lost");
+    g1 = json_array_get_object_element(
+        json_object_get_array_member(r.root, "gpus"), 1);
+    g_assert_true(json_object_get_boolean_member(g1, "lost"));
+    g_assert_nonnull(strstr(str_member(g1, "lost_reason"), "(719)"));
+    g_assert_false(json_object_get_boolean_member(
+        json_array_get_object_element(
+            json_object_get_array_member(r.root, "gpus"), 0), "lost"));
+    for (int a = 0; a < 2; a++) {
+        g_assert_cmpstr(str_member(pair(&r, a, 1 - a), "verified_ce"), ==,
+                        "not testable");
+    }
+    res_clear(&r);
+}
+
+/* Bad values are usage errors (64) naming the option and its range. */
+static void test_usage(void)
+{
+    const char *bad[][2] = {
+        { "--watchdog-s 0", "--watchdog-s must be a number from 0.1 to "
+          "3600" },
+        { "--watchdog-s 4000", "--watchdog-s must be" },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *cmd = g_strdup_printf("%s --sysfs-root %s "
+                                               "--with-cuda %s",
+                                               g_getenv("GPUP2P_VERIFY_CUDA"),
+                                               fixture(), bad[i][0]);
+        g_autofree char *err = NULL;
+        int ws;
+
+        g_assert_true(g_spawn_command_line_sync(cmd, NULL, &err, &ws, NULL));
+        g_assert_true(WIFEXITED(ws));
+        g_assert_cmpint(WEXITSTATUS(ws), ==, 64);
+        g_assert_nonnull(strstr(err, bad[i][1]));
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -267,5 +398,12 @@ int main(int argc, char **argv)
     g_test_add_func("/verify-cuda-standin/corrupt-byte", test_corrupt_byte);
     g_test_add_func("/verify-cuda-standin/untested", test_untested);
     g_test_add_func("/verify-cuda-standin/staged-48mib", test_staged_48mib);
+    g_test_add_func("/verify-cuda-standin/fail-source-blame",
+                    test_fail_source_blame);
+    g_test_add_func("/verify-cuda-standin/corrupt-one-pair",
+                    test_corrupt_one_pair);
+    g_test_add_func("/verify-cuda-standin/hang-watchdog", test_hang_watchdog);
+    g_test_add_func("/verify-cuda-standin/lost-gpu", test_lost_gpu);
+    g_test_add_func("/verify-cuda-standin/usage", test_usage);
     return g_test_run();
 }

@@ -1015,6 +1015,10 @@ static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end)
     LOCKED(elapsed(ms, start, end));
 }
 
+/* One module per GPU, never freed: a tool that leaves a lost GPU's
+ * module loaded (as it should not wait on it) leaks nothing. */
+static struct CUmod_st modules[FAKE_MAX_GPUS];
+
 static CUresult module_load(CUmodule *m, const void *image)
 {
     int d = current_dev();
@@ -1025,8 +1029,8 @@ static CUresult module_load(CUmodule *m, const void *image)
     if (is_lost(d)) {
         return lose_code;
     }
-    *m = calloc(1, sizeof(**m));
-    (*m)->dev = d;
+    modules[d].dev = d;
+    *m = &modules[d];
     return CUDA_SUCCESS;
 }
 
@@ -1037,11 +1041,7 @@ static CUresult fake_cuModuleLoadData(CUmodule *m, const void *image)
 
 static CUresult fake_cuModuleUnload(CUmodule m)
 {
-    if (!m) {
-        return FAKE_ERROR_INVALID_HANDLE;
-    }
-    free(m);
-    return CUDA_SUCCESS;
+    return m ? CUDA_SUCCESS : FAKE_ERROR_INVALID_HANDLE;
 }
 
 static CUresult fake_cuModuleGetFunction(CUfunction *f, CUmodule m,
