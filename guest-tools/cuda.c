@@ -71,6 +71,7 @@ typedef struct {
     XferKind kind;
     int src, dst;               /* ordinals */
     unsigned warmup;            /* untimed copies before the timed ones */
+    gsize off, len;             /* at dst's inbox; len 0: the full size */
     CUevent start, stop;
     CUevent down[2], up[2];     /* staged copies */
     double ms;
@@ -308,7 +309,9 @@ static bool discover(Run *run, GError **errp)
 
 static bool gpu_open(Run *run, Gpu *g, GError **errp)
 {
-    gsize inbox = run->bytes * run->n;
+    /* One inbox slot: a GPU receives one transfer at a time, except in
+     * all-to-one, where each peer's share of the slot is its own. */
+    gsize inbox = run->bytes;
 
     CU_TRY(p_cuDevicePrimaryCtxRetain(&g->ctx, g->dev),
            "GPU %d: cuDevicePrimaryCtxRetain", g->ordinal);
@@ -457,9 +460,15 @@ static bool build_chains(Run *run, GError **errp)
 
 /* ---- one batch of transfers ------------------------------------------- */
 
-static CUdeviceptr slot(Run *run, int dst, int src)
+/* Where @x lands, and how many bytes it moves. */
+static CUdeviceptr slot(Run *run, const Xfer *x)
 {
-    return run->gpus[dst].inbox + (CUdeviceptr)src * run->bytes;
+    return run->gpus[x->dst].inbox + x->off;
+}
+
+static gsize xfer_len(const Run *run, const Xfer *x)
+{
+    return x->len ? x->len : run->bytes;
 }
 
 /* The GPU whose stream carries @x. */
@@ -487,14 +496,15 @@ static bool enqueue_staged(Run *run, Xfer *x, CUstream s, GError **errp)
 {
     Gpu *gs = &run->gpus[x->src], *gd = &run->gpus[x->dst];
     CUstream ds = gd->to[x->src];
-    CUdeviceptr dst = slot(run, x->dst, x->src);
-    gsize chunk = MIN(run->bytes, STAGING_CHUNK);
-    gsize nchunks = (run->bytes + chunk - 1) / chunk, c;
+    CUdeviceptr dst = slot(run, x);
+    gsize bytes = xfer_len(run, x);
+    gsize chunk = MIN(bytes, STAGING_CHUNK);
+    gsize nchunks = (bytes + chunk - 1) / chunk, c;
 
     for (c = 0; c < nchunks; c++) {
         int k = c % 2;
         char *host = (char *)gs->staging + k * chunk;
-        gsize len = MIN(chunk, run->bytes - c * chunk);
+        gsize len = MIN(chunk, bytes - c * chunk);
 
         if (c >= 2) {
             CU_TRY(p_cuStreamWaitEvent(s, x->up[k], 0), "wait");
@@ -516,7 +526,8 @@ static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
     Gpu *gs = &run->gpus[x->src], *gd = &run->gpus[x->dst];
     Gpu *ge = &run->gpus[exec_gpu(x)];
     CUstream s = ge->to[exec_peer(x)];
-    CUdeviceptr dst = slot(run, x->dst, x->src);
+    CUdeviceptr dst = slot(run, x);
+    gsize bytes = xfer_len(run, x);
     unsigned i;
 
     switch (x->kind) {
@@ -524,14 +535,14 @@ static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
     case XFER_CE_BIDIR:
         for (i = 0; i < loops; i++) {
             CU_TRY(p_cuMemcpyPeerAsync(dst, gd->ctx, gs->src, gs->ctx,
-                                       run->bytes, s),
+                                       bytes, s),
                    "copy engine %d->%d", x->src, x->dst);
         }
         break;
     case XFER_SM_WRITE:
     case XFER_SM_READ:
         for (i = 0; i < loops; i++) {
-            uint64_t n = run->bytes / 16;
+            uint64_t n = bytes / 16;
             void *args[] = { &gs->src, &dst, &n };
 
             CU_TRY(launch(ge->copy, ge->sms * 4, 1024, s, args),
@@ -657,8 +668,8 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
         if (moves_data(x[i].kind)) {
             /* Poison the destination slot, ordered before the batch. */
             CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
-            CU_TRY(p_cuMemsetD32Async(slot(run, x[i].dst, x[i].src),
-                                      0xdeadbeefu, run->bytes / 4, gd->gate),
+            CU_TRY(p_cuMemsetD32Async(slot(run, &x[i]), 0xdeadbeefu,
+                                      xfer_len(run, &x[i]) / 4, gd->gate),
                    "poisoning GPU %d", x[i].dst);
             WAIT(run, NULL, gd->gate, "poisoning GPU %d", x[i].dst);
         }
@@ -755,8 +766,8 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
         Gpu *gd = &run->gpus[x[i].dst];
         uint64_t *res = &run->results[x[i].dst * (run->n + 2) + x[i].src];
         CUdeviceptr word = gd->scratch + 8 * x[i].src;
-        CUdeviceptr buf = slot(run, x[i].dst, x[i].src);
-        uint64_t words = run->bytes / 4;
+        CUdeviceptr buf = slot(run, &x[i]);
+        uint64_t words = xfer_len(run, &x[i]) / 4;
         uint32_t seed = 0x5eed0000u | (uint32_t)x[i].src;
         void *args[] = { &buf, &words, &seed, &word };
 
@@ -912,9 +923,9 @@ static double xfer_value(Run *run, const Xfer *x, unsigned loops)
     case XFER_SM_LATENCY:
         return x->ms * 1e3 / CHASE_HOPS;
     case XFER_STAGED:
-        return (double)run->bytes / (x->ms / 1e3) / 1e9;
+        return (double)xfer_len(run, x) / (x->ms / 1e3) / 1e9;
     default:
-        return (double)run->bytes * loops / (x->ms / 1e3) / 1e9;
+        return (double)xfer_len(run, x) * loops / (x->ms / 1e3) / 1e9;
     }
 }
 
@@ -1210,6 +1221,11 @@ static void measure_aggregates(Run *run, int k)
         if (nx < 1) {
             continue;
         }
+        for (int i = 0; which == AGG_ALL_TO_ONE && i < nx; i++) {
+            /* n-1 senders share the one inbox slot: a share each. */
+            x[i].len = MAX((run->bytes / nx) & ~(gsize)255, (gsize)256);
+            x[i].off = i * x[i].len;
+        }
         for (s = 0; s < run->o->samples; s++) {
             g_autoptr(GError) err = NULL;
             g_autofree bool *ok = g_new0(bool, nx);
@@ -1224,7 +1240,8 @@ static void measure_aggregates(Run *run, int k)
                 judge_bytes(run, &x[i], verify_gpu_figures[which].key);
             }
             /* All bytes over the span on one GPU's clock. */
-            v[s] = (double)run->bytes * loops * nx / (span / 1e3) / 1e9;
+            v[s] = (double)xfer_len(run, &x[0]) * loops * nx /
+                   (span / 1e3) / 1e9;
         }
         figure_set(&vg->agg[which], v, run->o->samples);
     }

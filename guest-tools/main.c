@@ -171,7 +171,10 @@ int main(int argc, char **argv)
         { "no-rdma", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE,
           &o.skip_rdma, "Same as --skip-rdma", NULL },
         { "size-mib", 0, 0, G_OPTION_ARG_INT, &mib,
-          "Transfer size, 1 to 16384 (default 512, 64 with --quick)",
+          "Transfer size, 1 to 16384 (default 512, 64 with --quick). "
+          "Each GPU holds 2 x size of GPU memory (a source and one inbox) "
+          "and 256 MiB more without --quick: 32.25 GiB per GPU at 16384, "
+          "whatever the GPU count (16 GPUs included)",
           "MIB" },
         { "samples", 0, 0, G_OPTION_ARG_INT, &samples,
           "Samples per figure, 1 to 16; the median is kept (default 3, 1 "

@@ -39,6 +39,7 @@ static void run_standin(Res *r, const char *root, const char *bus_ids,
                         const char *fault, const char *no_peer,
                         const char *args)
 {
+    const char *mem_mib;
     g_auto(GStrv) env = g_get_environ();
     g_autofree char *cmd = g_strdup_printf("%s --sysfs-root %s --with-cuda "
                                            "--skip-rdma --json %s",
@@ -60,6 +61,11 @@ static void run_standin(Res *r, const char *root, const char *bus_ids,
     }
     if (no_peer) {
         env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_NO_PEER", no_peer,
+                               TRUE);
+    }
+    mem_mib = g_getenv("STANDIN_MEM_MIB");
+    if (mem_mib) {
+        env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_MEM_MIB", mem_mib,
                                TRUE);
     }
     g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, &err));
@@ -190,7 +196,13 @@ static void test_healthy_h200(void)
         g_assert_nonnull(json_object_get_object_member(p,
                                                        "host_staged_gbps"));
         g_assert_nonnull(json_object_get_object_member(p, "latency_ce_us"));
+        /* Aggregates on any n >= 2. */
+        g_assert_nonnull(json_object_get_object_member(
+            json_array_get_object_element(
+                json_object_get_array_member(r.root, "gpus"), a),
+            "all_to_one_ce_gbps"));
     }
+    g_assert_cmpint(json_object_get_int_member(r.root, "loops"), ==, 16);
     res_clear(&r);
 }
 
@@ -367,6 +379,35 @@ static void test_lost_gpu(void)
     res_clear(&r);
 }
 
+/*
+ * Four GPUs with 25 MiB each, 8 MiB transfers: the tool needs 2 x 8 MiB
+ * and the 8 MiB latency chain per GPU, not (n+1) x 8 MiB (40 MiB). All
+ * figures, the aggregates included, are measured and all is good.
+ */
+static void test_memory_bound(void)
+{
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) sb = flat_capture(4, &ids);
+    JsonArray *gpus;
+    Res r = { 0 };
+
+    g_setenv("STANDIN_MEM_MIB", "25", TRUE);
+    run_standin(&r, sb_root(sb), ids, NULL, NULL,
+                "--size-mib 8 --samples 1");
+    g_unsetenv("STANDIN_MEM_MIB");
+    expect_exit(&r, 0);
+    gpus = json_object_get_array_member(r.root, "gpus");
+    for (guint i = 0; i < 4; i++) {
+        JsonObject *g = json_array_get_object_element(gpus, i);
+
+        g_assert_nonnull(json_object_get_object_member(g,
+                                                       "all_to_one_ce_gbps"));
+        g_assert_nonnull(json_object_get_object_member(g,
+                                                       "one_to_all_ce_gbps"));
+    }
+    res_clear(&r);
+}
+
 /* Bad values are usage errors (64) naming the option and its range. */
 static void test_usage(void)
 {
@@ -405,5 +446,6 @@ int main(int argc, char **argv)
     g_test_add_func("/verify-cuda-standin/hang-watchdog", test_hang_watchdog);
     g_test_add_func("/verify-cuda-standin/lost-gpu", test_lost_gpu);
     g_test_add_func("/verify-cuda-standin/usage", test_usage);
+    g_test_add_func("/verify-cuda-standin/memory-bound", test_memory_bound);
     return g_test_run();
 }

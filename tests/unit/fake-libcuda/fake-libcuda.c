@@ -20,6 +20,9 @@
  *                           0000:00:06.0,0000:00:07.0); up to 16.
  *   GPUP2P_FAKE_CUDA_GPUS=N   without BUS_IDS: N GPUs (0 to 16, default
  *                           2), GPU i at 0000:<i+1>:00.0 (hex).
+ *   GPUP2P_FAKE_CUDA_MEM_MIB=M  each GPU has M MiB of memory (default
+ *                           unlimited): cuMemAlloc past it fails with
+ *                           CUDA_ERROR_OUT_OF_MEMORY.
  *   GPUP2P_FAKE_CUDA_NO_PEER=A-B,...  ordered pairs (CUDA ordinals) that
  *                           cuDeviceCanAccessPeer denies; "all": every
  *                           pair. The rest are offered peer access.
@@ -125,6 +128,8 @@ static int lose_code = 719;
 static bool no_peer[FAKE_MAX_GPUS][FAKE_MAX_GPUS];
 static char bus_ids[FAKE_MAX_GPUS][32];
 static bool lost[FAKE_MAX_GPUS];
+static size_t mem_limit;                /* bytes per GPU, 0: none */
+static size_t mem_used[FAKE_MAX_GPUS];
 static bool dev_hung[FAKE_MAX_GPUS];     /* a stream of it never finishes */
 
 static void die(const char *var, const char *v, const char *why)
@@ -216,6 +221,9 @@ static void parse_env(void)
     }
     for (int i = 0; i < ngpus && !bus_ids[i][0]; i++) {
         snprintf(bus_ids[i], sizeof(bus_ids[i]), "00000000:%02X:00.0", i + 1);
+    }
+    if ((v = getenv("GPUP2P_FAKE_CUDA_MEM_MIB")) && *v) {
+        mem_limit = (size_t)strtoull(v, NULL, 10) << 20;
     }
     if ((v = getenv("GPUP2P_FAKE_CUDA_NO_PEER")) && *v) {
         for (const char *at = v; *at; at++) {
@@ -701,6 +709,9 @@ static CUresult mem_alloc(void **p, size_t bytes, int dev)
     if (is_lost(dev)) {
         return lose_code;
     }
+    if (dev >= 0 && mem_limit && mem_used[dev] + bytes > mem_limit) {
+        return 2;       /* CUDA_ERROR_OUT_OF_MEMORY */
+    }
     a = calloc(1, sizeof(*a));
     if (!a || posix_memalign((void **)&a->base, 256, bytes)) {
         free(a);
@@ -710,6 +721,9 @@ static CUresult mem_alloc(void **p, size_t bytes, int dev)
     memset(a->base, 0xa5, bytes);
     a->bytes = bytes;
     a->dev = dev;
+    if (dev >= 0) {
+        mem_used[dev] += bytes;
+    }
     a->next = allocs;
     allocs = a;
     *p = a->base;
@@ -724,6 +738,9 @@ static CUresult mem_free(void *p, bool host)
         if (a->base == p && (a->dev < 0) == host) {
             int dev = a->dev;
 
+            if (dev >= 0) {
+                mem_used[dev] -= a->bytes;
+            }
             *at = a->next;
             free(a->base);
             free(a);
