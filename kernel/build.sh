@@ -27,5 +27,13 @@ done
 # build/kernel/include would shadow them for meson's build-directory
 # include path (kernel/include).
 rm -rf "$out/include"
-make -C "$kdir" M="$out" W=1 ccflags-y="-I$here/include" modules
+# An object tree built with O= and moved afterwards (tests/vhost/
+# build-linux.sh builds in a temporary directory) keeps the old path in
+# its generated Makefile; its source link and O= name both trees anew.
+if [ -L "$kdir/source" ]; then
+    set -- -C "$(cd "$kdir/source" && pwd -P)" O="$(cd "$kdir" && pwd -P)"
+else
+    set -- -C "$kdir"
+fi
+make "$@" M="$out" W=1 ccflags-y="-I$here/include" modules
 echo "kernel/build.sh: $out/gpup2p.ko"
