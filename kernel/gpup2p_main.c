@@ -64,6 +64,8 @@ static long gpup2p_get_info(void __user *uarg)
 	info.api_version = GPUP2P_API_VERSION;
 	info.caps = GPUP2P_CAP_VERDICT | GPUP2P_CAP_VM_VERDICT |
 		    GPUP2P_CAP_IOMMU_GROUP;
+	if (IS_ENABLED(CONFIG_PCI_P2PDMA))
+		info.caps |= GPUP2P_CAP_P2PDMA;
 	return gpup2p_copy_out(uarg, &info, sizeof(info), argsz);
 }
 

@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * gpup2p: the P2P verdicts as this kernel's PCI device tree sees it. This
- * file only gathers each device's path (the device, then each
+ * file gathers each device's path (the device, then each
  * pci_upstream_bridge(), with its port type and ACS Control read from
- * config space), its host bridge and IOMMU group; the rules (p2pdma's and
- * the VM rule) are gpup2p/p2p-rule.h, the same code the core library runs
- * over its sysfs model.
+ * config space), its host bridge and IOMMU group, and runs the rules of
+ * gpup2p/p2p-rule.h over them, the same code the core library runs over
+ * its sysfs model. On a kernel with CONFIG_PCI_P2PDMA, p2pdma's own
+ * answers replace the rule's where p2pdma gives one: the verdict and
+ * distance, and the root complex half of the VM rule (so the host bridge
+ * list is the running kernel's); the rule's walk still names the bridges.
  */
 #include <linux/build_bug.h>
 #include <linux/iommu.h>
 #include <linux/pci.h>
+#include <linux/pci-p2pdma.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <asm/processor.h>
 
@@ -30,6 +35,7 @@ static_assert(GPUP2P_HOST_CPU_UNKNOWN == GP_P2P_HOST_CPU_UNKNOWN);
 static_assert(GPUP2P_HOST_A_NOT_LISTED == GP_P2P_HOST_A_NOT_LISTED);
 static_assert(GPUP2P_HOST_B_NOT_LISTED == GP_P2P_HOST_B_NOT_LISTED);
 static_assert(GPUP2P_HOST_SAME_ONLY == GP_P2P_HOST_SAME_ONLY);
+static_assert(GPUP2P_HOST_KERNEL_FORWARDS > GP_P2P_HOST_SAME_ONLY);
 static_assert(GPUP2P_VM_OK == GP_P2P_VM_OK);
 static_assert(GPUP2P_VM_BYPASS == GP_P2P_VM_BYPASS);
 static_assert(GPUP2P_VM_NONE == GP_P2P_VM_NONE);
@@ -235,6 +241,164 @@ static void gpup2p_verdict_fill(struct gpup2p_verdict *v,
 	}
 }
 
+#if IS_ENABLED(CONFIG_PCI_P2PDMA)
+/* Not asked: each candidate provider keeps p2pdma state. */
+#define GPUP2P_P2PDMA_NOT_ASKED	(-2)
+
+/*
+ * calc_map_type_and_dist() caches its answer in the provider's p2pdma
+ * state (map_types), which only a device that publishes p2pmem has; the
+ * module asks with a provider that has none, so it writes nothing.
+ */
+static bool gpup2p_p2pdma_state(struct pci_dev *pdev)
+{
+	return rcu_access_pointer(pdev->p2pdma);
+}
+
+/**
+ * gpup2p_p2pdma_ask() - pci_p2pdma_distance_many() for one pair
+ * @a: a referenced device
+ * @b: another, or the same
+ *
+ * p2pdma's answer is symmetric (ACS is read on @a's hops up to and
+ * including the common bridge and on @b's below it, which is the same set
+ * of hops either way; the distance and the host bridge rule are too), so
+ * the pair is asked the other way round when only @a keeps p2pdma state.
+ * verbose is false: p2pdma prints nothing.
+ *
+ * Return: the distance, GPUP2P_P2PDMA_NOT_SUPPORTED, or
+ * GPUP2P_P2PDMA_NOT_ASKED.
+ */
+static int gpup2p_p2pdma_ask(struct pci_dev *a, struct pci_dev *b)
+{
+	struct device *client;
+
+	if (gpup2p_p2pdma_state(a)) {
+		if (gpup2p_p2pdma_state(b))
+			return GPUP2P_P2PDMA_NOT_ASKED;
+		swap(a, b);
+	}
+	client = &b->dev;
+	return pci_p2pdma_distance_many(a, &client, 1, false);
+}
+
+/* The first device of @bus from @devfn on, skipping @skip; referenced. */
+static struct pci_dev *gpup2p_bus_dev(struct pci_bus *bus,
+				      const struct pci_dev *skip, bool stateless)
+{
+	struct pci_dev *pdev;
+	unsigned int devfn;
+
+	for (devfn = 0; devfn < 256; devfn++) {
+		pdev = pci_get_slot(bus, devfn);
+		if (!pdev)
+			continue;
+		if (pdev != skip && !(stateless && gpup2p_p2pdma_state(pdev)))
+			return pdev;
+		pci_dev_put(pdev);
+	}
+	return NULL;
+}
+
+/**
+ * gpup2p_p2pdma_host() - p2pdma's answer for the root complex alone
+ * @a: a referenced device
+ * @b: another, or the same
+ *
+ * Asks p2pdma about a device on @a's root bus and another on @b's (two
+ * different ones when the root buses are one): pci_upstream_bridge() of a
+ * root bus device is NULL, so p2pdma's walk finds no common bridge and
+ * answers by cpu_supports_p2pdma() and host_bridge_whitelist() of exactly
+ * these two host bridges, which is what a guest's request needs once it
+ * reaches the root complex.
+ *
+ * Return: as gpup2p_p2pdma_ask(); NOT_ASKED also when a root bus lacks
+ * such a device (one root bus with a single device: no two devices on it
+ * that only the root complex joins).
+ */
+static int gpup2p_p2pdma_host(struct pci_dev *a, struct pci_dev *b)
+{
+	struct pci_bus *bus_a = pci_find_host_bridge(a->bus)->bus;
+	struct pci_bus *bus_b = pci_find_host_bridge(b->bus)->bus;
+	struct pci_dev *pa, *pb = NULL;
+	int ret = GPUP2P_P2PDMA_NOT_ASKED;
+
+	pa = gpup2p_bus_dev(bus_a, NULL, true);
+	if (pa)
+		pb = gpup2p_bus_dev(bus_b, pa, false);
+	if (pa && pb)
+		ret = gpup2p_p2pdma_ask(pa, pb);
+	pci_dev_put(pb);
+	pci_dev_put(pa);
+	return ret;
+}
+
+/**
+ * gpup2p_p2pdma_fill() - p2pdma's answers in place of the rule's
+ * @v: the rule's answer, filled in
+ * @p: the paths and the rule's outcome
+ * @a: the provider, referenced
+ * @b: the client, referenced
+ *
+ * Direct or host-bridge follows from the walk (a common bridge and no
+ * redirect on the way: p2pdma maps by bus address); whether, and how far,
+ * from p2pdma. A guest's request that no port routes below the root
+ * complex is then forwarded when p2pdma's root complex answer allows.
+ */
+static void gpup2p_p2pdma_fill(struct gpup2p_verdict *v,
+			       const struct gpup2p_paths *p,
+			       struct pci_dev *a, struct pci_dev *b)
+{
+	const struct gp_p2p_outcome *bare = &p->out.bare;
+	bool via_host = bare->common_a < 0 ||
+			bare->path_reason == GP_P2P_PATH_ACS_REDIRECT;
+	int dist = gpup2p_p2pdma_ask(a, b);
+	int host = gpup2p_p2pdma_host(a, b);
+	bool differs = false;
+	u32 kind;
+
+	/*
+	 * A root bus with one device only (a pxb-pcie's root port) offers no
+	 * two devices that only the root complex joins; where p2pdma's walk
+	 * for the pair itself went through the host bridge, that answer is
+	 * the same one.
+	 */
+	if (host == GPUP2P_P2PDMA_NOT_ASKED && via_host)
+		host = dist;
+
+	if (dist != GPUP2P_P2PDMA_NOT_ASKED) {
+		v->out_flags |= GPUP2P_VERDICT_FROM_P2PDMA;
+		v->p2pdma = dist;
+		if (dist < 0)
+			kind = GPUP2P_VERDICT_NONE;
+		else
+			kind = via_host ? GPUP2P_VERDICT_HOST_BRIDGE :
+					  GPUP2P_VERDICT_DIRECT;
+		if (kind != v->verdict) {
+			differs = true;
+			v->host_reason = dist < 0 ? GPUP2P_HOST_KERNEL_REFUSES :
+						    GPUP2P_HOST_KERNEL_FORWARDS;
+		}
+		if (dist >= 0 && (u32)dist != v->distance)
+			differs = true;
+		v->verdict = kind;
+		if (dist >= 0)
+			v->distance = dist;
+	}
+	if (host != GPUP2P_P2PDMA_NOT_ASKED) {
+		v->out_flags |= GPUP2P_VERDICT_VM_FROM_P2PDMA;
+		v->p2pdma_host = host;
+		if (v->vm_verdict != GPUP2P_VM_BYPASS) {
+			kind = host < 0 ? GPUP2P_VM_NONE : GPUP2P_VM_OK;
+			differs |= kind != v->vm_verdict;
+			v->vm_verdict = kind;
+		}
+	}
+	if (differs)
+		v->out_flags |= GPUP2P_VERDICT_RULE_DIFFERS;
+}
+#endif
+
 /**
  * gpup2p_verdict() - GPUP2P_VERDICT on a copied-in argument
  * @v: in: the two addresses; out: the verdict
@@ -272,6 +436,11 @@ long gpup2p_verdict(struct gpup2p_verdict *v)
 		       PCI_SLOT(a->devfn) == PCI_SLOT(b->devfn), &p->out);
 	/* Every ACS register is read and the CPU known: never UNKNOWN. */
 	gpup2p_verdict_fill(v, p);
+	v->p2pdma = 0;
+	v->p2pdma_host = 0;
+#if IS_ENABLED(CONFIG_PCI_P2PDMA)
+	gpup2p_p2pdma_fill(v, p, a, b);
+#endif
 	v->iommu_group_a = gpup2p_iommu_group(a);
 	v->iommu_group_b = gpup2p_iommu_group(b);
 out_put:

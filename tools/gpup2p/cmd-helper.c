@@ -2,7 +2,11 @@
 /*
  * `gpup2p verdict`: the P2P verdicts (p2pdma's and a guest's) and IOMMU
  * groups the kernel module reads from its PCI device tree, compared with
- * the ones the core library reads from sysfs (one rule, two readers).
+ * the ones the core library reads from sysfs. On a kernel with
+ * CONFIG_PCI_P2PDMA the module's verdict is p2pdma's own (and so is the
+ * root complex half of its guest verdict), each pair says which; without
+ * it the module runs the library's rule over struct pci_dev (one rule, two
+ * readers).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -98,6 +102,24 @@ static void compare_pair(VerdictPair *p)
                 (uint32_t)p->a->iommu_group);
     compare_u32(p->differs, "IOMMU group of b", (uint32_t)k->iommu_group_b,
                 (uint32_t)p->b->iommu_group);
+    if (p->differs->len && (k->out_flags & GPUP2P_VERDICT_RULE_DIFFERS)) {
+        /* Not a reader's difference: the kernel's own code answers
+         * otherwise than the rule over the hops the module read. */
+        g_string_prepend(p->differs, "this kernel's p2pdma differs from "
+                         "the shared rule over the same hops (its host "
+                         "bridge list or distance is not the rule's): ");
+    }
+}
+
+/* Where the kernel module's bare-metal and guest verdicts come from. */
+static const char *kernel_source(const struct gpup2p_verdict *k)
+{
+    return k->out_flags & GPUP2P_VERDICT_FROM_P2PDMA ? "p2pdma" : "rule";
+}
+
+static const char *kernel_guest_source(const struct gpup2p_verdict *k)
+{
+    return k->out_flags & GPUP2P_VERDICT_VM_FROM_P2PDMA ? "p2pdma" : "rule";
 }
 
 static bool verdict_pair(int fd, const GpTopology *topo, VerdictPair *p,
@@ -161,6 +183,21 @@ static JsonNode *pair_json(const VerdictPair *p)
     json_builder_add_string_value(b, p->lib.reason);
     json_builder_set_member_name(b, "kernel_guest");
     json_builder_add_string_value(b, vm_verdict_names[p->kernel.vm_verdict]);
+    json_builder_set_member_name(b, "kernel_source");
+    json_builder_add_string_value(b, kernel_source(&p->kernel));
+    json_builder_set_member_name(b, "kernel_guest_source");
+    json_builder_add_string_value(b, kernel_guest_source(&p->kernel));
+    if (p->kernel.out_flags & GPUP2P_VERDICT_FROM_P2PDMA) {
+        json_builder_set_member_name(b, "p2pdma");
+        json_builder_add_int_value(b, p->kernel.p2pdma);
+    }
+    if (p->kernel.out_flags & GPUP2P_VERDICT_VM_FROM_P2PDMA) {
+        json_builder_set_member_name(b, "p2pdma_host");
+        json_builder_add_int_value(b, p->kernel.p2pdma_host);
+    }
+    json_builder_set_member_name(b, "kernel_rule_differs");
+    json_builder_add_boolean_value(b, (p->kernel.out_flags &
+                                       GPUP2P_VERDICT_RULE_DIFFERS) != 0);
     json_builder_set_member_name(b, "library_guest");
     json_builder_add_string_value(b, gp_vm_p2p_kind_name(p->lib.vm_kind));
     json_builder_set_member_name(b, "iommu_group_a");
@@ -213,7 +250,14 @@ static GPtrArray *select_pairs(const GpTopology *topo, gboolean all,
     return pairs;
 }
 
-static void print_pairs(GPtrArray *pairs, guint agree, gboolean json)
+/* How the module answers: p2pdma's own code, or the shared rule. */
+static const char *info_source(const struct gpup2p_info *info)
+{
+    return info->caps & GPUP2P_CAP_P2PDMA ? "p2pdma" : "rule";
+}
+
+static void print_pairs(GPtrArray *pairs, guint agree,
+                        const struct gpup2p_info *info, gboolean json)
 {
     guint i;
 
@@ -222,6 +266,10 @@ static void print_pairs(GPtrArray *pairs, guint agree, gboolean json)
         g_autoptr(JsonNode) node = NULL;
 
         json_builder_begin_object(b);
+        json_builder_set_member_name(b, "kernel_source");
+        json_builder_add_string_value(b, info_source(info));
+        json_builder_set_member_name(b, "kernel_caps");
+        json_builder_add_int_value(b, (gint64)info->caps);
         json_builder_set_member_name(b, "pairs");
         json_builder_add_int_value(b, pairs->len);
         json_builder_set_member_name(b, "agree");
@@ -237,12 +285,18 @@ static void print_pairs(GPtrArray *pairs, guint agree, gboolean json)
         gp_cli_print_json(node);
         return;
     }
+    printf("kernel: %s\n", info->caps & GPUP2P_CAP_P2PDMA ?
+           "answers from p2pdma (CONFIG_PCI_P2PDMA): "
+           "pci_p2pdma_distance_many() and its root complex answer" :
+           "no CONFIG_PCI_P2PDMA: answers by the shared rule over "
+           "struct pci_dev");
     for (i = 0; i < pairs->len; i++) {
         const VerdictPair *p = pairs->pdata[i];
 
-        printf("%s %s: kernel %s/%s, library %s/%s%s%s: %s\n", p->a->bdf,
-               p->b->bdf, verdict_names[p->kernel.verdict],
+        printf("%s %s: kernel %s/%s (%s/%s), library %s/%s%s%s: %s\n",
+               p->a->bdf, p->b->bdf, verdict_names[p->kernel.verdict],
                vm_verdict_names[p->kernel.vm_verdict],
+               kernel_source(&p->kernel), kernel_guest_source(&p->kernel),
                gp_p2p_kind_name(p->lib.kind),
                gp_vm_p2p_kind_name(p->lib.vm_kind),
                p->differs->len ? "; DIFFER: " : "", p->differs->str,
@@ -267,6 +321,7 @@ int gp_cmd_verdict(int argc, char **argv)
     g_autoptr(GError) err = NULL;
     g_autoptr(GpTopology) topo = NULL;
     g_autoptr(GPtrArray) pairs = NULL;
+    struct gpup2p_info info;
     guint i, agree = 0;
     bool ok = true;
     int fd;
@@ -288,6 +343,10 @@ int gp_cmd_verdict(int argc, char **argv)
     if (fd < 0) {
         return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
     }
+    if (!gp_helper_info(fd, &info, &err)) {
+        close(fd);
+        return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
+    }
     for (i = 0; i < pairs->len && ok; i++) {
         VerdictPair *p = pairs->pdata[i];
 
@@ -296,7 +355,7 @@ int gp_cmd_verdict(int argc, char **argv)
     }
     close(fd);
     if (ok) {
-        print_pairs(pairs, agree, json);
+        print_pairs(pairs, agree, &info, json);
     }
     for (i = 0; i < pairs->len; i++) {
         verdict_pair_clear(pairs->pdata[i]);

@@ -59,6 +59,13 @@
 #define GPUP2P_CAP_VERDICT	(1ULL << 0)	/* p2pdma's verdict */
 #define GPUP2P_CAP_VM_VERDICT	(1ULL << 1)	/* the VM rule's verdict */
 #define GPUP2P_CAP_IOMMU_GROUP	(1ULL << 2)	/* each device's group */
+/*
+ * This kernel has CONFIG_PCI_P2PDMA: VERDICT asks p2pdma itself
+ * (GPUP2P_VERDICT_FROM_P2PDMA). Without it the module answers by the
+ * shared rule, with the rule's host bridge list, which may be longer than
+ * an older kernel's.
+ */
+#define GPUP2P_CAP_P2PDMA	(1ULL << 3)
 
 struct gpup2p_info {
 	__u32	argsz;
@@ -74,10 +81,27 @@ struct gpup2p_info {
  * GPUP2P_VERDICT: the P2P verdicts between PCI devices @a and @b as this
  * kernel's PCI device tree sees it: p2pdma's (calc_map_type_and_dist())
  * and the VM rule's (may a guest's request between them reach the IOMMU,
- * and does the root complex forward it). Both rules are
- * kernel/include/gpup2p/p2p-rule.h, shared with user space. @a is the
- * provider. ACS Control is read from each device's config space at the
- * time of the call. Each device's IOMMU group comes with them.
+ * and does the root complex forward it). @a is the provider. ACS Control
+ * is read from each device's config space at the time of the call. Each
+ * device's IOMMU group comes with them.
+ *
+ * Where the answers come from:
+ *   - on a kernel with CONFIG_PCI_P2PDMA (GPUP2P_CAP_P2PDMA), the verdict
+ *     and distance are pci_p2pdma_distance_many()'s (@p2pdma holds its
+ *     return; out_flags GPUP2P_VERDICT_FROM_P2PDMA), and the VM verdict's
+ *     root complex half is p2pdma's answer for two devices that only the
+ *     root complex joins, one on each device's root bus (@p2pdma_host;
+ *     GPUP2P_VERDICT_VM_FROM_P2PDMA). p2pdma returns only a distance or
+ *     -1, so direct or host-bridge, @path_reason, @common, @redirect and
+ *     the ports a guest's request would bypass the IOMMU at are read from
+ *     the same hops p2pdma walks (pci_upstream_bridge(), ACS Control);
+ *   - otherwise, and for a pair where p2pdma cannot be asked without
+ *     writing its cache (both devices publish p2pmem), everything is the
+ *     shared rule's (kernel/include/gpup2p/p2p-rule.h) over those hops.
+ * Where p2pdma's answer differs from the shared rule's over the same
+ * hops, GPUP2P_VERDICT_RULE_DIFFERS is set, and @host_reason says
+ * GPUP2P_HOST_KERNEL_FORWARDS or _KERNEL_REFUSES when the host bridge
+ * half decided it (this kernel's list is not the rule's).
  *
  * Errors:
  *   EFAULT	the argument is not readable or writable
@@ -106,6 +130,8 @@ struct gpup2p_info {
 #define GPUP2P_HOST_A_NOT_LISTED	5	/* @a's host bridge: not listed */
 #define GPUP2P_HOST_B_NOT_LISTED	6	/* @b's host bridge: not listed */
 #define GPUP2P_HOST_SAME_ONLY		7	/* listed, within one only */
+#define GPUP2P_HOST_KERNEL_FORWARDS	8	/* p2pdma forwards, the rule not */
+#define GPUP2P_HOST_KERNEL_REFUSES	9	/* p2pdma refuses, the rule not */
 
 /* vm_verdict: what a guest's request between them does */
 #define GPUP2P_VM_OK			0	/* reaches the IOMMU, forwarded */
@@ -116,6 +142,15 @@ struct gpup2p_info {
 #define GPUP2P_VERDICT_HAS_COMMON	(1 << 0)	/* @common is valid */
 #define GPUP2P_VERDICT_HAS_REDIRECT	(1 << 1)	/* @redirect is valid */
 #define GPUP2P_VERDICT_HAS_VM_PORT	(1 << 2)	/* @vm_port is valid */
+#define GPUP2P_VERDICT_FROM_P2PDMA	(1 << 3)	/* @p2pdma is valid */
+#define GPUP2P_VERDICT_VM_FROM_P2PDMA	(1 << 4)	/* @p2pdma_host too */
+#define GPUP2P_VERDICT_RULE_DIFFERS	(1 << 5)	/* p2pdma != the rule */
+
+/*
+ * @p2pdma, @p2pdma_host: p2pdma's -1 is "not supported"; each is 0 unless
+ * its flag is set.
+ */
+#define GPUP2P_P2PDMA_NOT_SUPPORTED	(-1)
 
 /* No IOMMU group (the IOMMU is off for the device). */
 #define GPUP2P_NO_IOMMU_GROUP		(-1)
@@ -137,6 +172,9 @@ struct gpup2p_verdict {
 	__s32	iommu_group_a;	/* out: or GPUP2P_NO_IOMMU_GROUP */
 	__s32	iommu_group_b;	/* out: likewise */
 	__u32	__reserved;	/* in: 0 */
+	/* Since the module asks p2pdma (an older caller's argsz ends above). */
+	__s32	p2pdma;		/* out: pci_p2pdma_distance_many(a, b) */
+	__s32	p2pdma_host;	/* out: the same, root complex alone */
 };
 
 #define GPUP2P_VERDICT		_IO(GPUP2P_TYPE, GPUP2P_BASE + 1)
