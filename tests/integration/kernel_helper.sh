@@ -5,15 +5,23 @@
 #                              on every pair of devices, then unload
 #   kernel_helper.sh full      that, plus every UAPI rule, access by group,
 #                              the removed commands and the ioctl fuzzer
+# GPUP2P_KO names the module built for the running kernel (default
+# build/kernel/gpup2p.ko, Debian's 6.12).
 set -u
 mode=${1:-full}
 O=$VHOST_OUT
+KO=${GPUP2P_KO:-build/kernel/gpup2p.ko}
 U=build/tests/kernel/uapi-test
 F=build/tests/kernel/fuzz
 G=build/tools/gpup2p/gpup2p
 . tests/vhost/guest-lib.sh
 
-insmod build/kernel/gpup2p.ko; echo $? > $O/insmod.rc
+uname -r > $O/uname.txt
+# Each device's sysfs directory: its root bus (pciDDDD:BB) is in the path.
+for d in /sys/bus/pci/devices/*; do
+    echo "${d##*/} $(cd "$d" && pwd -P)"
+done > $O/pci-paths.txt
+insmod $KO; echo $? > $O/insmod.rc
 $G verdict --all --json > $O/verdict-all.json 2> $O/verdict-all.err
 echo $? > $O/verdict-all.rc
 
