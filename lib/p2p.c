@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gpup2p/p2p.h"
+#include "uapi/gpup2p.h"
 
 /* Linux's pci_upstream_bridge(): a VF's upstream bridge is its PF's. */
 static const GpDevice *upstream(const GpDevice *dev)
@@ -454,6 +455,57 @@ static void vm_reason_text(const GpTopology *topo, const GpDevice *a,
     host_reason_text(topo, a, b, &vm->host, why);
 }
 
+/*
+ * A capture that recorded the kernel module's verdicts (lib/snapshot.c):
+ * the kernel's answer is preferred, since on a kernel with p2pdma it is
+ * the running kernel's own (its host bridge list, its walk). The reasons
+ * say so where it changes the library's verdict, the rule's words kept.
+ */
+static void prefer_kernel(const GpTopology *topo, const GpDevice *a,
+                          const GpDevice *b, GpP2pVerdict *v)
+{
+    g_autofree char *key = NULL;
+    const GpKernelVerdict *kv;
+    const char *source;
+    char *old;
+
+    if (!topo->kernel_verdicts) {
+        return;
+    }
+    key = g_strdup_printf("%s %s", a->bdf, b->bdf);
+    kv = g_hash_table_lookup(topo->kernel_verdicts, key);
+    if (!kv) {
+        return;
+    }
+    v->kernel_recorded = true;
+    source = kv->flags & GPUP2P_VERDICT_FROM_P2PDMA ? "p2pdma" :
+             "the module's rule";
+    if (kv->kind != (unsigned)v->kind) {
+        old = v->reason;
+        v->reason = g_strdup_printf("the kernel (%s, recorded in the "
+                                    "snapshot) says %s at distance %u; the "
+                                    "library's rule said %s: %s", source,
+                                    gp_p2p_kind_name((GpP2pKind)kv->kind),
+                                    kv->distance, gp_p2p_kind_name(v->kind),
+                                    old);
+        g_free(old);
+        v->kind = (GpP2pKind)kv->kind;
+        v->distance = (int)kv->distance;
+    }
+    source = kv->flags & GPUP2P_VERDICT_VM_FROM_P2PDMA ?
+             "the root complex as p2pdma answers" : "the module's rule";
+    if (kv->vm_kind != (unsigned)v->vm_kind) {
+        old = v->vm_reason;
+        v->vm_reason = g_strdup_printf(
+            "the kernel (%s, recorded in the snapshot) says %s; the "
+            "library's rule said %s: %s", source,
+            gp_vm_p2p_kind_name((GpVmP2pKind)kv->vm_kind),
+            gp_vm_p2p_kind_name(v->vm_kind), old);
+        g_free(old);
+        v->vm_kind = (GpVmP2pKind)kv->vm_kind;
+    }
+}
+
 /* The shared rules (gpup2p/p2p-rule.h) over this model's paths. */
 void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
                     const GpDevice *b, GpP2pVerdict *v)
@@ -490,4 +542,5 @@ void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
     why = g_string_new(NULL);
     vm_reason_text(topo, a, b, pa, pb, v, why);
     v->vm_reason = g_string_free(g_steal_pointer(&why), FALSE);
+    prefer_kernel(topo, a, b, v);
 }

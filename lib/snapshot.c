@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpup2p/helper.h"
 #include "gpup2p/snapshot.h"
 #include "gpup2p/topo.h"
 #include "sysfs-internal.h"
@@ -274,6 +275,89 @@ static gboolean copy_interrupts(const char *root, const char *out,
     return mkdirs(dir, errp) && copy_file(src, dst, errp);
 }
 
+/* The devices cliques are planned for: their pairs' verdicts are kept. */
+static bool kernel_verdict_device(const GpDevice *dev)
+{
+    return dev->domain <= GPUP2P_PCI_DOMAIN_MAX &&
+           (gp_device_is_gpu(dev) || gp_device_is_nic(dev));
+}
+
+/*
+ * With the kernel module loaded (/dev/gpup2p), its verdicts on every
+ * ordered pair of GPUs and NICs, into GP_KERNEL_VERDICTS_FILE; readers of
+ * the capture prefer them (lib/p2p.c), since on a kernel with p2pdma they
+ * are the running kernel's own answer. Only of the live system, and only
+ * where the module can be opened: without it the capture has no such
+ * file and the library's rule decides, as always.
+ */
+static gboolean copy_kernel_verdicts(const char *root, const char *tmp,
+                                     GError **errp)
+{
+    static const char *const kinds[] = { "direct", "host-bridge", "none" };
+    static const char *const vm_kinds[] = { "through-iommu",
+                                            "bypasses-iommu", "none" };
+    g_autofree char *dst = g_build_filename(tmp, GP_KERNEL_VERDICTS_FILE,
+                                            NULL);
+    g_autofree char *dir = g_path_get_dirname(dst);
+    g_autoptr(GpTopology) topo = NULL;
+    g_autoptr(GString) out = NULL;
+    struct gpup2p_info info;
+    guint i, j;
+    int fd;
+
+    if (strcmp(root, "/") != 0 ||
+        !g_file_test("/dev/" GPUP2P_DEVICE_NAME, G_FILE_TEST_EXISTS)) {
+        return TRUE;
+    }
+    fd = gp_helper_open(NULL);
+    if (fd < 0) {
+        return TRUE;
+    }
+    topo = gp_topo_read(tmp, errp);
+    if (!topo || !gp_helper_info(fd, &info, errp)) {
+        close(fd);
+        return FALSE;
+    }
+    out = g_string_new("# gpup2p kernel verdicts: A B bare-metal distance "
+                       "guest out_flags (kernel/include/uapi/gpup2p.h)\n");
+    g_string_append_printf(out, "source %s\n", info.caps & GPUP2P_CAP_P2PDMA ?
+                           "p2pdma" : "rule");
+    for (i = 0; i < topo->devices->len; i++) {
+        const GpDevice *a = g_ptr_array_index(topo->devices, i);
+
+        for (j = 0; kernel_verdict_device(a) && j < topo->devices->len;
+             j++) {
+            const GpDevice *b = g_ptr_array_index(topo->devices, j);
+            struct gpup2p_verdict v = { 0 };
+
+            if (a == b || !kernel_verdict_device(b)) {
+                continue;
+            }
+            v.a = GPUP2P_PCI_ADDR(a->domain, a->bus,
+                                  (a->slot << 3) | a->function);
+            v.b = GPUP2P_PCI_ADDR(b->domain, b->bus,
+                                  (b->slot << 3) | b->function);
+            if (!gp_helper_verdict(fd, &v, errp)) {
+                close(fd);
+                g_prefix_error(errp, "%s %s: ", a->bdf, b->bdf);
+                return FALSE;
+            }
+            if (v.verdict >= G_N_ELEMENTS(kinds) ||
+                v.vm_verdict >= G_N_ELEMENTS(vm_kinds)) {
+                continue;       /* a newer module's code: the rule decides */
+            }
+            g_string_append_printf(out, "%s %s %s %u %s 0x%x\n", a->bdf,
+                                   b->bdf, kinds[v.verdict], v.distance,
+                                   vm_kinds[v.vm_verdict], v.out_flags);
+        }
+    }
+    close(fd);
+    return mkdirs(dir, errp) &&
+           g_file_set_contents_full(dst, out->str, (gssize)out->len,
+                                    G_FILE_SET_CONTENTS_CONSISTENT, 0644,
+                                    errp);
+}
+
 void gp_remove_tree(const char *path)
 {
     g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
@@ -329,7 +413,8 @@ gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp)
         !copy_numa(sys, out_sys, errp) ||
         !copy_cpuinfo(root, tmp, errp) ||
         !copy_interrupts(root, tmp, errp) ||
-        !copy_configs(sys, tmp, errp)) {
+        !copy_configs(sys, tmp, errp) ||
+        !copy_kernel_verdicts(root, tmp, errp)) {
         gp_remove_tree(tmp);
         return FALSE;
     }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpup2p/p2p-rule.h"
 #include "gpup2p/p2pcap.h"
 #include "gpup2p/topo.h"
 #include "sysfs-internal.h"
@@ -1063,6 +1064,123 @@ static bool read_configs(GpTopology *topo, bool all, GError **errp)
     return true;
 }
 
+/* The names GP_KERNEL_VERDICTS_FILE uses for the UAPI codes. */
+static const char *const kernel_kind_names[] = {
+    "direct", "host-bridge", "none",
+};
+static const char *const kernel_vm_names[] = {
+    "through-iommu", "bypasses-iommu", "none",
+};
+
+static bool kernel_name_index(const char *const *names, size_t n,
+                              const char *word, unsigned *out)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (strcmp(names[i], word) == 0) {
+            *out = (unsigned)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* One line "A B KIND DISTANCE GUEST FLAGS"; false (with @why) if broken. */
+static bool kernel_verdict_line(GpTopology *topo, const char *line,
+                                GHashTable *table, char **why)
+{
+    g_auto(GStrv) w = g_strsplit(line, " ", -1);
+    GpKernelVerdict kv;
+    const GpDevice *a, *b;
+    char *end;
+    guint64 n;
+
+    if (g_strv_length(w) != 6) {
+        *why = g_strdup("not 6 fields");
+        return false;
+    }
+    if (!kernel_name_index(kernel_kind_names,
+                           G_N_ELEMENTS(kernel_kind_names), w[2], &kv.kind) ||
+        !kernel_name_index(kernel_vm_names, G_N_ELEMENTS(kernel_vm_names),
+                           w[4], &kv.vm_kind)) {
+        *why = g_strdup_printf("'%s %s' are not verdicts", w[2], w[4]);
+        return false;
+    }
+    n = g_ascii_strtoull(w[3], &end, 10);
+    if (!g_ascii_isdigit(w[3][0]) || *end || n > 2 * GP_P2P_MAX_HOPS) {
+        *why = g_strdup_printf("'%s' is not a distance", w[3]);
+        return false;
+    }
+    kv.distance = (unsigned)n;
+    if (!g_str_has_prefix(w[5], "0x") || !g_ascii_isxdigit(w[5][2])) {
+        *why = g_strdup_printf("'%s' is not a flags word", w[5]);
+        return false;
+    }
+    n = g_ascii_strtoull(w[5] + 2, &end, 16);
+    if (*end || n > G_MAXUINT32) {
+        *why = g_strdup_printf("'%s' is not a flags word", w[5]);
+        return false;
+    }
+    kv.flags = (unsigned)n;
+    a = gp_topo_find(topo, w[0]);
+    b = gp_topo_find(topo, w[1]);
+    if (!a || !b) {
+        /* A device gone since: its verdicts mean nothing. */
+        return true;
+    }
+    g_hash_table_insert(table, g_strdup_printf("%s %s", a->bdf, b->bdf),
+                        g_memdup2(&kv, sizeof(kv)));
+    return true;
+}
+
+/*
+ * A capture's GP_KERNEL_VERDICTS_FILE (lib/snapshot.c writes it where the
+ * kernel module answered). A broken file is not taken, and the note says
+ * why: the library's rule then decides every pair, as without one.
+ */
+static void read_kernel_verdicts(GpTopology *topo)
+{
+    g_autofree char *path = g_build_filename(topo->root,
+                                             GP_KERNEL_VERDICTS_FILE, NULL);
+    g_autoptr(GHashTable) table = NULL;
+    g_autofree gchar *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autoptr(GError) err = NULL;
+    gsize len;
+    guint i;
+
+    if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+        return;
+    }
+    if (!g_file_get_contents(path, &text, &len, &err)) {
+        topo->kernel_verdicts_note = g_strdup_printf(
+            "%s: %s; not taken", path, err->message);
+        return;
+    }
+    if (strlen(text) != len) {
+        topo->kernel_verdicts_note = g_strdup_printf(
+            "%s: holds a NUL byte; not taken", path);
+        return;
+    }
+    table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    lines = g_strsplit(text, "\n", -1);
+    for (i = 0; lines[i]; i++) {
+        g_autofree char *why = NULL;
+
+        if (!lines[i][0] || lines[i][0] == '#' ||
+            g_str_has_prefix(lines[i], "source ")) {
+            continue;
+        }
+        if (!kernel_verdict_line(topo, lines[i], table, &why)) {
+            topo->kernel_verdicts_note = g_strdup_printf(
+                "%s: line %u: %s; not taken", path, i + 1, why);
+            return;
+        }
+    }
+    topo->kernel_verdicts = g_steal_pointer(&table);
+}
+
 static GpTopology *topo_read(const char *root_arg, bool all, GError **errp)
 {
     /* A snapshot generation link (/run/gpup2p/host) is resolved once, so
@@ -1105,6 +1223,10 @@ static GpTopology *topo_read(const char *root_arg, bool all, GError **errp)
     gp_topo_finish(topo);
     if (!read_cpuinfo(topo, errp)) {
         return NULL;
+    }
+    /* Only a capture holds the module's verdicts; live, ask the module. */
+    if (strcmp(root, "/") != 0) {
+        read_kernel_verdicts(topo);
     }
     return g_steal_pointer(&topo);
 }

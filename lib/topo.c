@@ -167,6 +167,10 @@ void gp_topo_free(GpTopology *topo)
     g_free(topo->root);
     g_free(topo->sys);
     g_free(topo->cpu_model_name);
+    if (topo->kernel_verdicts) {
+        g_hash_table_destroy(topo->kernel_verdicts);
+    }
+    g_free(topo->kernel_verdicts_note);
     g_free(topo);
 }
 

@@ -49,6 +49,9 @@ typedef struct GpP2pVerdict {
     struct gp_p2p_vm_outcome vm;
     const GpDevice *bypass;     /* first port that routes it itself, or NULL */
     char *vm_reason;
+    /* Both kinds are the kernel module's, recorded in a snapshot
+     * (GP_KERNEL_VERDICTS_FILE); the rule's fields stay the library's. */
+    bool kernel_recorded;
 } GpP2pVerdict;
 
 GpPathType gp_path_classify(const GpDevice *a, const GpDevice *b);

@@ -97,6 +97,21 @@ struct GpDevice {
     GArray *bars;               /* GpBar */
 };
 
+/*
+ * A verdict the kernel module (/dev/gpup2p) gave for an ordered pair, as
+ * `gpup2p snapshot` recorded it in GP_KERNEL_VERDICTS_FILE: the codes and
+ * out_flags of kernel/include/uapi/gpup2p.h.
+ */
+typedef struct GpKernelVerdict {
+    unsigned kind;              /* GPUP2P_VERDICT_* */
+    unsigned distance;
+    unsigned vm_kind;           /* GPUP2P_VM_* */
+    unsigned flags;             /* GPUP2P_VERDICT_* out_flags */
+} GpKernelVerdict;
+
+/* In a capture: the module's verdicts, one ordered pair a line. */
+#define GP_KERNEL_VERDICTS_FILE "gpup2p/kernel-verdicts"
+
 typedef struct GpTopology {
     char *root;                 /* directory playing the role of "/" */
     char *sys;                  /* root + "/sys" */
@@ -113,6 +128,13 @@ typedef struct GpTopology {
     unsigned config_unreadable;
     /* Devices with config_not_read set. */
     unsigned config_not_read;
+    /*
+     * A capture's GP_KERNEL_VERDICTS_FILE: "A B" (BDFs) -> GpKernelVerdict,
+     * which gp_p2p_verdict() prefers to the library's rule; NULL without
+     * one. kernel_verdicts_note says why a file there was not taken.
+     */
+    GHashTable *kernel_verdicts;
+    char *kernel_verdicts_note;
 } GpTopology;
 
 /*

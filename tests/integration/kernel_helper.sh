@@ -24,6 +24,9 @@ done > $O/pci-paths.txt
 insmod $KO; echo $? > $O/insmod.rc
 $G verdict --all --json > $O/verdict-all.json 2> $O/verdict-all.err
 echo $? > $O/verdict-all.rc
+# The host snapshot records the module's verdicts on GPU and NIC pairs.
+$G snapshot /tmp/snap > $O/snapshot.out 2>&1; echo $? > $O/snapshot.rc
+cp /tmp/snap/gpup2p/kernel-verdicts $O/kernel-verdicts.txt
 
 if [ "$mode" = full ]; then
     EDU=$(bdf edu0); SHM=$(bdf shm0); GPU=$(bdf gpu0)

@@ -133,6 +133,28 @@ def check_verdicts(t, outdir, label, kernel, name="verdict-all"):
     return res
 
 
+def check_snapshot(t, outdir, label, kernel, results):
+    """`gpup2p snapshot` with the module loaded recorded its verdicts: one
+    line per ordered pair of GPUs and NICs, each the module's answer."""
+    t.eq(read_text(outdir, "snapshot.rc"), "0", "%s: gpup2p snapshot (%s)"
+         % (label, read_text(outdir, "snapshot.out")))
+    lines = read_text(outdir, "kernel-verdicts.txt").splitlines()
+    source = "p2pdma" if kernel.p2pdma else "rule"
+    t.ok("source " + source in lines, "%s: the snapshot's kernel verdicts "
+         "say they are %s's" % (label, source), "\n".join(lines[:3]))
+    got = {}
+    for line in lines:
+        w = line.split()
+        if len(w) == 6 and not line.startswith("#"):
+            got[(w[0], w[1])] = (w[2], int(w[3]), w[4])
+    want = {(r["a"], r["b"]): (r["kernel"], r["distance"], r["kernel_guest"])
+            for r in results}
+    wrong = {k: (v, want.get(k)) for k, v in got.items() if want.get(k) != v}
+    t.ok(len(got) >= 2 and not wrong, "%s: the snapshot recorded %d GPU and "
+         "NIC pairs, each as the module answers" % (label, len(got)),
+         repr(list(wrong.items())[:3]))
+
+
 def kinds(results):
     return {(r["a"], r["b"]): r["kernel"] for r in results}
 
@@ -146,6 +168,9 @@ def check_unload(t, outdir, label, kernel):
     t.eq(read_text(outdir, "dev-gone.rc"), "1",
          "%s: /dev/gpup2p is gone after rmmod" % label)
     dmesg = read_text(outdir, "dmesg.txt")
+    t.ok(os.path.exists(os.path.join(outdir, "dmesg.txt")) and
+         "gpup2p" in dmesg, "%s: the kernel log was captured (it names "
+         "the module)" % label, dmesg[-500:])
     bad = [line for line in dmesg.splitlines() if BAD_LOG.search(line) and
            not SRSO_NOTICE.search(line)]
     t.eq(bad[:5], [], "%s: no WARN, BUG, Oops or KASAN line in the kernel "
@@ -302,6 +327,7 @@ def test_kernel(t, kernel):
     outdir = boot(t, "kernel-helper.json", "full", "", label, kernel)
     check_unload(t, outdir, label, kernel)
     res = check_verdicts(t, outdir, label, kernel)
+    check_snapshot(t, outdir, label, kernel, res)
     # The virtual host's CPU is AMD family 19h: the kernel's own CPU check
     # must let the root complex forward, as the library's does.
     t.ok({"direct", "host-bridge"} <= set(kinds(res).values()),
@@ -334,6 +360,7 @@ def test_kernel(t, kernel):
                 os.environ["VHOST_CPU"] = saved
         check_unload(t, outdir, label, kernel)
         res = check_verdicts(t, outdir, label, kernel)
+        check_snapshot(t, outdir, label, kernel, res)
         if cpu:
             t.ok({"direct", "none"} <= set(kinds(res).values()),
                  "%s, family 6: direct and none verdicts among the pairs"

@@ -280,6 +280,85 @@ static void test_plan_follows_vm_rule(void)
     gp_plan_free(plan);
 }
 
+/*
+ * A snapshot that recorded the kernel module's verdicts (`gpup2p snapshot`
+ * with /dev/gpup2p there): readers prefer them, since on a kernel with
+ * p2pdma they are the running kernel's own answer; the reasons say so. A
+ * broken record is not taken, and the rule decides.
+ */
+static void test_kernel_verdicts_preferred(void)
+{
+    const char *const gpus[] = { SB_GPU_C, SB_GPU_F, NULL };
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *why = NULL;
+    GpP2pVerdict v;
+    GpP2pKind bare;
+    GpPlan *plan;
+
+    /* Q35's 29c0 on an Intel host: the rule's list does not forward. */
+    sb_two_node_host(sb, 0x29c0);
+    sb_cpu(sb, "GenuineIntel", 6);
+    t = read_ok(sb_root(sb));
+    g_assert_null(t->kernel_verdicts);
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, &bare, NULL), ==,
+                    GP_VM_P2P_NONE);
+    g_clear_pointer(&t, gp_topo_free);
+
+    /* This kernel's p2pdma forwards between them (a list of its own). */
+    sb_write(sb, GP_KERNEL_VERDICTS_FILE,
+             "# gpup2p kernel verdicts: A B bare-metal distance guest "
+             "out_flags\n"
+             "source p2pdma\n"
+             SB_GPU_C " " SB_GPU_F " host-bridge 4 through-iommu 0x38\n"
+             SB_GPU_F " " SB_GPU_C " host-bridge 4 through-iommu 0x38\n"
+             /* a device gone since: ignored */
+             "0000:e0:00.0 " SB_GPU_C " none 4 none 0x18\n");
+    t = read_ok(sb_root(sb));
+    g_assert_nonnull(t->kernel_verdicts);
+    g_assert_null(t->kernel_verdicts_note);
+    g_assert_cmpuint(g_hash_table_size(t->kernel_verdicts), ==, 2);
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, &bare, &why), ==,
+                    GP_VM_P2P_OK);
+    g_assert_cmpint(bare, ==, GP_P2P_HOST_BRIDGE);
+    assert_has(why, "the kernel (the root complex as p2pdma answers, "
+               "recorded in the snapshot) says through-iommu; the "
+               "library's rule said none: ");
+    gp_p2p_verdict(t, gp_topo_find(t, SB_GPU_C), gp_topo_find(t, SB_GPU_F),
+                   &v);
+    g_assert_true(v.kernel_recorded);
+    g_assert_cmpint(v.distance, ==, 4);
+    assert_has(v.reason, "the kernel (p2pdma, recorded in the snapshot) "
+               "says host-bridge at distance 4; the library's rule said "
+               "none");
+    gp_p2p_verdict_clear(&v);
+    /* A pair the kernel was not asked about: the rule's, unmarked. */
+    gp_p2p_verdict(t, gp_topo_find(t, SB_GPU_A), gp_topo_find(t, SB_GPU_C),
+                   &v);
+    g_assert_false(v.kernel_recorded);
+    g_assert_cmpint(v.vm_kind, ==, GP_VM_P2P_BYPASS);
+    gp_p2p_verdict_clear(&v);
+    /* Planning follows: C and F share a clique. */
+    plan = gp_plan_compute(t, gpus, GP_PLAN_POLICY_SYSTEM, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(plan->cliques->len, ==, 1);
+    g_assert_cmpuint(plan->left_out->len, ==, 0);
+    gp_plan_free(plan);
+    g_clear_pointer(&t, gp_topo_free);
+
+    /* A broken line: the whole record is not taken, and the note says so. */
+    sb_write(sb, GP_KERNEL_VERDICTS_FILE,
+             SB_GPU_C " " SB_GPU_F " host-bridge 4 through-iommu 0x38\n"
+             SB_GPU_F " " SB_GPU_C " sideways 4 through-iommu 0x38\n");
+    t = read_ok(sb_root(sb));
+    g_assert_null(t->kernel_verdicts);
+    assert_has(t->kernel_verdicts_note, "line 2: 'sideways through-iommu' "
+               "are not verdicts; not taken");
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, NULL), ==,
+                    GP_VM_P2P_NONE);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -291,5 +370,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vm-rule/acs-unknown", test_acs_unknown);
     g_test_add_func("/vm-rule/functions", test_functions_of_one_device);
     g_test_add_func("/vm-rule/plan", test_plan_follows_vm_rule);
+    g_test_add_func("/vm-rule/kernel-verdicts",
+                    test_kernel_verdicts_preferred);
     return g_test_run();
 }
