@@ -128,7 +128,7 @@ def check_verdicts(t, outdir, label, kernel, name="verdict-all"):
           len(unexplained)))
     t.eq(read_text(outdir, name + ".rc"), "0" if not bad else "1",
          "%s: gpup2p verdict --all exits %s (%s)" %
-         (label, "0" if not bad else "1 on the stated differences",
+         (label, "0" if not bad else "1, as pairs differ",
           read_text(outdir, name + ".err")))
     return res
 

@@ -105,9 +105,9 @@ static void compare_pair(VerdictPair *p)
     if (p->differs->len && (k->out_flags & GPUP2P_VERDICT_RULE_DIFFERS)) {
         /* Not a reader's difference: the kernel's own code answers
          * otherwise than the rule over the hops the module read. */
-        g_string_prepend(p->differs, "this kernel's p2pdma differs from "
-                         "the shared rule over the same hops (its host "
-                         "bridge list or distance is not the rule's): ");
+        g_string_prepend(p->differs, "the module marks its p2pdma answer "
+                         "as differing from the shared rule over the hops "
+                         "it read (this kernel's code, not a reader): ");
     }
 }
 
