@@ -185,6 +185,10 @@ static void build_links(JsonBuilder *b, const GpTopology *topo,
                 gp_vm_p2p_kind_name(v.vm_kind));
             json_builder_set_member_name(b, "guest_reason");
             json_builder_add_string_value(b, v.vm_reason);
+            /* A snapshot's kernel verdicts decided both (lib/p2p.c). */
+            json_builder_set_member_name(b, "verdict_source");
+            json_builder_add_string_value(b, v.kernel_recorded ?
+                                          "kernel" : "library");
             json_builder_end_object(b);
             gp_p2p_verdict_clear(&v);
         }

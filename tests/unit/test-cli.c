@@ -160,6 +160,66 @@ static void test_topo_unreadable(void)
         dev, "config_unreadable"), "0000:04:00.0/config"));
 }
 
+/* The link between @a and @b in topo --json's "links". */
+static JsonObject *find_link(JsonObject *root, const char *a, const char *b)
+{
+    JsonArray *links = json_object_get_array_member(root, "links");
+    guint i;
+
+    for (i = 0; i < json_array_get_length(links); i++) {
+        JsonObject *o = json_array_get_object_element(links, i);
+
+        if (!g_strcmp0(json_object_get_string_member(o, "a"), a) &&
+            !g_strcmp0(json_object_get_string_member(o, "b"), b)) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * A capture with the kernel module's verdicts (gpup2p/kernel-verdicts):
+ * topo shows them as the kernel's; a capture of a capture asks no module
+ * and keeps no such file.
+ */
+static void test_topo_kernel_verdicts(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-snap-XXXXXX", NULL);
+    g_autofree char *dest = g_build_filename(tmp, "capture", NULL);
+    g_autofree char *kv = g_build_filename(dest, "gpup2p", "kernel-verdicts",
+                                           NULL);
+    g_auto(Run) json = { 0 }, snap = { 0 };
+    JsonObject *root, *cf, *ab;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_cpu(sb, "GenuineIntel", 6);
+    sb_write(sb, "gpup2p/kernel-verdicts", "source p2pdma\n"
+             SB_GPU_C " " SB_GPU_F " host-bridge 4 through-iommu 0x18\n");
+    run(&json, "topo", "--sysfs-root", sb_root(sb), "--json", NULL);
+    g_assert_cmpint(json.status, ==, 0);
+    root = parse_object(p, json.out);
+    cf = find_link(root, SB_GPU_C, SB_GPU_F);
+    ab = find_link(root, SB_GPU_A, SB_GPU_B);
+    g_assert_nonnull(cf);
+    g_assert_nonnull(ab);
+    g_assert_cmpstr(json_object_get_string_member(cf, "verdict_source"), ==,
+                    "kernel");
+    g_assert_cmpstr(json_object_get_string_member(cf, "guest_p2p"), ==,
+                    "through-iommu");
+    g_assert_nonnull(strstr(json_object_get_string_member(cf,
+                                                          "guest_reason"),
+                            "recorded in the snapshot"));
+    g_assert_cmpstr(json_object_get_string_member(ab, "verdict_source"), ==,
+                    "library");
+
+    run(&snap, "snapshot", "--sysfs-root", sb_root(sb), dest, NULL);
+    g_assert_cmpint(snap.status, ==, 0);
+    g_assert_false(g_file_test(kv, G_FILE_TEST_EXISTS));
+    sb_remove_tree(tmp);
+}
+
 static void test_topo_text(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -955,6 +1015,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/topo/json-fixture", test_topo_json_fixture);
     g_test_add_func("/cli/topo/text", test_topo_text);
     g_test_add_func("/cli/topo/unreadable", test_topo_unreadable);
+    g_test_add_func("/cli/topo/kernel-verdicts", test_topo_kernel_verdicts);
     g_test_add_func("/cli/check/unreadable", test_check_unreadable);
     g_test_add_func("/cli/check/garbage-link-speed",
                     test_check_garbage_link_speed);
