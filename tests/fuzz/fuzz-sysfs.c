@@ -4,7 +4,8 @@
  * gp_topo_read() on a small tree whose files take the input. Fields are
  * separated by 0x1e: numa_node, resource, current_link_width, class,
  * iommu_group link text, proc/cpuinfo, config, local_cpulist, physfn link
- * text. An absent field leaves the file out. A read either gives a
+ * text, gpup2p/kernel-verdicts (a snapshot's record of the kernel
+ * module's verdicts, which gp_p2p_verdict() prefers). An absent field leaves the file out. A read either gives a
  * topology or an error with a message.
  */
 #include <errno.h>
@@ -20,11 +21,11 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char *root, *dev_dir, *cpuinfo;
+static char *root, *dev_dir, *cpuinfo, *kernel_dir;
 
 static const char *const fields[] = {
     "numa_node", "resource", "current_link_width", "class", "iommu_group",
-    "cpuinfo", "config", "local_cpulist", "physfn",
+    "cpuinfo", "config", "local_cpulist", "physfn", "kernel-verdicts",
 };
 
 static void put(const char *dir, const char *name, const char *text)
@@ -59,7 +60,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     dev_dir = g_build_filename(root, "sys/devices/pci0000:00/0000:00:01.0",
                                NULL);
     cpuinfo = g_build_filename(root, "proc", NULL);
-    if (g_mkdir_with_parents(devs, 0755) ||
+    kernel_dir = g_build_filename(root, "gpup2p", NULL);
+    if (g_mkdir_with_parents(kernel_dir, 0755) ||
+        g_mkdir_with_parents(devs, 0755) ||
         g_mkdir_with_parents(host, 0755) ||
         g_mkdir_with_parents(dev_dir, 0755) ||
         g_mkdir_with_parents(cpuinfo, 0755)) {
@@ -86,7 +89,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void set_field(const char *name, const uint8_t *bytes, size_t len)
 {
     bool proc = !strcmp(name, "cpuinfo");
-    g_autofree char *path = g_build_filename(proc ? cpuinfo : dev_dir, name,
+    bool kernel = !strcmp(name, "kernel-verdicts");
+    g_autofree char *path = g_build_filename(proc ? cpuinfo : kernel ?
+                                             kernel_dir : dev_dir, name,
                                              NULL);
     g_autofree char *text = g_strndup((const char *)bytes, len);
 
