@@ -90,6 +90,8 @@ typedef struct VerifyGpu {
     char name[96];
     int sm_major, sm_minor;     /* compute capability, 0 unknown */
     unsigned nvlinks_total;
+    unsigned nvlinks_unresolved;        /* active, far end not named */
+    unsigned nvlink_version;            /* nvmlNvlinkVersion_t, 0 unknown */
     unsigned pcie_gen, pcie_width;      /* negotiated link, 0 unknown */
     int numa_node;
     unsigned subsystem_vendor, subsystem_device;
@@ -126,6 +128,9 @@ typedef struct VerifyNic {
     int link_width;
     char rdma_device[64];       /* verbs device on this function, or "" */
     bool gpu_rdma_ok;           /* GPU memory both ways by RDMA, checked */
+    /* The NIC and its upstream bridges, nearest first (as VerifyGpu). */
+    char uplinks[VERIFY_MAX_UPLINKS][16];
+    unsigned n_uplinks;
 } VerifyNic;
 
 typedef struct VerifyRdma {
@@ -178,9 +183,16 @@ bool verify_pci_checks_only(const VerifyOptions *o);
 VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b);
 
 bool verify_pci(const VerifyOptions *o, VerifyReport *r);
+/* An RDMA NIC by PCI class: InfiniBand (0x0207), or Ethernet (0x0200)
+ * with an RDMA device (/sys/class/infiniband) on the function. */
+bool verify_is_rdma_nic(unsigned class_code, bool has_rdma_device);
 void verify_cuda(const VerifyOptions *o, VerifyReport *r);
 void verify_nvml(VerifyReport *r);
 void verify_nvml_pairs(VerifyReport *r);
+/* One way, GB/s per link: NCCL's figure for the NVLink generation NVML
+ * reports (nvmlNvlinkVersion_t), else for the compute capability; 0 when
+ * neither is known. */
+double verify_nvlink_gbps(unsigned nvml_version, int sm_major, int sm_minor);
 
 /* GPU memory for the RDMA checks (cuda.c); all report through GError. */
 typedef struct VerifyGpuMem VerifyGpuMem;
