@@ -133,12 +133,17 @@ typedef struct VerifyNic {
     unsigned n_uplinks;
 } VerifyNic;
 
-typedef struct VerifyRdma {
+typedef struct VerifyRdma {      /* one active port of one device */
     char name[64];
     char bdf[16];               /* PCI function, "" when virtual (rxe) */
-    unsigned ports_active;
-    CheckState host_mr, host_write;
+    unsigned port;              /* 0: none active */
+    unsigned ports_active;      /* of the device */
+    CheckState host_mr, host_write, host_read;
+    /* Over every GPU CUDA sees, the worst of them (failed, not testable,
+     * ok); gpu_write: RDMA WRITE into and out of GPU memory; gpu_read:
+     * RDMA READ into and out of it. */
     CheckState dmabuf, peermem, gpu_write, gpu_read;
+    unsigned gpus_tested;       /* GPUs whose memory moved both ways */
     char why[192];
 } VerifyRdma;
 
@@ -198,8 +203,22 @@ double verify_nvlink_gbps(unsigned nvml_version, int sm_major, int sm_minor);
 typedef struct VerifyGpuMem VerifyGpuMem;
 VerifyGpuMem *verify_gpu_mem_new(int ordinal, gsize bytes, GError **errp);
 unsigned long long verify_gpu_mem_ptr(const VerifyGpuMem *m);
-/* A dma-buf fd; GP_ERROR_UNSUPPORTED when the GPU or driver exports none. */
-int verify_gpu_mem_dmabuf(VerifyGpuMem *m, GError **errp);
+/* A dma-buf fd of the @page-aligned range around the memory, with the
+ * memory's offset into it in *offset (for ibv_reg_dmabuf_mr, as perftest
+ * does); GP_ERROR_UNSUPPORTED when the GPU or driver exports none. */
+int verify_gpu_mem_dmabuf(VerifyGpuMem *m, guint64 page, guint64 *offset,
+                          GError **errp);
+
+/* The page-aligned range [*start, *start + *size) that holds [ptr, ptr +
+ * bytes), and ptr's offset into it; @page a power of two. */
+static inline void verify_page_range(guint64 ptr, guint64 bytes,
+                                     guint64 page, guint64 *start,
+                                     guint64 *size, guint64 *offset)
+{
+    *start = ptr & ~(page - 1);
+    *offset = ptr - *start;
+    *size = (*offset + bytes + page - 1) & ~(page - 1);
+}
 bool verify_gpu_mem_read(VerifyGpuMem *m, void *out, GError **errp);
 bool verify_gpu_mem_write(VerifyGpuMem *m, const void *in, GError **errp);
 void verify_gpu_mem_free(VerifyGpuMem *m);
