@@ -241,12 +241,16 @@ static long first_bad(const uint8_t *buf, unsigned seed)
     return -1;
 }
 
-static bool peermem_loaded(void)
+/* nvidia-peermem (or MLNX_OFED's nv_mem peer client) under @root. */
+static bool peermem_loaded(const char *root)
 {
-    return g_file_test("/sys/kernel/mm/memory_peers/nv_mem/version",
-                       G_FILE_TEST_EXISTS) ||
-           g_file_test("/sys/module/nvidia_peermem/version",
-                       G_FILE_TEST_EXISTS);
+    g_autofree char *a = g_build_filename(root, "sys/kernel/mm/memory_peers/"
+                                          "nv_mem/version", NULL);
+    g_autofree char *b = g_build_filename(root, "sys/module/nvidia_peermem/"
+                                          "version", NULL);
+
+    return g_file_test(a, G_FILE_TEST_EXISTS) ||
+           g_file_test(b, G_FILE_TEST_EXISTS);
 }
 
 /* errno values that mean "this device or kernel has no such path". */
@@ -270,18 +274,42 @@ static void worst(CheckState *into, CheckState s)
     }
 }
 
-/* The first reason wins: it names the first thing that went wrong. */
+/* The first reason wins, except that the first failure replaces a
+ * missing path: the reason names what went wrong first. */
+static void why_v(VerifyRdma *out, bool failure, const char *fmt, va_list ap)
+    G_GNUC_PRINTF(3, 0);
+
+static void why_v(VerifyRdma *out, bool failure, const char *fmt, va_list ap)
+{
+    if (out->why[0] && (out->why_failed || !failure)) {
+        return;
+    }
+    g_vsnprintf(out->why, sizeof(out->why), fmt, ap);
+    out->why_failed = failure;
+}
+
+/* Why something failed. */
 static void why(VerifyRdma *out, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 static void why(VerifyRdma *out, const char *fmt, ...)
 {
     va_list ap;
 
-    if (out->why[0]) {
-        return;
-    }
     va_start(ap, fmt);
-    g_vsnprintf(out->why, sizeof(out->why), fmt, ap);
+    why_v(out, true, fmt, ap);
+    va_end(ap);
+}
+
+/* Why something could not be tested. */
+static void why_not(VerifyRdma *out, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+
+static void why_not(VerifyRdma *out, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    why_v(out, false, fmt, ap);
     va_end(ap);
 }
 
@@ -303,7 +331,7 @@ typedef struct {
  * for want of the module, not of P2P), else NULL and not testable.
  */
 static struct ibv_mr *reg_gpu(Loop *l, VerifyGpuMem *mem, VerifyRdma *out,
-                              GpuResult *res)
+                              const char *root, GpuResult *res)
 {
     const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                        IBV_ACCESS_REMOTE_READ;
@@ -316,7 +344,8 @@ static struct ibv_mr *reg_gpu(Loop *l, VerifyGpuMem *mem, VerifyRdma *out,
     if (fd < 0) {
         res->dmabuf = g_error_matches(err, GP_ERROR, GP_ERROR_UNSUPPORTED) ?
                       CHECK_UNTESTABLE : CHECK_FAILED;
-        why(out, "dma-buf: %s", err->message);
+        (res->dmabuf == CHECK_FAILED ? why : why_not)(out, "dma-buf: %s",
+                                                      err->message);
     } else {
         mr = V.ibv_reg_dmabuf_mr(l->pd, offset, RDMA_BYTES, gptr, fd,
                                  access);
@@ -328,7 +357,7 @@ static struct ibv_mr *reg_gpu(Loop *l, VerifyGpuMem *mem, VerifyRdma *out,
             /* Only a missing path is "not testable"; EINVAL or EFAULT
              * from a broken P2P mapping is a failure. */
             res->dmabuf = not_supported(e) ? CHECK_UNTESTABLE : CHECK_FAILED;
-            why(out, "%s cannot register dma-buf GPU memory: %s%s",
+            (not_supported(e) ? why_not : why)(out, "%s cannot register dma-buf GPU memory: %s%s",
                 out->name, g_strerror(e), not_supported(e) ?
                 " (its driver has no dma-buf registration)" : "");
         }
@@ -337,8 +366,10 @@ static struct ibv_mr *reg_gpu(Loop *l, VerifyGpuMem *mem, VerifyRdma *out,
     if (mr) {
         return mr;
     }
-    if (!peermem_loaded()) {
+    if (!peermem_loaded(root)) {
         res->peermem = CHECK_UNTESTABLE;
+        why_not(out, "no dma-buf registration and nvidia-peermem is not "
+                "loaded: GPU memory cannot be registered");
     } else if ((mr = (V.ibv_reg_mr)(l->pd, (void *)(uintptr_t)gptr,
                                     RDMA_BYTES, access))) {
         res->peermem = CHECK_OK;
@@ -418,7 +449,7 @@ static bool out_of_gpu(Loop *l, enum ibv_wr_opcode op, VerifyGpuMem *mem,
 /* One GPU's memory on one port: registered, then WRITE and READ into
  * and out of it. */
 static void check_gpu(VerifyRdma *out, Loop *l, HostBufs *h, int ordinal,
-                      GpuResult *res)
+                      const char *root, GpuResult *res)
 {
     g_autoptr(GError) err = NULL;
     VerifyGpuMem *mem = verify_gpu_mem_new(ordinal, RDMA_BYTES, &err);
@@ -428,10 +459,10 @@ static void check_gpu(VerifyRdma *out, Loop *l, HostBufs *h, int ordinal,
     *res = (GpuResult) { CHECK_UNTESTABLE, CHECK_UNTESTABLE,
                          CHECK_UNTESTABLE, CHECK_UNTESTABLE };
     if (!mem) {
-        why(out, "CUDA GPU %d: %s", ordinal, err->message);
+        why_not(out, "CUDA GPU %d: %s", ordinal, err->message);
         return;
     }
-    gmr = reg_gpu(l, mem, out, res);
+    gmr = reg_gpu(l, mem, out, root, res);
     if (gmr) {
         in = into_gpu(l, IBV_WR_RDMA_WRITE, mem, gmr, h, 7, out);
         outw = out_of_gpu(l, IBV_WR_RDMA_WRITE, mem, gmr, h, 11, out);
@@ -445,8 +476,8 @@ static void check_gpu(VerifyRdma *out, Loop *l, HostBufs *h, int ordinal,
 }
 
 /* Every GPU CUDA sees, on one port; the port keeps the worst of each. */
-static void check_gpus(VerifyReport *r, VerifyRdma *out, Loop *l,
-                       HostBufs *h)
+static void check_gpus(const VerifyOptions *o, VerifyReport *r,
+                       VerifyRdma *out, Loop *l, HostBufs *h)
 {
     guint i;
 
@@ -459,7 +490,8 @@ static void check_gpus(VerifyReport *r, VerifyRdma *out, Loop *l,
         if (g->cuda_index < 0) {
             continue;
         }
-        check_gpu(out, l, h, g->cuda_index, &res);
+        check_gpu(out, l, h, g->cuda_index,
+                  o->sysfs_root ? o->sysfs_root : "/", &res);
         worst(&out->dmabuf, res.dmabuf);
         worst(&out->peermem, res.peermem);
         worst(&out->gpu_write, res.write);
@@ -469,8 +501,9 @@ static void check_gpus(VerifyReport *r, VerifyRdma *out, Loop *l,
     if (out->gpu_write == CHECK_NOT_RUN) {
         out->dmabuf = out->peermem = out->gpu_write = out->gpu_read =
             CHECK_UNTESTABLE;
-        why(out, "no GPU usable through CUDA%s%s", r->cuda_status ? ": " : "",
-            r->cuda_status ? r->cuda_status : "");
+        why_not(out, "no GPU usable through CUDA%s%s",
+                r->cuda_status ? ": " : "",
+                r->cuda_status ? r->cuda_status : "");
     }
 }
 
@@ -512,7 +545,8 @@ static bool check_host(Loop *l, HostBufs *h, VerifyRdma *out)
 }
 
 /* Everything on one active @port of @dev. */
-static void check_port(VerifyReport *r, struct ibv_device *dev, VerifyRdma *out)
+static void check_port(const VerifyOptions *o, VerifyReport *r,
+                       struct ibv_device *dev, VerifyRdma *out)
 {
     const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                        IBV_ACCESS_REMOTE_READ;
@@ -536,7 +570,7 @@ static void check_port(VerifyReport *r, struct ibv_device *dev, VerifyRdma *out)
     }
     out->host_mr = CHECK_OK;
     if (check_host(&l, &h, out)) {
-        check_gpus(r, out, &l, &h);
+        check_gpus(o, r, out, &l, &h);
     }
 out:
     if (h.smr) {
@@ -598,8 +632,8 @@ static void judge_port(VerifyReport *r, const VerifyRdma *d)
 }
 
 /* Every active port of @dev, one entry each (one saying why, when none). */
-static void check_device(VerifyReport *r, struct ibv_device *dev,
-                         const char *bdf)
+static void check_device(const VerifyOptions *o, VerifyReport *r,
+                         struct ibv_device *dev, const char *bdf)
 {
     VerifyRdma d = { 0 };
     uint8_t ports[32];
@@ -611,7 +645,7 @@ static void check_device(VerifyReport *r, struct ibv_device *dev,
     if (!n) {
         if (d.host_mr != CHECK_FAILED) {
             d.host_mr = d.host_write = d.host_read = CHECK_UNTESTABLE;
-            why(&d, "no active port");
+            why_not(&d, "no active port");
         }
         judge_port(r, &d);
         g_array_append_val(r->rdma, d);
@@ -622,7 +656,7 @@ static void check_device(VerifyReport *r, struct ibv_device *dev,
 
         p.port = ports[k];
         p.ports_active = n;
-        check_port(r, dev, &p);
+        check_port(o, r, dev, &p);
         judge_port(r, &p);
         g_array_append_val(r->rdma, p);
     }
@@ -671,7 +705,7 @@ void verify_rdma(const VerifyOptions *o, VerifyReport *r)
         guint first = r->rdma->len, k;
 
         rdma_bdf(o, V.ibv_get_device_name(list[i]), bdf, sizeof(bdf));
-        check_device(r, list[i], bdf);
+        check_device(o, r, list[i], bdf);
         for (j = 0; j < r->nics->len; j++) {
             VerifyNic *nic = &g_array_index(r->nics, VerifyNic, j);
 

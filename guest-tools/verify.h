@@ -145,6 +145,7 @@ typedef struct VerifyRdma {      /* one active port of one device */
     CheckState dmabuf, peermem, gpu_write, gpu_read;
     unsigned gpus_tested;       /* GPUs whose memory moved both ways */
     char why[192];
+    bool why_failed;            /* why names a failure, not a missing path */
 } VerifyRdma;
 
 typedef struct VerifyReport {

@@ -10,7 +10,8 @@
  * GPUP2P_STANDIN_VERBS: devices and port states, "name:AD,name2:A" (A
  * active, D down). GPUP2P_STANDIN_VERBS_FAULT: "corrupt-read" flips a
  * byte of every RDMA READ; "fail-write" completes every RDMA WRITE with a
- * remote access error.
+ * remote access error; "fail-reg:N" makes the Nth ibv_reg_mr (from 1)
+ * fail with EFAULT, as a peer-memory registration the kernel cannot pin.
  */
 #include <errno.h>
 #include <glib.h>
@@ -189,6 +190,13 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t len,
                             int access)
 {
+    static int calls;
+
+    if (g_str_has_prefix(fault(), "fail-reg:") &&
+        ++calls == atoi(fault() + strlen("fail-reg:"))) {
+        errno = EFAULT;
+        return NULL;
+    }
     for (int i = 0; i < MAX_MRS; i++) {
         if (!mrs[i]) {
             struct ibv_mr *mr = g_new0(struct ibv_mr, 1);
