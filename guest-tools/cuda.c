@@ -1563,8 +1563,10 @@ unsigned long long verify_gpu_mem_ptr(const VerifyGpuMem *m)
     return m->ptr;
 }
 
-int verify_gpu_mem_dmabuf(VerifyGpuMem *m, GError **errp)
+int verify_gpu_mem_dmabuf(VerifyGpuMem *m, guint64 page, guint64 *offset,
+                          GError **errp)
 {
+    guint64 start, size;
     int supported = 0, fd = -1;
     CUresult res;
 
@@ -1577,7 +1579,9 @@ int verify_gpu_mem_dmabuf(VerifyGpuMem *m, GError **errp)
                     "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0)");
         return -1;
     }
-    res = p_cuMemGetHandleForAddressRange(&fd, m->ptr, m->bytes,
+    /* The export covers whole pages; the MR starts at the offset. */
+    verify_page_range(m->ptr, m->bytes, page, &start, &size, offset);
+    res = p_cuMemGetHandleForAddressRange(&fd, start, size,
                                           CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
                                           0);
     if (res != CUDA_SUCCESS) {

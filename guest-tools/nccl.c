@@ -9,10 +9,14 @@
  * One CPU per NUMA node, arch and vendor from this machine. GPUs that
  * share a P2P clique sit together behind one virtual switch (as Azure's
  * NDv5 file does) so NCCL sees PIX between them instead of a flat bus.
- * Each GPU carries its NVLinks as NVML reports them. RDMA NICs appear only
- * where GPUDirect RDMA was verified both ways. Link speeds and widths come
- * from sysfs and are left out when unknown; NCCL then reads or defaults
- * them itself.
+ * RDMA NICs sit at their real PCI path in this guest, under their real
+ * bridges, never under a virtual switch; a GPU that shares a real bridge
+ * with a NIC keeps its real path too, so NCCL sees what the PCIe fabric
+ * really gives between them. Each GPU carries its NVLinks as NVML reports
+ * them, all or none: a GPU with a link whose far end NVML could not name
+ * gets no <nvlink> (any <nvlink> turns NCCL's own NVML probe off for that
+ * GPU). Link speeds and widths come from sysfs and are left out when
+ * unknown; NCCL then reads or defaults them itself.
  */
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -95,8 +99,8 @@ static void gpu_node(GString *x, int depth, const VerifyReport *r,
     for (l = 0; l < 18; l++) {
         any |= g->nvlink_peer[l][0] != '\0';
     }
-    if (!any) {
-        /* No per-link view: NCCL asks NVML itself. */
+    if (!any || g->nvlinks_unresolved) {
+        /* No full per-link view: NCCL asks NVML itself. */
         g_string_append(x, "/>\n");
         return;
     }
@@ -182,92 +186,202 @@ static void cpu_attrs(GString *x)
     }
 }
 
+/* A node of the file's PCI tree under one CPU: a bridge (real or the
+ * virtual switch of a clique) or a device, in the order first added. */
+typedef struct TopoNode {
+    char busid[16];
+    const VerifyGpu *gpu;
+    const VerifyNic *nic;
+    bool bridge;
+    char speed[32];         /* virtual switch: its fastest GPU's link */
+    int width;
+    GPtrArray *kids;        /* TopoNode */
+} TopoNode;
+
+static void topo_node_free(gpointer p)
+{
+    TopoNode *n = p;
+
+    g_ptr_array_unref(n->kids);
+    g_free(n);
+}
+
+static TopoNode *topo_node_new(const char *busid)
+{
+    TopoNode *n = g_new0(TopoNode, 1);
+
+    g_strlcpy(n->busid, busid, sizeof(n->busid));
+    n->kids = g_ptr_array_new_with_free_func(topo_node_free);
+    return n;
+}
+
+/* The bridge @busid under @parent, added when missing. */
+static TopoNode *topo_bridge(TopoNode *parent, const char *busid)
+{
+    TopoNode *n;
+
+    for (guint i = 0; i < parent->kids->len; i++) {
+        n = g_ptr_array_index(parent->kids, i);
+        if (n->bridge && !g_ascii_strcasecmp(n->busid, busid)) {
+            return n;
+        }
+    }
+    n = topo_node_new(busid);
+    n->bridge = true;
+    g_ptr_array_add(parent->kids, n);
+    return n;
+}
+
+/* Under @cpu, the chain of real bridges above a device (uplinks[1..],
+ * nearest first), topmost first. */
+static TopoNode *topo_real_path(TopoNode *cpu, char (*uplinks)[16],
+                                unsigned n)
+{
+    TopoNode *at = cpu;
+
+    for (unsigned k = n; k > 1; k--) {
+        at = topo_bridge(at, uplinks[k - 1]);
+    }
+    return at;
+}
+
+/* Does one of @g's real bridges sit above an RDMA NIC too? */
+static bool shares_bridge_with_nic(const VerifyReport *r, const VerifyGpu *g)
+{
+    for (guint j = 0; j < r->nics->len; j++) {
+        const VerifyNic *n = &g_array_index(r->nics, VerifyNic, j);
+
+        for (unsigned a = 1; a < g->n_uplinks; a++) {
+            for (unsigned b = 1; b < n->n_uplinks; b++) {
+                if (!g_ascii_strcasecmp(g->uplinks[a], n->uplinks[b])) {
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
+}
+
+/* @vswitch: this node's clique -> switch number, [16] the last given. */
+static void add_gpu(const VerifyReport *r, TopoNode *cpu, const VerifyGpu *g,
+                    int *vswitch)
+{
+    TopoNode *at = cpu, *leaf;
+
+    if (shares_bridge_with_nic(r, g)) {
+        at = topo_real_path(cpu, (char (*)[16])g->uplinks, g->n_uplinks);
+    } else if (g->clique >= 0) {
+        /* The clique's virtual switch: as fast as its fastest GPU link,
+         * as sysfs reports it. */
+        char busid[16];
+
+        if (vswitch[g->clique] < 0) {
+            vswitch[g->clique] = ++vswitch[16];
+        }
+        g_snprintf(busid, sizeof(busid), "ffff:ff:%02x.0",
+                   vswitch[g->clique]);
+        at = topo_bridge(cpu, busid);
+        if (speed_value(g->link_speed) > speed_value(at->speed)) {
+            g_strlcpy(at->speed, g->link_speed, sizeof(at->speed));
+        }
+        at->width = MAX(at->width, g->link_width);
+    }
+    leaf = topo_node_new(g->bdf);
+    leaf->gpu = g;
+    g_ptr_array_add(at->kids, leaf);
+}
+
+static void emit(GString *x, int depth, const VerifyReport *r,
+                 const TopoNode *n)
+{
+    if (n->gpu) {
+        gpu_node(x, depth, r, n->gpu);
+        return;
+    }
+    if (n->nic) {
+        pci_open(x, depth, n->nic->bdf, n->nic->class_code, n->nic->vendor,
+                 n->nic->device, 0, 0, n->nic->link_speed,
+                 n->nic->link_width);
+        g_string_append(x, "/>\n");
+        return;
+    }
+    pci_open(x, depth, n->busid, 0x060400, 0, 0, 0, 0, n->speed, n->width);
+    g_string_append(x, ">\n");
+    for (guint i = 0; i < n->kids->len; i++) {
+        emit(x, depth + 1, r, g_ptr_array_index(n->kids, i));
+    }
+    indent(x, depth);
+    g_string_append(x, "</pci>\n");
+}
+
+/* The devices of NUMA node @node: GPUs by clique (no clique first), then
+ * NICs at their real path. */
+static TopoNode *cpu_tree(const VerifyReport *r, int node, int *vswitch)
+{
+    TopoNode *cpu = topo_node_new("");
+    guint i;
+
+    for (int clique = -1; clique <= 15; clique++) {
+        for (i = 0; i < r->gpus->len; i++) {
+            const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+
+            if (g->clique == clique && node_of(g->numa_node) == node &&
+                !g->hidden) {
+                add_gpu(r, cpu, g, vswitch);
+            }
+        }
+    }
+    for (i = 0; i < r->nics->len; i++) {
+        const VerifyNic *n = &g_array_index(r->nics, VerifyNic, i);
+        TopoNode *leaf;
+
+        if (node_of(n->numa_node) != node) {
+            continue;
+        }
+        leaf = topo_node_new(n->bdf);
+        leaf->nic = n;
+        g_ptr_array_add(topo_real_path(cpu, (char (*)[16])n->uplinks,
+                                       n->n_uplinks)->kids, leaf);
+    }
+    return cpu;
+}
+
 char *verify_nccl_topo_xml(const VerifyReport *r)
 {
     GString *x = g_string_new("<system version=\"1\">\n");
-    int max_node = 0, node, bridge = 0;
-    guint i, j;
+    int max_node = 0, node;
+    /* This node's clique -> virtual switch number; [16]: the last given
+     * (numbers run on across nodes, so no busid repeats). */
+    int vswitch[17];
+    guint i;
 
+    vswitch[16] = -1;
     for (i = 0; i < r->gpus->len; i++) {
         max_node = MAX(max_node,
                        node_of(g_array_index(r->gpus, VerifyGpu, i).numa_node));
     }
+    for (i = 0; i < r->nics->len; i++) {
+        max_node = MAX(max_node,
+                       node_of(g_array_index(r->nics, VerifyNic, i).numa_node));
+    }
     for (node = 0; node <= max_node; node++) {
-        bool nics_done = false;
-        int clique;
+        TopoNode *cpu;
+
+        for (i = 0; i < 16; i++) {
+            vswitch[i] = -1;
+        }
+        cpu = cpu_tree(r, node, vswitch);
 
         indent(x, 1);
         g_string_append_printf(x, "<cpu numaid=\"%d\"", node);
         cpu_attrs(x);
         g_string_append(x, ">\n");
-        for (clique = -1; clique <= 15; clique++) {
-            const char *fastest = NULL;
-            int widest = 0, depth = 2;
-            bool any = false;
-
-            for (i = 0; i < r->gpus->len; i++) {
-                const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
-
-                if (g->clique != clique || node_of(g->numa_node) != node) {
-                    continue;
-                }
-                any = true;
-                if (speed_value(g->link_speed) > speed_value(fastest)) {
-                    fastest = g->link_speed;
-                }
-                widest = MAX(widest, g->link_width);
-            }
-            if (!any) {
-                continue;
-            }
-            if (clique >= 0) {
-                /* The clique's virtual switch: as fast as its fastest GPU
-                 * link, as sysfs reports it. */
-                char busid[16];
-
-                g_snprintf(busid, sizeof(busid), "ffff:ff:%02x.0", bridge++);
-                pci_open(x, depth, busid, 0x060400, 0, 0, 0, 0, fastest,
-                         widest);
-                g_string_append(x, ">\n");
-                depth++;
-            }
-            for (i = 0; i < r->gpus->len; i++) {
-                const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
-
-                if (g->clique == clique && node_of(g->numa_node) == node &&
-                    !g->hidden) {
-                    gpu_node(x, depth, r, g);
-                }
-            }
-            if (clique >= 0 && !nics_done) {
-                nics_done = true;
-                for (j = 0; j < r->nics->len; j++) {
-                    const VerifyNic *n = &g_array_index(r->nics, VerifyNic, j);
-
-                    if (n->gpu_rdma_ok && node_of(n->numa_node) == node) {
-                        pci_open(x, depth, n->bdf, n->class_code, n->vendor,
-                                 n->device, 0, 0, n->link_speed,
-                                 n->link_width);
-                        g_string_append(x, "/>\n");
-                    }
-                }
-            }
-            if (clique >= 0) {
-                indent(x, 2);
-                g_string_append(x, "</pci>\n");
-            }
-        }
-        for (j = 0; j < r->nics->len && !nics_done; j++) {
-            const VerifyNic *n = &g_array_index(r->nics, VerifyNic, j);
-
-            if (n->gpu_rdma_ok && node_of(n->numa_node) == node) {
-                pci_open(x, 2, n->bdf, n->class_code, n->vendor, n->device,
-                         0, 0, n->link_speed, n->link_width);
-                g_string_append(x, "/>\n");
-            }
+        for (i = 0; i < cpu->kids->len; i++) {
+            emit(x, 2, r, g_ptr_array_index(cpu->kids, i));
         }
         indent(x, 1);
         g_string_append(x, "</cpu>\n");
+        topo_node_free(cpu);
     }
     g_string_append(x, "</system>\n");
     return g_string_free(x, FALSE);

@@ -1,16 +1,70 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* PCI checks: NVIDIA GPUs, their P2P capability and clique ids. */
+/*
+ * PCI checks: NVIDIA GPUs, their P2P capability and clique ids; RDMA NICs
+ * by PCI class: every InfiniBand controller (0x0207), and an Ethernet
+ * controller (0x0200) only where an RDMA device of /sys/class/infiniband
+ * sits on it (RoCE, iWARP).
+ */
 #include <string.h>
 
 #include "gpup2p/p2pcap.h"
 #include "gpup2p/topo.h"
 #include "verify.h"
 
+/* BDFs of the PCI functions under /sys/class/infiniband/ *\/device. */
+static GHashTable *rdma_functions(const char *root)
+{
+    GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                            NULL);
+    g_autofree char *dir = g_build_filename(root, "sys/class/infiniband",
+                                            NULL);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *link = g_build_filename(dir, name, "device", NULL);
+        g_autofree char *target = g_file_read_link(link, NULL);
+        g_autofree char *base = target ? g_path_get_basename(target) : NULL;
+        char bdf[GP_BDF_LEN];
+
+        if (base && gp_bdf_normalize(base, bdf)) {
+            g_hash_table_add(set, g_strdup(bdf));
+        }
+    }
+    return set;
+}
+
+/* 0x0207 always; 0x0200 with a verbs device on it. */
+bool verify_is_rdma_nic(unsigned class_code, bool has_rdma_device)
+{
+    return class_code >> 8 == 0x0207 ||
+           (class_code >> 8 == 0x0200 && has_rdma_device);
+}
+
+static void add_nic(VerifyReport *r, const GpDevice *dev)
+{
+    VerifyNic nic = { .vendor = dev->vendor, .device = dev->device,
+                      .class_code = dev->class_code,
+                      .numa_node = dev->numa_node,
+                      .link_width = MAX(dev->link_width, 0) };
+
+    g_strlcpy(nic.bdf, dev->bdf, sizeof(nic.bdf));
+    g_strlcpy(nic.link_speed, dev->link_speed ? dev->link_speed : "",
+              sizeof(nic.link_speed));
+    for (const GpDevice *up = dev; up && nic.n_uplinks < VERIFY_MAX_UPLINKS;
+         up = up->parent) {
+        g_strlcpy(nic.uplinks[nic.n_uplinks++], up->bdf,
+                  sizeof(nic.uplinks[0]));
+    }
+    g_array_append_val(r->nics, nic);
+}
+
 bool verify_pci(const VerifyOptions *o, VerifyReport *r)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(GpTopology) topo = gp_topo_read(o->sysfs_root ? o->sysfs_root
                                                             : "/", &err);
+    g_autoptr(GHashTable) rdma_fns = NULL;
     guint i;
 
     if (!topo) {
@@ -18,23 +72,16 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
         r->untested = true;
         return false;
     }
+    rdma_fns = rdma_functions(o->sysfs_root ? o->sysfs_root : "/");
     for (i = 0; i < topo->devices->len; i++) {
         const GpDevice *dev = g_ptr_array_index(topo->devices, i);
         g_autoptr(GError) cerr = NULL;
         VerifyGpu g = { .clique = -1, .cuda_index = -1 };
         GpP2pCap cap;
 
-        if (dev->class_code >> 8 == 0x0207 ||
-            (dev->class_code >> 8 == 0x0200 && dev->vendor == 0x15b3)) {
-            VerifyNic nic = { .vendor = dev->vendor, .device = dev->device,
-                              .class_code = dev->class_code,
-                              .numa_node = dev->numa_node,
-                              .link_width = MAX(dev->link_width, 0) };
-
-            g_strlcpy(nic.bdf, dev->bdf, sizeof(nic.bdf));
-            g_strlcpy(nic.link_speed, dev->link_speed ? dev->link_speed : "",
-                      sizeof(nic.link_speed));
-            g_array_append_val(r->nics, nic);
+        if (verify_is_rdma_nic(dev->class_code,
+                               g_hash_table_contains(rdma_fns, dev->bdf))) {
+            add_nic(r, dev);
             continue;
         }
         if (!gp_device_is_nvidia_gpu(dev)) {

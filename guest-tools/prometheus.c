@@ -149,8 +149,9 @@ static void checks(GString *s, const VerifyReport *r)
         "data_ce", "data_sm_write", "data_sm_read",
     };
     static const char *const rdma_checks[] = {
-        "rdma_host_mr", "rdma_host_write", "rdma_gpu_dmabuf",
-        "rdma_gpu_peermem", "rdma_gpu_write", "rdma_gpu_read",
+        "rdma_host_mr", "rdma_host_write", "rdma_host_read",
+        "rdma_gpu_dmabuf", "rdma_gpu_peermem", "rdma_gpu_write",
+        "rdma_gpu_read",
     };
     const char *name = "gpup2p_verify_check_status";
     guint i, k;
@@ -184,13 +185,18 @@ static void checks(GString *s, const VerifyReport *r)
     for (i = 0; i < r->rdma->len; i++) {
         const VerifyRdma *d = &g_array_index(r->rdma, VerifyRdma, i);
         const CheckState states[] = {
-            d->host_mr, d->host_write, d->dmabuf, d->peermem, d->gpu_write,
-            d->gpu_read,
+            d->host_mr, d->host_write, d->host_read, d->dmabuf, d->peermem,
+            d->gpu_write, d->gpu_read,
         };
 
         for (k = 0; k < G_N_ELEMENTS(rdma_checks); k++) {
             g_string_append_printf(s, "%s{", name);
             add_label(s, "device", d->name);
+            if (d->port) {
+                g_autofree char *port = g_strdup_printf("%u", d->port);
+
+                add_label(s, "port", port);
+            }
             add_label(s, "check", rdma_checks[k]);
             g_string_append_printf(s, "} %d\n", check_code(states[k]));
         }

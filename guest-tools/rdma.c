@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * GPUDirect RDMA checks through rdma-core's libibverbs, loaded at run time
- * so that the tool starts without rdma-core: every device and port, a
- * host-memory RDMA write loopback (the path that must work regardless),
- * then GPU memory (allocated first) registered by dma-buf, else by peer
- * memory, and RDMA writes into it and out of it, checked at the far end.
+ * so that the tool starts without rdma-core: every device and every active
+ * port, each over an RC queue pair connected to itself; host memory by
+ * RDMA WRITE and RDMA READ (the path that must work regardless); then for
+ * every GPU CUDA sees, its memory registered as perftest does (dma-buf of
+ * the page-aligned range with the offset, else ibv_reg_mr on the device
+ * pointer where nvidia-peermem is loaded, else "not testable") and moved
+ * into and out of it by WRITE and by READ, checked at the far end.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <infiniband/verbs.h>
 #include <string.h>
 #include <unistd.h>
@@ -176,18 +180,22 @@ static bool loop_open(Loop *l, struct ibv_device *dev, uint8_t port,
     return true;
 }
 
-/* RDMA WRITE @src_mr -> (@dst_addr, @rkey) and wait for its completion. */
-static bool loop_write(Loop *l, struct ibv_mr *src_mr, uint64_t dst_addr,
-                       uint32_t rkey, GError **errp)
+/*
+ * One RDMA operation (@op: IBV_WR_RDMA_WRITE or IBV_WR_RDMA_READ) of
+ * RDMA_BYTES between local (@lmr at @laddr) and remote (@raddr, @rkey)
+ * memory, waited for.
+ */
+static bool xfer(Loop *l, enum ibv_wr_opcode op, struct ibv_mr *lmr,
+                 uint64_t laddr, uint64_t raddr, uint32_t rkey, GError **errp)
 {
+    const char *what = op == IBV_WR_RDMA_READ ? "read" : "write";
     struct ibv_sge sge = {
-        .addr = (uintptr_t)src_mr->addr, .length = RDMA_BYTES,
-        .lkey = src_mr->lkey,
+        .addr = laddr, .length = RDMA_BYTES, .lkey = lmr->lkey,
     };
     struct ibv_send_wr wr = {
-        .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+        .sg_list = &sge, .num_sge = 1, .opcode = op,
         .send_flags = IBV_SEND_SIGNALED,
-        .wr.rdma = { .remote_addr = dst_addr, .rkey = rkey },
+        .wr.rdma = { .remote_addr = raddr, .rkey = rkey },
     }, *bad;
     struct ibv_wc wc;
     gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
@@ -198,7 +206,7 @@ static bool loop_write(Loop *l, struct ibv_mr *src_mr, uint64_t dst_addr,
     }
     while ((n = ibv_poll_cq(l->cq, 1, &wc)) == 0) {
         if (g_get_monotonic_time() > deadline) {
-            FAIL("no completion of the RDMA write within 5 s");
+            FAIL("no completion of the RDMA %s within 5 s", what);
         }
         g_usleep(100);
     }
@@ -206,7 +214,8 @@ static bool loop_write(Loop *l, struct ibv_mr *src_mr, uint64_t dst_addr,
         FAIL("ibv_poll_cq failed");
     }
     if (wc.status != IBV_WC_SUCCESS) {
-        FAIL("RDMA write completed with %s", V.ibv_wc_status_str(wc.status));
+        FAIL("RDMA %s completed with %s", what,
+             V.ibv_wc_status_str(wc.status));
     }
     return true;
 }
@@ -232,12 +241,16 @@ static long first_bad(const uint8_t *buf, unsigned seed)
     return -1;
 }
 
-static bool peermem_loaded(void)
+/* nvidia-peermem (or MLNX_OFED's nv_mem peer client) under @root. */
+static bool peermem_loaded(const char *root)
 {
-    return g_file_test("/sys/kernel/mm/memory_peers/nv_mem/version",
-                       G_FILE_TEST_EXISTS) ||
-           g_file_test("/sys/module/nvidia_peermem/version",
-                       G_FILE_TEST_EXISTS);
+    g_autofree char *a = g_build_filename(root, "sys/kernel/mm/memory_peers/"
+                                          "nv_mem/version", NULL);
+    g_autofree char *b = g_build_filename(root, "sys/module/nvidia_peermem/"
+                                          "version", NULL);
+
+    return g_file_test(a, G_FILE_TEST_EXISTS) ||
+           g_file_test(b, G_FILE_TEST_EXISTS);
 }
 
 /* errno values that mean "this device or kernel has no such path". */
@@ -247,220 +260,406 @@ static bool not_supported(int err)
            err == EPROTONOSUPPORT;
 }
 
+/* Failed outranks not testable, which outranks ok, which outranks not
+ * run: a port's GPU state is its worst GPU's. */
+static void worst(CheckState *into, CheckState s)
+{
+    static const int rank[] = {
+        [CHECK_NOT_RUN] = 0, [CHECK_OK] = 1, [CHECK_UNTESTABLE] = 2,
+        [CHECK_FAILED] = 3,
+    };
+
+    if (rank[s] > rank[*into]) {
+        *into = s;
+    }
+}
+
+/* The first reason wins, except that the first failure replaces a
+ * missing path: the reason names what went wrong first. */
+static void why_v(VerifyRdma *out, bool failure, const char *fmt, va_list ap)
+    G_GNUC_PRINTF(3, 0);
+
+static void why_v(VerifyRdma *out, bool failure, const char *fmt, va_list ap)
+{
+    if (out->why[0] && (out->why_failed || !failure)) {
+        return;
+    }
+    g_vsnprintf(out->why, sizeof(out->why), fmt, ap);
+    out->why_failed = failure;
+}
+
+/* Why something failed. */
+static void why(VerifyRdma *out, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static void why(VerifyRdma *out, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    why_v(out, true, fmt, ap);
+    va_end(ap);
+}
+
+/* Why something could not be tested. */
+static void why_not(VerifyRdma *out, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+
+static void why_not(VerifyRdma *out, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    why_v(out, false, fmt, ap);
+    va_end(ap);
+}
+
+/* Host memory of one port: the two buffers every check moves through. */
+typedef struct {
+    uint8_t *src, *dst;
+    struct ibv_mr *smr, *dmr;
+} HostBufs;
+
+/* What one GPU's memory gave on one port. */
+typedef struct {
+    CheckState dmabuf, peermem, write, read;
+} GpuResult;
+
 /*
- * GPU memory for RDMA: allocated first, then registered by dma-buf, else
- * by peer memory (nvidia-peermem); then an RDMA write into it and one out
- * of it, each checked at its destination.
+ * GPU memory registered as perftest does: dma-buf of the page-aligned
+ * range at its offset, else ibv_reg_mr on the device pointer through
+ * nvidia-peermem (only where it is loaded: without it that call fails
+ * for want of the module, not of P2P), else NULL and not testable.
  */
-static void check_gpu(VerifyReport *r, VerifyRdma *out, Loop *l,
-                      struct ibv_mr *host_src, struct ibv_mr *host_dst)
+static struct ibv_mr *reg_gpu(Loop *l, VerifyGpuMem *mem, VerifyRdma *out,
+                              const char *root, GpuResult *res)
 {
     const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                        IBV_ACCESS_REMOTE_READ;
-    g_autofree uint8_t *back = g_malloc0(RDMA_BYTES);
+    unsigned long long gptr = verify_gpu_mem_ptr(mem);
     g_autoptr(GError) err = NULL;
-    VerifyGpuMem *mem = NULL;
-    unsigned long long gptr;
     struct ibv_mr *mr = NULL;
-    int ordinal = -1, fd;
-    guint i;
-    long bad;
+    guint64 offset = 0;
+    int fd = verify_gpu_mem_dmabuf(mem, sysconf(_SC_PAGESIZE), &offset, &err);
 
-    out->dmabuf = out->peermem = out->gpu_write = out->gpu_read =
-        CHECK_UNTESTABLE;
-    for (i = 0; i < r->gpus->len && ordinal < 0; i++) {
-        ordinal = g_array_index(r->gpus, VerifyGpu, i).cuda_index;
-    }
-    if (ordinal < 0) {
-        g_snprintf(out->why, sizeof(out->why), "no GPU usable through CUDA%s%s",
-                   r->cuda_status ? ": " : "",
-                   r->cuda_status ? r->cuda_status : "");
-        r->untested = true;
-        return;
-    }
-    mem = verify_gpu_mem_new(ordinal, RDMA_BYTES, &err);
-    if (!mem) {
-        g_snprintf(out->why, sizeof(out->why), "%s", err->message);
-        r->untested = true;
-        return;
-    }
-    gptr = verify_gpu_mem_ptr(mem);
-    fd = verify_gpu_mem_dmabuf(mem, &err);
     if (fd < 0) {
-        out->dmabuf = g_error_matches(err, GP_ERROR, GP_ERROR_UNSUPPORTED) ?
+        res->dmabuf = g_error_matches(err, GP_ERROR, GP_ERROR_UNSUPPORTED) ?
                       CHECK_UNTESTABLE : CHECK_FAILED;
-        g_snprintf(out->why, sizeof(out->why), "dma-buf: %s", err->message);
-        g_clear_error(&err);
+        (res->dmabuf == CHECK_FAILED ? why : why_not)(out, "dma-buf: %s",
+                                                      err->message);
     } else {
-        mr = V.ibv_reg_dmabuf_mr(l->pd, 0, RDMA_BYTES, gptr, fd, access);
+        mr = V.ibv_reg_dmabuf_mr(l->pd, offset, RDMA_BYTES, gptr, fd,
+                                 access);
         if (mr) {
-            out->dmabuf = CHECK_OK;
+            res->dmabuf = CHECK_OK;
         } else {
             int e = errno;
 
             /* Only a missing path is "not testable"; EINVAL or EFAULT
              * from a broken P2P mapping is a failure. */
-            out->dmabuf = not_supported(e) ? CHECK_UNTESTABLE : CHECK_FAILED;
-            g_snprintf(out->why, sizeof(out->why),
-                       "%s cannot register dma-buf GPU memory: %s%s",
-                       out->name, g_strerror(e), not_supported(e) ?
-                       " (its driver has no dma-buf registration)" : "");
+            res->dmabuf = not_supported(e) ? CHECK_UNTESTABLE : CHECK_FAILED;
+            (not_supported(e) ? why_not : why)(out, "%s cannot register dma-buf GPU memory: %s%s",
+                out->name, g_strerror(e), not_supported(e) ?
+                " (its driver has no dma-buf registration)" : "");
         }
         close(fd);
     }
-    if (!mr) {
-        if (!peermem_loaded()) {
-            out->peermem = CHECK_UNTESTABLE;
-        } else if ((mr = (V.ibv_reg_mr)(l->pd, (void *)(uintptr_t)gptr,
-                                        RDMA_BYTES, access))) {
-            out->peermem = CHECK_OK;
-        } else {
-            out->peermem = CHECK_FAILED;
-            g_snprintf(out->why, sizeof(out->why),
-                       "nvidia-peermem loaded but ibv_reg_mr on GPU memory "
-                       "failed: %s", g_strerror(errno));
-        }
+    if (mr) {
+        return mr;
     }
-    if (out->dmabuf == CHECK_FAILED || out->peermem == CHECK_FAILED) {
-        r->rdma_broken = true;
+    if (!peermem_loaded(root)) {
+        res->peermem = CHECK_UNTESTABLE;
+        why_not(out, "no dma-buf registration and nvidia-peermem is not "
+                "loaded: GPU memory cannot be registered");
+    } else if ((mr = (V.ibv_reg_mr)(l->pd, (void *)(uintptr_t)gptr,
+                                    RDMA_BYTES, access))) {
+        res->peermem = CHECK_OK;
+    } else {
+        res->peermem = CHECK_FAILED;
+        why(out, "nvidia-peermem loaded but ibv_reg_mr on GPU memory "
+            "failed: %s", g_strerror(errno));
     }
-    if (!mr) {
-        if (out->dmabuf != CHECK_FAILED && out->peermem != CHECK_FAILED) {
-            r->untested = true;
-        }
-        verify_gpu_mem_free(mem);
+    return mr;
+}
+
+/* @op into GPU memory from host memory, checked in GPU memory. */
+static bool into_gpu(Loop *l, enum ibv_wr_opcode op, VerifyGpuMem *mem,
+                     struct ibv_mr *gmr, HostBufs *h, unsigned seed,
+                     VerifyRdma *out)
+{
+    g_autofree uint8_t *back = g_malloc0(RDMA_BYTES);
+    unsigned long long gptr = verify_gpu_mem_ptr(mem);
+    g_autoptr(GError) err = NULL;
+    bool ok;
+    long bad;
+
+    fill(h->src, seed);
+    if (!verify_gpu_mem_write(mem, back, &err)) {           /* zeros */
+        why(out, "%s", err->message);
+        return false;
+    }
+    /* WRITE: the host buffer is the local source, GPU memory the remote
+     * sink. READ: GPU memory is the local sink, the host buffer remote. */
+    ok = op == IBV_WR_RDMA_WRITE ?
+         xfer(l, op, h->smr, (uintptr_t)h->src, gptr, gmr->rkey, &err) :
+         xfer(l, op, gmr, gptr, (uintptr_t)h->src, h->smr->rkey, &err);
+    if (!ok || !verify_gpu_mem_read(mem, back, &err)) {
+        why(out, "into GPU memory: %s", err->message);
+        return false;
+    }
+    if ((bad = first_bad(back, seed)) >= 0) {
+        why(out, "RDMA %s into GPU memory: first bad byte at offset %ld",
+            op == IBV_WR_RDMA_READ ? "read" : "write", bad);
+        return false;
+    }
+    return true;
+}
+
+/* @op out of GPU memory into host memory, checked in host memory. */
+static bool out_of_gpu(Loop *l, enum ibv_wr_opcode op, VerifyGpuMem *mem,
+                       struct ibv_mr *gmr, HostBufs *h, unsigned seed,
+                       VerifyRdma *out)
+{
+    g_autofree uint8_t *pattern = g_malloc(RDMA_BYTES);
+    unsigned long long gptr = verify_gpu_mem_ptr(mem);
+    g_autoptr(GError) err = NULL;
+    bool ok;
+    long bad;
+
+    fill(pattern, seed);
+    memset(h->dst, 0, RDMA_BYTES);
+    if (!verify_gpu_mem_write(mem, pattern, &err)) {
+        why(out, "%s", err->message);
+        return false;
+    }
+    ok = op == IBV_WR_RDMA_WRITE ?
+         xfer(l, op, gmr, gptr, (uintptr_t)h->dst, h->dmr->rkey, &err) :
+         xfer(l, op, h->dmr, (uintptr_t)h->dst, gptr, gmr->rkey, &err);
+    if (!ok) {
+        why(out, "out of GPU memory: %s", err->message);
+        return false;
+    }
+    if ((bad = first_bad(h->dst, seed)) >= 0) {
+        why(out, "RDMA %s from GPU memory: first bad byte at offset %ld",
+            op == IBV_WR_RDMA_READ ? "read" : "write", bad);
+        return false;
+    }
+    return true;
+}
+
+/* One GPU's memory on one port: registered, then WRITE and READ into
+ * and out of it. */
+static void check_gpu(VerifyRdma *out, Loop *l, HostBufs *h, int ordinal,
+                      const char *root, GpuResult *res)
+{
+    g_autoptr(GError) err = NULL;
+    VerifyGpuMem *mem = verify_gpu_mem_new(ordinal, RDMA_BYTES, &err);
+    struct ibv_mr *gmr;
+    bool in, outw;
+
+    *res = (GpuResult) { CHECK_UNTESTABLE, CHECK_UNTESTABLE,
+                         CHECK_UNTESTABLE, CHECK_UNTESTABLE };
+    if (!mem) {
+        why_not(out, "CUDA GPU %d: %s", ordinal, err->message);
         return;
     }
-    /* Host -> GPU memory, checked in GPU memory. */
-    if (!verify_gpu_mem_write(mem, back, &err)) {           /* zeros */
-        out->gpu_write = CHECK_FAILED;
-        g_snprintf(out->why, sizeof(out->why), "%s", err->message);
-    } else {
-        fill(host_src->addr, 7);
-        if (!loop_write(l, host_src, gptr, mr->rkey, &err)) {
-            out->gpu_write = CHECK_FAILED;
-            g_snprintf(out->why, sizeof(out->why), "into GPU memory: %s",
-                       err->message);
-        } else if (!verify_gpu_mem_read(mem, back, &err)) {
-            out->gpu_write = CHECK_FAILED;
-            g_snprintf(out->why, sizeof(out->why), "%s", err->message);
-        } else if ((bad = first_bad(back, 7)) >= 0) {
-            out->gpu_write = CHECK_FAILED;
-            g_snprintf(out->why, sizeof(out->why), "RDMA write into GPU "
-                       "memory: first bad byte at offset %ld", bad);
-        } else {
-            out->gpu_write = CHECK_OK;
-        }
+    gmr = reg_gpu(l, mem, out, root, res);
+    if (gmr) {
+        in = into_gpu(l, IBV_WR_RDMA_WRITE, mem, gmr, h, 7, out);
+        outw = out_of_gpu(l, IBV_WR_RDMA_WRITE, mem, gmr, h, 11, out);
+        res->write = in && outw ? CHECK_OK : CHECK_FAILED;
+        in = into_gpu(l, IBV_WR_RDMA_READ, mem, gmr, h, 13, out);
+        outw = out_of_gpu(l, IBV_WR_RDMA_READ, mem, gmr, h, 17, out);
+        res->read = in && outw ? CHECK_OK : CHECK_FAILED;
+        V.ibv_dereg_mr(gmr);
     }
-    /* GPU memory -> host: the NIC reads GPU memory; checked in the host. */
-    fill(back, 11);
-    memset(host_dst->addr, 0, RDMA_BYTES);
-    g_clear_error(&err);
-    if (!verify_gpu_mem_write(mem, back, &err)) {
-        out->gpu_read = CHECK_FAILED;
-        g_snprintf(out->why, sizeof(out->why), "%s", err->message);
-    } else if (!loop_write(l, mr, (uintptr_t)host_dst->addr, host_dst->rkey,
-                           &err)) {
-        out->gpu_read = CHECK_FAILED;
-        g_snprintf(out->why, sizeof(out->why), "out of GPU memory: %s",
-                   err->message);
-    } else if ((bad = first_bad(host_dst->addr, 11)) >= 0) {
-        out->gpu_read = CHECK_FAILED;
-        g_snprintf(out->why, sizeof(out->why), "RDMA from GPU memory: first "
-                   "bad byte at offset %ld", bad);
-    } else {
-        out->gpu_read = CHECK_OK;
-    }
-    if (out->gpu_write == CHECK_FAILED || out->gpu_read == CHECK_FAILED) {
-        r->rdma_broken = true;
-    }
-    V.ibv_dereg_mr(mr);
     verify_gpu_mem_free(mem);
 }
 
-static void check_device(VerifyReport *r, struct ibv_device *dev,
-                         VerifyRdma *out)
+/* Every GPU CUDA sees, on one port; the port keeps the worst of each. */
+static void check_gpus(const VerifyOptions *o, VerifyReport *r,
+                       VerifyRdma *out, Loop *l, HostBufs *h)
 {
-    struct ibv_context *ctx = V.ibv_open_device(dev);
-    struct ibv_device_attr da;
-    g_autofree uint8_t *src = NULL, *dst = NULL;
-    struct ibv_mr *smr = NULL, *dmr = NULL;
+    guint i;
+
+    out->dmabuf = out->peermem = out->gpu_write = out->gpu_read =
+        CHECK_NOT_RUN;
+    for (i = 0; i < r->gpus->len; i++) {
+        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+        GpuResult res;
+
+        if (g->cuda_index < 0) {
+            continue;
+        }
+        check_gpu(out, l, h, g->cuda_index,
+                  o->sysfs_root ? o->sysfs_root : "/", &res);
+        worst(&out->dmabuf, res.dmabuf);
+        worst(&out->peermem, res.peermem);
+        worst(&out->gpu_write, res.write);
+        worst(&out->gpu_read, res.read);
+        out->gpus_tested += res.write == CHECK_OK && res.read == CHECK_OK;
+    }
+    if (out->gpu_write == CHECK_NOT_RUN) {
+        out->dmabuf = out->peermem = out->gpu_write = out->gpu_read =
+            CHECK_UNTESTABLE;
+        why_not(out, "no GPU usable through CUDA%s%s",
+                r->cuda_status ? ": " : "",
+                r->cuda_status ? r->cuda_status : "");
+    }
+}
+
+/* Host memory both ways on one port: WRITE src -> dst, then READ of src
+ * into dst; each checked in dst. */
+static bool check_host(Loop *l, HostBufs *h, VerifyRdma *out)
+{
     g_autoptr(GError) err = NULL;
-    Loop l = { 0 };
-    uint8_t port, active = 0;
     long bad;
 
-    g_strlcpy(out->name, V.ibv_get_device_name(dev), sizeof(out->name));
-    if (!ctx || V.ibv_query_device(ctx, &da)) {
-        out->host_mr = CHECK_FAILED;
-        g_snprintf(out->why, sizeof(out->why), "cannot open or query: %s",
-                   g_strerror(errno));
-        r->rdma_broken = true;
-        if (ctx) {
-            V.ibv_close_device(ctx);
-        }
-        return;
+    fill(h->src, 3);
+    memset(h->dst, 0, RDMA_BYTES);
+    if (!xfer(l, IBV_WR_RDMA_WRITE, h->smr, (uintptr_t)h->src,
+              (uintptr_t)h->dst, h->dmr->rkey, &err)) {
+        out->host_write = CHECK_FAILED;
+        why(out, "%s", err->message);
+    } else if ((bad = first_bad(h->dst, 3)) >= 0) {
+        out->host_write = CHECK_FAILED;
+        why(out, "RDMA write into host memory: first bad byte at offset "
+            "%ld", bad);
+    } else {
+        out->host_write = CHECK_OK;
     }
-    for (port = 1; port <= da.phys_port_cnt; port++) {
-        struct ibv_port_attr pa;
+    fill(h->src, 5);
+    memset(h->dst, 0, RDMA_BYTES);
+    g_clear_error(&err);
+    if (!xfer(l, IBV_WR_RDMA_READ, h->dmr, (uintptr_t)h->dst,
+              (uintptr_t)h->src, h->smr->rkey, &err)) {
+        out->host_read = CHECK_FAILED;
+        why(out, "%s", err->message);
+    } else if ((bad = first_bad(h->dst, 5)) >= 0) {
+        out->host_read = CHECK_FAILED;
+        why(out, "RDMA read into host memory: first bad byte at offset "
+            "%ld", bad);
+    } else {
+        out->host_read = CHECK_OK;
+    }
+    return out->host_write == CHECK_OK && out->host_read == CHECK_OK;
+}
 
-        if (!query_port(ctx, port, &pa) && pa.state == IBV_PORT_ACTIVE) {
-            out->ports_active++;
-            if (!active) {
-                active = port;
-            }
-        }
-    }
-    V.ibv_close_device(ctx);
-    if (!active) {
-        out->host_mr = out->host_write = CHECK_UNTESTABLE;
-        g_snprintf(out->why, sizeof(out->why), "no active port");
-        r->untested = true;
-        return;
-    }
-    src = g_malloc(RDMA_BYTES);
-    dst = g_malloc0(RDMA_BYTES);
-    if (!loop_open(&l, dev, active, &err)) {
+/* Everything on one active @port of @dev. */
+static void check_port(const VerifyOptions *o, VerifyReport *r,
+                       struct ibv_device *dev, VerifyRdma *out)
+{
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                       IBV_ACCESS_REMOTE_READ;
+    g_autoptr(GError) err = NULL;
+    HostBufs h = { 0 };
+    Loop l = { 0 };
+
+    if (!loop_open(&l, dev, out->port, &err)) {
         out->host_mr = CHECK_FAILED;
-        g_strlcpy(out->why, err->message, sizeof(out->why));
-        r->rdma_broken = true;
+        why(out, "%s", err->message);
         goto out;
     }
-    smr = (V.ibv_reg_mr)(l.pd, src, RDMA_BYTES, IBV_ACCESS_LOCAL_WRITE);
-    dmr = (V.ibv_reg_mr)(l.pd, dst, RDMA_BYTES, IBV_ACCESS_LOCAL_WRITE |
-                     IBV_ACCESS_REMOTE_WRITE);
-    if (!smr || !dmr) {
+    h.src = g_malloc(RDMA_BYTES);
+    h.dst = g_malloc0(RDMA_BYTES);
+    h.smr = (V.ibv_reg_mr)(l.pd, h.src, RDMA_BYTES, access);
+    h.dmr = (V.ibv_reg_mr)(l.pd, h.dst, RDMA_BYTES, access);
+    if (!h.smr || !h.dmr) {
         out->host_mr = CHECK_FAILED;
-        g_snprintf(out->why, sizeof(out->why), "ibv_reg_mr on host memory: "
-                   "%s", g_strerror(errno));
-        r->rdma_broken = true;
+        why(out, "ibv_reg_mr on host memory: %s", g_strerror(errno));
         goto out;
     }
     out->host_mr = CHECK_OK;
-    fill(src, 3);
-    if (!loop_write(&l, smr, (uintptr_t)dst, dmr->rkey, &err)) {
-        out->host_write = CHECK_FAILED;
-        g_strlcpy(out->why, err->message, sizeof(out->why));
-        r->rdma_broken = true;
-        goto out;
+    if (check_host(&l, &h, out)) {
+        check_gpus(o, r, out, &l, &h);
     }
-    if ((bad = first_bad(dst, 3)) >= 0) {
-        out->host_write = CHECK_FAILED;
-        g_snprintf(out->why, sizeof(out->why), "RDMA write into host memory: "
-                   "first bad byte at offset %ld", bad);
-        r->rdma_broken = true;
-        goto out;
-    }
-    out->host_write = CHECK_OK;
-    check_gpu(r, out, &l, smr, dmr);
 out:
-    if (smr) {
-        V.ibv_dereg_mr(smr);
+    if (h.smr) {
+        V.ibv_dereg_mr(h.smr);
     }
-    if (dmr) {
-        V.ibv_dereg_mr(dmr);
+    if (h.dmr) {
+        V.ibv_dereg_mr(h.dmr);
     }
+    g_free(h.src);
+    g_free(h.dst);
     loop_close(&l);
+}
+
+/* The device's active ports (at most 32), and how many it has. */
+static unsigned active_ports(struct ibv_device *dev, uint8_t *ports,
+                             VerifyRdma *out)
+{
+    struct ibv_context *ctx = V.ibv_open_device(dev);
+    struct ibv_device_attr da;
+    unsigned n = 0;
+
+    if (!ctx || V.ibv_query_device(ctx, &da)) {
+        out->host_mr = CHECK_FAILED;
+        why(out, "cannot open or query: %s", g_strerror(errno));
+        if (ctx) {
+            V.ibv_close_device(ctx);
+        }
+        return 0;
+    }
+    for (unsigned p = 1; p <= da.phys_port_cnt && n < 32; p++) {
+        struct ibv_port_attr pa;
+
+        if (!query_port(ctx, p, &pa) && pa.state == IBV_PORT_ACTIVE) {
+            ports[n++] = p;
+        }
+    }
+    V.ibv_close_device(ctx);
+    return n;
+}
+
+/* A port's verdict on the run: failed is broken, not testable untested. */
+static void judge_port(VerifyReport *r, const VerifyRdma *d)
+{
+    const CheckState all[] = {
+        d->host_mr, d->host_write, d->host_read, d->dmabuf, d->peermem,
+        d->gpu_write, d->gpu_read,
+    };
+    bool gpu_ok = d->gpu_write == CHECK_OK && d->gpu_read == CHECK_OK;
+    bool failed = false;
+
+    for (guint k = 0; k < G_N_ELEMENTS(all); k++) {
+        failed |= all[k] == CHECK_FAILED;
+    }
+    r->rdma_broken |= failed;
+    /* Not every GPU moved data both ways, and nothing failed: untested. */
+    if (!gpu_ok && !failed) {
+        r->untested = true;
+    }
+}
+
+/* Every active port of @dev, one entry each (one saying why, when none). */
+static void check_device(const VerifyOptions *o, VerifyReport *r,
+                         struct ibv_device *dev, const char *bdf)
+{
+    VerifyRdma d = { 0 };
+    uint8_t ports[32];
+    unsigned n;
+
+    g_strlcpy(d.name, V.ibv_get_device_name(dev), sizeof(d.name));
+    g_strlcpy(d.bdf, bdf, sizeof(d.bdf));
+    n = active_ports(dev, ports, &d);
+    if (!n) {
+        if (d.host_mr != CHECK_FAILED) {
+            d.host_mr = d.host_write = d.host_read = CHECK_UNTESTABLE;
+            why_not(&d, "no active port");
+        }
+        judge_port(r, &d);
+        g_array_append_val(r->rdma, d);
+        return;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        VerifyRdma p = d;
+
+        p.port = ports[k];
+        p.ports_active = n;
+        check_port(o, r, dev, &p);
+        judge_port(r, &p);
+        g_array_append_val(r->rdma, p);
+    }
 }
 
 /* The PCI function under a verbs device, "" for a virtual one (rxe). */
@@ -502,20 +701,27 @@ void verify_rdma(const VerifyOptions *o, VerifyReport *r)
         r->untested = true;
     }
     for (i = 0; i < n; i++) {
-        VerifyRdma d = { 0 };
+        char bdf[16];
+        guint first = r->rdma->len, k;
 
-        check_device(r, list[i], &d);
-        rdma_bdf(o, d.name, d.bdf, sizeof(d.bdf));
+        rdma_bdf(o, V.ibv_get_device_name(list[i]), bdf, sizeof(bdf));
+        check_device(o, r, list[i], bdf);
         for (j = 0; j < r->nics->len; j++) {
             VerifyNic *nic = &g_array_index(r->nics, VerifyNic, j);
 
-            if (d.bdf[0] && !g_ascii_strcasecmp(nic->bdf, d.bdf)) {
-                g_strlcpy(nic->rdma_device, d.name, sizeof(nic->rdma_device));
-                nic->gpu_rdma_ok = d.gpu_write == CHECK_OK &&
-                                   d.gpu_read == CHECK_OK;
+            if (!bdf[0] || g_ascii_strcasecmp(nic->bdf, bdf)) {
+                continue;
+            }
+            g_strlcpy(nic->rdma_device, V.ibv_get_device_name(list[i]),
+                      sizeof(nic->rdma_device));
+            nic->gpu_rdma_ok = r->rdma->len > first;
+            for (k = first; k < r->rdma->len; k++) {
+                const VerifyRdma *d = &g_array_index(r->rdma, VerifyRdma, k);
+
+                nic->gpu_rdma_ok &= d->gpu_write == CHECK_OK &&
+                                    d->gpu_read == CHECK_OK;
             }
         }
-        g_array_append_val(r->rdma, d);
     }
     V.ibv_free_device_list(list);
     for (j = 0; j < r->nics->len; j++) {

@@ -198,13 +198,14 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
     for (i = 0; i < r->rdma->len; i++) {
         const VerifyRdma *d = &g_array_index(r->rdma, VerifyRdma, i);
 
-        printf("  %s: %u active port(s); host MR %s, host RDMA write %s; "
-               "GPU dma-buf %s, peer memory %s, RDMA write into GPU %s, "
-               "RDMA from GPU %s%s%s\n",
-               d->name, d->ports_active, state_name(d->host_mr),
-               state_name(d->host_write), state_name(d->dmabuf),
-               state_name(d->peermem), state_name(d->gpu_write),
-               state_name(d->gpu_read), d->why[0] ? ": " : "", d->why);
+        printf("  %s port %u of %u active; host MR %s, host RDMA write %s, "
+               "read %s; GPU dma-buf %s, peer memory %s, RDMA write into "
+               "and out of GPU %s, RDMA read %s (%u GPU(s) both ways)%s%s\n",
+               d->name, d->port, d->ports_active, state_name(d->host_mr),
+               state_name(d->host_write), state_name(d->host_read),
+               state_name(d->dmabuf), state_name(d->peermem),
+               state_name(d->gpu_write), state_name(d->gpu_read),
+               d->gpus_tested, d->why[0] ? ": " : "", d->why);
     }
     for (i = 0; i < r->notes->len; i++) {
         printf("note: %s\n", (char *)g_ptr_array_index(r->notes, i));
@@ -409,17 +410,22 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
         json_builder_begin_object(b);
         gp_json_add_string_or_null(b, "device", d->name);
         gp_json_add_string_or_null(b, "bdf", d->bdf[0] ? d->bdf : NULL);
+        add_int_or_null(b, "port", d->port, d->port > 0);
         json_builder_set_member_name(b, "active_ports");
         json_builder_add_int_value(b, d->ports_active);
         gp_json_add_string_or_null(b, "host_mr", state_name(d->host_mr));
         gp_json_add_string_or_null(b, "host_rdma_write",
                                    state_name(d->host_write));
+        gp_json_add_string_or_null(b, "host_rdma_read",
+                                   state_name(d->host_read));
         gp_json_add_string_or_null(b, "gpu_dmabuf", state_name(d->dmabuf));
         gp_json_add_string_or_null(b, "gpu_peermem", state_name(d->peermem));
         gp_json_add_string_or_null(b, "gpu_rdma_write",
                                    state_name(d->gpu_write));
         gp_json_add_string_or_null(b, "gpu_rdma_read",
                                    state_name(d->gpu_read));
+        json_builder_set_member_name(b, "gpus_both_ways");
+        json_builder_add_int_value(b, d->gpus_tested);
         gp_json_add_string_or_null(b, "reason", d->why[0] ? d->why : NULL);
         json_builder_end_object(b);
     }

@@ -90,6 +90,8 @@ typedef struct VerifyGpu {
     char name[96];
     int sm_major, sm_minor;     /* compute capability, 0 unknown */
     unsigned nvlinks_total;
+    unsigned nvlinks_unresolved;        /* active, far end not named */
+    unsigned nvlink_version;            /* nvmlNvlinkVersion_t, 0 unknown */
     unsigned pcie_gen, pcie_width;      /* negotiated link, 0 unknown */
     int numa_node;
     unsigned subsystem_vendor, subsystem_device;
@@ -126,15 +128,24 @@ typedef struct VerifyNic {
     int link_width;
     char rdma_device[64];       /* verbs device on this function, or "" */
     bool gpu_rdma_ok;           /* GPU memory both ways by RDMA, checked */
+    /* The NIC and its upstream bridges, nearest first (as VerifyGpu). */
+    char uplinks[VERIFY_MAX_UPLINKS][16];
+    unsigned n_uplinks;
 } VerifyNic;
 
-typedef struct VerifyRdma {
+typedef struct VerifyRdma {      /* one active port of one device */
     char name[64];
     char bdf[16];               /* PCI function, "" when virtual (rxe) */
-    unsigned ports_active;
-    CheckState host_mr, host_write;
+    unsigned port;              /* 0: none active */
+    unsigned ports_active;      /* of the device */
+    CheckState host_mr, host_write, host_read;
+    /* Over every GPU CUDA sees, the worst of them (failed, not testable,
+     * ok); gpu_write: RDMA WRITE into and out of GPU memory; gpu_read:
+     * RDMA READ into and out of it. */
     CheckState dmabuf, peermem, gpu_write, gpu_read;
+    unsigned gpus_tested;       /* GPUs whose memory moved both ways */
     char why[192];
+    bool why_failed;            /* why names a failure, not a missing path */
 } VerifyRdma;
 
 typedef struct VerifyReport {
@@ -178,16 +189,37 @@ bool verify_pci_checks_only(const VerifyOptions *o);
 VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b);
 
 bool verify_pci(const VerifyOptions *o, VerifyReport *r);
+/* An RDMA NIC by PCI class: InfiniBand (0x0207), or Ethernet (0x0200)
+ * with an RDMA device (/sys/class/infiniband) on the function. */
+bool verify_is_rdma_nic(unsigned class_code, bool has_rdma_device);
 void verify_cuda(const VerifyOptions *o, VerifyReport *r);
 void verify_nvml(VerifyReport *r);
 void verify_nvml_pairs(VerifyReport *r);
+/* One way, GB/s per link: NCCL's figure for the NVLink generation NVML
+ * reports (nvmlNvlinkVersion_t), else for the compute capability; 0 when
+ * neither is known. */
+double verify_nvlink_gbps(unsigned nvml_version, int sm_major, int sm_minor);
 
 /* GPU memory for the RDMA checks (cuda.c); all report through GError. */
 typedef struct VerifyGpuMem VerifyGpuMem;
 VerifyGpuMem *verify_gpu_mem_new(int ordinal, gsize bytes, GError **errp);
 unsigned long long verify_gpu_mem_ptr(const VerifyGpuMem *m);
-/* A dma-buf fd; GP_ERROR_UNSUPPORTED when the GPU or driver exports none. */
-int verify_gpu_mem_dmabuf(VerifyGpuMem *m, GError **errp);
+/* A dma-buf fd of the @page-aligned range around the memory, with the
+ * memory's offset into it in *offset (for ibv_reg_dmabuf_mr, as perftest
+ * does); GP_ERROR_UNSUPPORTED when the GPU or driver exports none. */
+int verify_gpu_mem_dmabuf(VerifyGpuMem *m, guint64 page, guint64 *offset,
+                          GError **errp);
+
+/* The page-aligned range [*start, *start + *size) that holds [ptr, ptr +
+ * bytes), and ptr's offset into it; @page a power of two. */
+static inline void verify_page_range(guint64 ptr, guint64 bytes,
+                                     guint64 page, guint64 *start,
+                                     guint64 *size, guint64 *offset)
+{
+    *start = ptr & ~(page - 1);
+    *offset = ptr - *start;
+    *size = (*offset + bytes + page - 1) & ~(page - 1);
+}
 bool verify_gpu_mem_read(VerifyGpuMem *m, void *out, GError **errp);
 bool verify_gpu_mem_write(VerifyGpuMem *m, const void *in, GError **errp);
 void verify_gpu_mem_free(VerifyGpuMem *m);

@@ -83,6 +83,10 @@ for n in $sets; do
             grep -E "XML|Parse|opology|NVLS|WARN|via P2P|Connected all" |
             sed 's/^[^ ]* [^ ]* //' | sort | uniq -c | head -30
     } > "$dir/nccl-check.txt"
+    # NCCL's topology dump without the file, with it, and with a control
+    # copy: the dump must follow the file (nccl_topo_used.py says how).
+    timed nccl-topo-used python3 "$here/nccl_topo_used.py" \
+        "$dir/nccl-topo.xml" "$dir/nccl-topo-used"
     unset CUDA_VISIBLE_DEVICES
     python3 "$here/compare-references.py" "$dir" > "$dir/ratios.md"
 done

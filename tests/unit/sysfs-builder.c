@@ -80,6 +80,17 @@ char *sb_device_dir(const SysfsBuilder *sb, const char *bdf)
     return g_build_filename(sb->root, "sys", rel, NULL);
 }
 
+void sb_add_rdma_device(SysfsBuilder *sb, const char *name, const char *bdf)
+{
+    g_autofree char *dir = g_build_filename(sb->root, "sys/class/infiniband",
+                                            name, NULL);
+    g_autofree char *link = g_build_filename(dir, "device", NULL);
+    g_autofree char *target = sb_device_dir(sb, bdf);
+
+    g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+    g_assert_cmpint(symlink(target, link), ==, 0);
+}
+
 void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
             SbKind kind, uint16_t vendor, uint16_t device, uint32_t class_code,
             int numa_node, int iommu_group, const char *driver)

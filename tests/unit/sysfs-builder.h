@@ -41,6 +41,9 @@ void sb_set_acs(SysfsBuilder *sb, const char *bdf, uint16_t cap,
 void sb_truncate_config(SysfsBuilder *sb, const char *bdf, size_t len);
 /* Write @text to the file @rel (e.g. "proc/interrupts") under the root. */
 void sb_write(SysfsBuilder *sb, const char *rel, const char *text);
+/* An RDMA device @name of /sys/class/infiniband on @bdf (its "device"
+ * link), as an RDMA driver (mlx5_ib, irdma, rxe on a netdev) makes. */
+void sb_add_rdma_device(SysfsBuilder *sb, const char *name, const char *bdf);
 /* Path of @bdf's device directory. */
 char *sb_device_dir(const SysfsBuilder *sb, const char *bdf);
 void sb_free(SysfsBuilder *sb);

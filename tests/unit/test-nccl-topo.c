@@ -30,6 +30,9 @@ typedef struct {
     const char *p, *end;
     char *error;
     unsigned elements, nvlinks, gpus, bridges;
+    /* busid of each <pci> -> its <pci> ancestors, nearest first, then
+     * "cpuN" ("0000:80:02.0 cpu1"). */
+    GHashTable *parents;
 } Reader;
 
 typedef struct {
@@ -215,7 +218,9 @@ static bool allowed(const char *parent, const char *name)
     return false;
 }
 
-static bool load_sub(Reader *r, const Node *head)
+static bool load_sub_child(Reader *r, const Node *n, const char *chain);
+
+static bool load_sub(Reader *r, const Node *head, const char *chain)
 {
     Node n;
 
@@ -259,10 +264,38 @@ static bool load_sub(Reader *r, const Node *head)
                                        !attr(&n, "class"))) {
             return fail(r, "pci needs busid and class");
         }
-        if (!load_sub(r, &n)) {
+        if (!load_sub_child(r, &n, chain)) {
             return false;
         }
     }
+}
+
+/* Record where a <pci> sits, then read what it holds. */
+static bool load_sub_child(Reader *r, const Node *n, const char *chain)
+{
+    g_autofree char *sub = NULL;
+    const char *busid = attr(n, "busid");
+
+    if (!strcmp(n->name, "cpu")) {
+        sub = g_strdup_printf("cpu%s", attr(n, "numaid") ?
+                              attr(n, "numaid") : "?");
+    } else if (!strcmp(n->name, "pci") && busid) {
+        if (g_hash_table_contains(r->parents, busid)) {
+            return fail(r, "busid %s appears twice", busid);
+        }
+        g_hash_table_insert(r->parents, g_ascii_strdown(busid, -1),
+                            g_strdup(chain));
+        sub = g_strdup_printf("%s %s", busid, chain);
+    } else {
+        sub = g_strdup(chain);
+    }
+    return load_sub(r, n, sub);
+}
+
+static void reader_clear(Reader *r)
+{
+    g_clear_pointer(&r->parents, g_hash_table_unref);
+    g_clear_pointer(&r->error, g_free);
 }
 
 static bool nccl_read(const char *text, Reader *r)
@@ -270,7 +303,9 @@ static bool nccl_read(const char *text, Reader *r)
     memset(r, 0, sizeof(*r));
     r->p = text;
     r->end = text + strlen(text);
-    return load_sub(r, NULL);
+    r->parents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                       g_free);
+    return load_sub(r, NULL, "");
 }
 
 /* The reader refuses what NCCL refuses: it can fail. */
@@ -295,15 +330,47 @@ static void test_reader_rejects(void)
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_assert_false(nccl_read(bad[i], &r));
         g_assert_nonnull(r.error);
-        g_free(r.error);
+        reader_clear(&r);
     }
     g_assert_false(nccl_read(longv, &r));
     g_assert_nonnull(strstr(r.error, "too long"));
-    g_free(r.error);
+    reader_clear(&r);
     g_assert_true(nccl_read("<!-- x -->\n<system version='1'>\r\n"
                             "<cpu numaid=\"0\" arch=\"x86_64\"/>\n"
                             "</system>\n", &r));
     g_assert_cmpuint(r.elements, ==, 2);
+    reader_clear(&r);
+}
+
+/*
+ * Where the file puts @bdf against where it is: its <pci> ancestors must
+ * be its real upstream bridges in @root's sysfs, nearest first, under the
+ * CPU of its NUMA node, nothing virtual and nothing foreign. NULL when
+ * they are; else what is wrong.
+ */
+static char *placement_problem(const Reader *r, const char *root,
+                               const char *bdf)
+{
+    g_autoptr(GpTopology) topo = gp_topo_read(root, NULL);
+    const GpDevice *dev = topo ? gp_topo_find(topo, bdf) : NULL;
+    const char *got = g_hash_table_lookup(r->parents, bdf);
+    g_autoptr(GString) want = g_string_new("");
+
+    if (!dev) {
+        return g_strdup_printf("%s is not in the capture", bdf);
+    }
+    if (!got) {
+        return g_strdup_printf("%s is not in the file", bdf);
+    }
+    for (const GpDevice *up = dev->parent; up; up = up->parent) {
+        g_string_append_printf(want, "%s ", up->bdf);
+    }
+    g_string_append_printf(want, "cpu%d", MAX(dev->numa_node, 0));
+    if (strcmp(got, want->str)) {
+        return g_strdup_printf("%s sits under \"%s\" in the file, under "
+                               "\"%s\" in sysfs", bdf, got, want->str);
+    }
+    return NULL;
 }
 
 static char *write_topo(const char *root)
@@ -341,12 +408,119 @@ static void test_two_node_host(void)
     }
     g_assert_null(r.error);
     g_assert_cmpuint(r.gpus, ==, 5);
-    /* A and B share clique 0: one virtual switch holds both. */
-    g_assert_cmpuint(r.bridges, ==, 1);
-    g_assert_nonnull(strstr(xml, "numaid=\"1\""));
-    /* The NIC carries no verified GPUDirect RDMA here: it is left out. */
-    g_assert_null(strstr(xml, SB_NIC));
+    /* A and B share clique 0: one virtual switch holds both; the NIC's
+     * real root port is the other bridge. */
+    g_assert_cmpuint(r.bridges, ==, 2);
+    g_assert_cmpstr(g_hash_table_lookup(r.parents, SB_GPU_A), ==,
+                    "ffff:ff:00.0 cpu0");
+    g_assert_cmpstr(g_hash_table_lookup(r.parents, SB_GPU_B), ==,
+                    "ffff:ff:00.0 cpu0");
+    /* The InfiniBand NIC (class 0x0207) at its real path, on node 1. */
+    g_assert_null(placement_problem(&r, sb_root(sb), SB_NIC));
     g_assert_false(g_str_has_prefix(xml, "<?"));
+    reader_clear(&r);
+}
+
+/*
+ * A guest where a NIC shares a real switch with GPU A, and GPU B (A's
+ * clique) hangs off its own root port:
+ *   00:01.0 root port > 01:00.0 up > 02:00.0 down > 03:00.0 GPU A
+ *                                  > 02:01.0 down > 04:00.0 NIC (RoCE)
+ *   00:02.0 root port > 05:00.0 GPU B
+ *   00:03.0 Ethernet controller without an RDMA device
+ */
+static SysfsBuilder *nic_beside_gpu(void)
+{
+    SysfsBuilder *sb = sb_new();
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    sb_add(sb, NULL, "0000:00:01.0", SB_ROOT_PORT, 0x1b36, 0xc, 0x060400,
+           0, 1, "pcieport");
+    sb_add(sb, "0000:00:01.0", "0000:01:00.0", SB_SWITCH_UP, 0x10b5,
+           0x8747, 0x060400, 0, 1, "pcieport");
+    sb_add(sb, "0000:01:00.0", "0000:02:00.0", SB_SWITCH_DOWN, 0x10b5,
+           0x8747, 0x060400, 0, 1, "pcieport");
+    sb_add(sb, "0000:01:00.0", "0000:02:01.0", SB_SWITCH_DOWN, 0x10b5,
+           0x8747, 0x060400, 0, 1, "pcieport");
+    sb_add(sb, "0000:02:00.0", "0000:03:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           0x030200, 0, 2, "vfio-pci");
+    sb_add(sb, "0000:02:01.0", "0000:04:00.0", SB_ENDPOINT, 0x15b3, 0x1021,
+           0x020000, 0, 3, "mlx5_core");
+    sb_add(sb, NULL, "0000:00:02.0", SB_ROOT_PORT, 0x1b36, 0xc, 0x060400,
+           0, 4, "pcieport");
+    sb_add(sb, "0000:00:02.0", "0000:05:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           0x030200, 0, 5, "vfio-pci");
+    sb_add(sb, NULL, "0000:00:03.0", SB_ENDPOINT, 0x8086, 0x10d3, 0x020000,
+           0, 6, "e1000e");
+    sb_add_rdma_device(sb, "mlx5_0", "0000:04:00.0");
+    sb_set_p2pcap(sb, "0000:03:00.0", 0, 8);
+    sb_set_p2pcap(sb, "0000:05:00.0", 0, 8);
+    sb_cpu(sb, "GenuineIntel", 6);
+    return sb;
+}
+
+static void test_nic_real_path(void)
+{
+    g_autoptr(SysfsBuilder) sb = nic_beside_gpu();
+    g_autofree char *xml = write_topo(sb_root(sb));
+    g_autofree char *why = NULL;
+    Reader r;
+
+    if (!nccl_read(xml, &r)) {
+        g_test_message("%s\n%s", r.error, xml);
+    }
+    g_assert_null(r.error);
+    /* The RoCE NIC and GPU A at their real path: the switch they share is
+     * in the file, so NCCL sees PIX between them, as PCIe gives. */
+    why = placement_problem(&r, sb_root(sb), "0000:04:00.0");
+    g_assert_null(why);
+    why = placement_problem(&r, sb_root(sb), "0000:03:00.0");
+    g_assert_null(why);
+    /* GPU B shares no bridge with a NIC: in its clique's virtual switch. */
+    g_assert_cmpstr(g_hash_table_lookup(r.parents, "0000:05:00.0"), ==,
+                    "ffff:ff:00.0 cpu0");
+    /* An Ethernet controller with no RDMA device is no RDMA NIC. */
+    g_assert_null(strstr(xml, "0000:00:03.0"));
+    reader_clear(&r);
+}
+
+/* Negative controls: the judge above catches a NIC put under a GPU
+ * clique's virtual switch (what the writer did before) or under a real
+ * switch it does not sit under. */
+static void test_nic_misplaced_detected(void)
+{
+    static const char *const wrong[] = {
+        "<system version=\"1\">\n  <cpu numaid=\"0\">\n"
+        "    <pci busid=\"ffff:ff:00.0\" class=\"0x060400\">\n"
+        "      <pci busid=\"0000:03:00.0\" class=\"0x030200\"/>\n"
+        "      <pci busid=\"0000:05:00.0\" class=\"0x030200\"/>\n"
+        "      <pci busid=\"0000:04:00.0\" class=\"0x020000\"/>\n"
+        "    </pci>\n  </cpu>\n</system>\n",
+        "<system version=\"1\">\n  <cpu numaid=\"0\">\n"
+        "    <pci busid=\"0000:00:02.0\" class=\"0x060400\">\n"
+        "      <pci busid=\"0000:05:00.0\" class=\"0x030200\"/>\n"
+        "      <pci busid=\"0000:04:00.0\" class=\"0x020000\"/>\n"
+        "    </pci>\n  </cpu>\n</system>\n",
+        "<system version=\"1\">\n  <cpu numaid=\"1\">\n"
+        "    <pci busid=\"0000:00:01.0\" class=\"0x060400\">\n"
+        "      <pci busid=\"0000:01:00.0\" class=\"0x060400\">\n"
+        "        <pci busid=\"0000:02:01.0\" class=\"0x060400\">\n"
+        "          <pci busid=\"0000:04:00.0\" class=\"0x020000\"/>\n"
+        "        </pci>\n      </pci>\n    </pci>\n  </cpu>\n</system>\n",
+    };
+    g_autoptr(SysfsBuilder) sb = nic_beside_gpu();
+
+    for (guint i = 0; i < G_N_ELEMENTS(wrong); i++) {
+        g_autofree char *why = NULL;
+        Reader r;
+
+        g_assert_true(nccl_read(wrong[i], &r));
+        why = placement_problem(&r, sb_root(sb), "0000:04:00.0");
+        g_assert_nonnull(why);
+        g_test_message("caught: %s", why);
+        reader_clear(&r);
+    }
 }
 
 static void test_h200_fixture(void)
@@ -363,6 +537,7 @@ static void test_h200_fixture(void)
     g_assert_null(r.error);
     g_assert_cmpuint(r.gpus, ==, 2);
     g_assert_cmpuint(r.bridges, ==, 0);
+    reader_clear(&r);
 }
 
 /* The file the host writes for a mirrored guest (gpup2p --mirror
@@ -391,6 +566,7 @@ static void test_mirror_file(void)
     g_assert_null(r.error);
     g_assert_cmpuint(r.gpus, ==, 5);
     g_assert_cmpuint(r.bridges, ==, 2);
+    reader_clear(&r);
 }
 
 /* With the host's file in fw_cfg, gpup2p-verify --nccl-topo writes that
@@ -429,6 +605,9 @@ int main(int argc, char **argv)
     g_test_add_func("/nccl-topo/reader-rejects", test_reader_rejects);
     g_test_add_func("/nccl-topo/two-node-host", test_two_node_host);
     g_test_add_func("/nccl-topo/h200-fixture", test_h200_fixture);
+    g_test_add_func("/nccl-topo/nic-real-path", test_nic_real_path);
+    g_test_add_func("/nccl-topo/nic-misplaced-detected",
+                    test_nic_misplaced_detected);
     g_test_add_func("/nccl-topo/mirror-file", test_mirror_file);
     g_test_add_func("/nccl-topo/verify-takes-host-file",
                     test_verify_takes_host_file);

@@ -190,9 +190,11 @@ static void test_nccl_topology(void)
     g_assert_true(a > bridge && a < end && b > bridge && b < end);
     g_assert_true(c < bridge || c > end);
     g_assert_nonnull(strstr(xml, "numaid=\"1\""));
-    /* No GPUDirect RDMA was verified through the NIC: NCCL must not be
-     * told it can use it. */
-    g_assert_null(strstr(xml, SB_NIC));
+    /* The NIC at its real path (root port 80:02.0), never inside a GPU
+     * clique's virtual switch: NCCL must not see it PIX to A and B. */
+    g_assert_nonnull(strstr(xml, SB_NIC));
+    g_assert_true(strstr(xml, SB_NIC) > strstr(xml, "busid=\"0000:80:02.0\""));
+    g_assert_true(strstr(xml, SB_NIC) < bridge || strstr(xml, SB_NIC) > end);
     g_unlink(file);
     g_rmdir(dir);
     run_free(&r);

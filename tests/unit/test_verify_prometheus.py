@@ -89,10 +89,11 @@ def model_checks():
         (("check", "data_sm_read"),) + pair01: 2,
         (("check", "data_ce"),) + pair10: 3,
         (("check", "rdma_host_mr"), ("device", "mlx5_0")): 0,
+        (("check", "rdma_host_read"), ("device", "mlx5_0")): 3,
         (("check", "rdma_gpu_dmabuf"), ("device", "mlx5_0")): 3,
     }
     got = {k: st.get(tuple(sorted(k))) for k in want}
-    ok(got == want and len(st) == 14,
+    ok(got == want and len(st) == 15,
        "check status: 0 ok, 1 failed, 2 not testable, 3 not run", st)
 
 
