@@ -91,7 +91,39 @@ static size_t bar_alignment(uint64_t size)
 
 static int bench_mapping(int container, const char *bdf, unsigned bar,
                          const struct vfio_region_info *ri, void *p,
-                         const char *placement, int repeat);
+                         const char *placement, int repeat)
+{
+    double map_s = 0, unmap_s = 0, t0;
+    int i;
+
+    for (i = 0; i < repeat; i++) {
+        struct vfio_iommu_type1_dma_map m = {
+            .argsz = sizeof(m),
+            .flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
+            .vaddr = (uintptr_t)p, .iova = IOVA, .size = ri->size,
+        };
+        struct vfio_iommu_type1_dma_unmap u = {
+            .argsz = sizeof(u), .iova = IOVA, .size = ri->size,
+        };
+
+        t0 = now_s();
+        if (ioctl(container, VFIO_IOMMU_MAP_DMA, &m)) {
+            return fail(bdf, "VFIO_IOMMU_MAP_DMA");
+        }
+        map_s += now_s() - t0;
+        t0 = now_s();
+        if (ioctl(container, VFIO_IOMMU_UNMAP_DMA, &u)) {
+            return fail(bdf, "VFIO_IOMMU_UNMAP_DMA");
+        }
+        unmap_s += now_s() - t0;
+    }
+    printf("{\"device\": \"%s\", \"bar\": %u, \"bytes\": %llu, "
+           "\"mmap\": \"%s\", \"address\": \"%p\", \"repeat\": %d, "
+           "\"map_s\": %.4f, \"unmap_s\": %.4f}\n", bdf, bar,
+           (unsigned long long)ri->size, placement, p, repeat,
+           map_s / repeat, unmap_s / repeat);
+    return 0;
+}
 
 static int bench_device(const char *bdf, unsigned bar, int repeat)
 {
@@ -136,42 +168,6 @@ static int bench_device(const char *bdf, unsigned bar, int repeat)
     close(group);
     close(container);
     return rc;
-}
-
-static int bench_mapping(int container, const char *bdf, unsigned bar,
-                         const struct vfio_region_info *ri, void *p,
-                         const char *placement, int repeat)
-{
-    double map_s = 0, unmap_s = 0, t0;
-    int i;
-
-    for (i = 0; i < repeat; i++) {
-        struct vfio_iommu_type1_dma_map m = {
-            .argsz = sizeof(m),
-            .flags = VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE,
-            .vaddr = (uintptr_t)p, .iova = IOVA, .size = ri->size,
-        };
-        struct vfio_iommu_type1_dma_unmap u = {
-            .argsz = sizeof(u), .iova = IOVA, .size = ri->size,
-        };
-
-        t0 = now_s();
-        if (ioctl(container, VFIO_IOMMU_MAP_DMA, &m)) {
-            return fail(bdf, "VFIO_IOMMU_MAP_DMA");
-        }
-        map_s += now_s() - t0;
-        t0 = now_s();
-        if (ioctl(container, VFIO_IOMMU_UNMAP_DMA, &u)) {
-            return fail(bdf, "VFIO_IOMMU_UNMAP_DMA");
-        }
-        unmap_s += now_s() - t0;
-    }
-    printf("{\"device\": \"%s\", \"bar\": %u, \"bytes\": %llu, "
-           "\"mmap\": \"%s\", \"address\": \"%p\", \"repeat\": %d, "
-           "\"map_s\": %.4f, \"unmap_s\": %.4f}\n", bdf, bar,
-           (unsigned long long)ri->size, placement, p, repeat,
-           map_s / repeat, unmap_s / repeat);
-    return 0;
 }
 
 int main(int argc, char **argv)

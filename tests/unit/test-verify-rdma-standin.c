@@ -32,22 +32,19 @@ typedef struct {
     JsonArray *rdma;
 } Run;
 
-static void run(Run *r, const char *devices, const char *fault)
+/* Run @argv with @env and the stand-in verbs' @fault; parse its JSON. */
+static void spawn_json(Run *r, const char *const *argv, GStrv env,
+                       const char *fault)
 {
     g_autofree char *out = NULL, *err = NULL;
-    g_auto(GStrv) env = g_get_environ();
-    const char *argv[] = { g_getenv("GPUP2P_VERIFY"), "--json", NULL };
-    JsonObject *o;
     int ws;
 
-    env = g_environ_setenv(env, "LD_LIBRARY_PATH",
-                           g_getenv("STANDIN_VERBS_DIR"), TRUE);
-    env = g_environ_setenv(env, "GPUP2P_STANDIN_VERBS", devices, TRUE);
     env = fault ? g_environ_setenv(env, "GPUP2P_STANDIN_VERBS_FAULT", fault,
                                    TRUE) :
                   g_environ_unsetenv(env, "GPUP2P_STANDIN_VERBS_FAULT");
     g_assert_true(g_spawn_sync(NULL, (char **)argv, env, G_SPAWN_DEFAULT,
                                NULL, NULL, &out, &err, &ws, NULL));
+    g_strfreev(env);
     g_assert_true(WIFEXITED(ws));
     r->status = WEXITSTATUS(ws);
     r->p = json_parser_new();
@@ -55,10 +52,22 @@ static void run(Run *r, const char *devices, const char *fault)
         g_test_message("%s\n%s", out, err);
         g_assert_not_reached();
     }
-    o = json_node_get_object(json_parser_get_root(r->p));
-    r->rdma = json_object_get_array_member(o, "rdma");
+    r->rdma = json_object_get_array_member(
+        json_node_get_object(json_parser_get_root(r->p)), "rdma");
+}
+
+static void run(Run *r, const char *devices, const char *fault)
+{
+    GStrv env = g_get_environ();
+    const char *argv[] = { g_getenv("GPUP2P_VERIFY"), "--json", NULL };
+
+    env = g_environ_setenv(env, "LD_LIBRARY_PATH",
+                           g_getenv("STANDIN_VERBS_DIR"), TRUE);
+    env = g_environ_setenv(env, "GPUP2P_STANDIN_VERBS", devices, TRUE);
+    spawn_json(r, argv, env, fault);
     /* libibverbs loaded and listed devices: no reason to give. */
-    g_assert_true(json_object_get_null_member(o, "rdma_status"));
+    g_assert_true(json_object_get_null_member(
+        json_node_get_object(json_parser_get_root(r->p)), "rdma_status"));
 }
 
 static const char *get(Run *r, guint i, const char *key)
@@ -214,14 +223,12 @@ static SysfsBuilder *gpus_and_nic(bool peermem)
 
 static void run_gpus(Run *r, const char *root, const char *fault)
 {
-    g_autofree char *out = NULL, *err = NULL;
     g_autofree char *path = g_strdup_printf("%s:%s",
                                             g_getenv("STANDIN_VERBS_DIR"),
                                             g_getenv("FAKE_LIBCUDA_DIR"));
-    g_auto(GStrv) env = g_get_environ();
+    GStrv env = g_get_environ();
     const char *argv[] = { g_getenv("GPUP2P_VERIFY_CUDA"), "--sysfs-root",
                            root, "--with-cuda", "--quick", "--json", NULL };
-    int ws;
 
     env = g_environ_setenv(env, "LD_LIBRARY_PATH", path, TRUE);
     env = g_environ_setenv(env, "GPUP2P_STANDIN_VERBS", "standin0:A", TRUE);
@@ -229,20 +236,7 @@ static void run_gpus(Run *r, const char *root, const char *fault)
                            "0000:01:00.0,0000:02:00.0", TRUE);
     env = g_environ_unsetenv(env, "GPUP2P_FAKE_CUDA_FAULT");
     env = g_environ_unsetenv(env, "CUDA_VISIBLE_DEVICES");
-    env = fault ? g_environ_setenv(env, "GPUP2P_STANDIN_VERBS_FAULT", fault,
-                                   TRUE) :
-                  g_environ_unsetenv(env, "GPUP2P_STANDIN_VERBS_FAULT");
-    g_assert_true(g_spawn_sync(NULL, (char **)argv, env, G_SPAWN_DEFAULT,
-                               NULL, NULL, &out, &err, &ws, NULL));
-    g_assert_true(WIFEXITED(ws));
-    r->status = WEXITSTATUS(ws);
-    r->p = json_parser_new();
-    if (!json_parser_load_from_data(r->p, out, -1, NULL)) {
-        g_test_message("%s\n%s", out, err);
-        g_assert_not_reached();
-    }
-    r->rdma = json_object_get_array_member(
-        json_node_get_object(json_parser_get_root(r->p)), "rdma");
+    spawn_json(r, argv, env, fault);
     g_assert_cmpuint(json_array_get_length(r->rdma), ==, 1);
 }
 

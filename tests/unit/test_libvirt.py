@@ -101,6 +101,24 @@ def judge_cases():
     ]
 
 
+def judge_domain(d, name, a, b, extra, rootns=True):
+    """Write a two-GPU domain; run the transform and check --domain on it.
+    (xml, transform's result, whether check's "clique ids" item failed,
+    check's result)."""
+    xml = JUDGE_DOMAIN % {"rootns": "xmlns:qemu='%s'" % QEMU_NS
+                          if rootns else "", "qemu": QEMU_STANDIN,
+                          "a": a, "b": b, "extra": extra}
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(xml)
+    tr = run("libvirt", "--sysfs-root", HOST, path)
+    ck = run("check", "--sysfs-root", HOST, "--domain", path, "--qemu",
+             QEMU_STANDIN, "--json")
+    items = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
+        if ck.stdout.startswith("{") else {}
+    return xml, tr, items.get("clique ids", {}).get("verdict") == "fail", ck
+
+
 def test_one_judge(t, d):
     """gpup2p libvirt (transform), check --domain and the libvirt hook give
     every domain the same answer."""
@@ -118,22 +136,11 @@ def test_one_judge(t, d):
         f.write(text)
     os.chmod(hook, 0o755)
     for name, a, b, extra, rootns, wrong in judge_cases():
-        xml = JUDGE_DOMAIN % {"rootns": "xmlns:qemu='%s'" % QEMU_NS
-                              if rootns else "", "qemu": QEMU_STANDIN,
-                              "a": a, "b": b, "extra": extra}
-        path = os.path.join(d, "judged.xml")
-        with open(path, "w") as f:
-            f.write(xml)
-        tr = run("libvirt", "--sysfs-root", HOST, path)
-        ck = run("check", "--sysfs-root", HOST, "--domain", path, "--qemu",
-                 QEMU_STANDIN, "--json")
-        ids = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
-            if ck.stdout.startswith("{") else {}
+        xml, tr, ck_fail, _ = judge_domain(d, "judged.xml", a, b, extra,
+                                           rootns)
         hk = subprocess.run([hook, "judged", "prepare", "begin", "-"],
                             input=xml, capture_output=True, text=True)
-        answers = (tr.returncode != 0,
-                   ids.get("clique ids", {}).get("verdict") == "fail",
-                   hk.returncode != 0)
+        answers = (tr.returncode != 0, ck_fail, hk.returncode != 0)
         t.eq(answers, (wrong, wrong, wrong),
              "%s: transform, check --domain and the hook all %s" %
              (name, "refuse" if wrong else "accept"))
@@ -530,18 +537,7 @@ def test_typed_id(t, d):
     for typ, refused in (("unsigned", True), ("string", False)):
         extra = override("x-gpu-p2p-clique", "3", "3").replace(
             "type='string'", "type='%s'" % typ)
-        xml = JUDGE_DOMAIN % {"rootns": "xmlns:qemu='%s'" % QEMU_NS,
-                              "qemu": QEMU_STANDIN, "a": "05", "b": "41",
-                              "extra": extra}
-        path = os.path.join(d, "typed.xml")
-        with open(path, "w") as f:
-            f.write(xml)
-        tr = run("libvirt", "--sysfs-root", HOST, path)
-        ck = run("check", "--sysfs-root", HOST, "--domain", path, "--qemu",
-                 QEMU_STANDIN, "--json")
-        items = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
-            if ck.stdout.startswith("{") else {}
-        ck_fail = items.get("clique ids", {}).get("verdict") == "fail"
+        _, tr, ck_fail, ck = judge_domain(d, "typed.xml", "05", "41", extra)
         t.ok((tr.returncode != 0, ck_fail) == (refused, refused),
              "explicit id with type='%s': transform and check --domain %s" %
              (typ, "refuse" if refused else "accept"),

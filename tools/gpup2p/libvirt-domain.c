@@ -118,29 +118,23 @@ static xmlNodePtr override_frontend(const GpDomain *d, const char *alias)
     return NULL;
 }
 
-static xmlChar *frontend_value(xmlNodePtr frontend, const char *property)
+/* Attribute @attr of @property's <qemu:property> in @frontend, or NULL. */
+static xmlChar *frontend_attr(xmlNodePtr frontend, const char *property,
+                              const char *attr)
 {
     xmlNodePtr p;
 
     for (p = frontend ? frontend->children : NULL; p; p = p->next) {
         if (is_element(p, "property") && prop_equals(p, "name", property)) {
-            return xmlGetProp(p, BAD_CAST "value");
+            return xmlGetProp(p, BAD_CAST attr);
         }
     }
     return NULL;
 }
 
-/* The type='' of @property's override, NULL when none says. */
-static xmlChar *frontend_type(xmlNodePtr frontend, const char *property)
+static xmlChar *frontend_value(xmlNodePtr frontend, const char *property)
 {
-    xmlNodePtr p;
-
-    for (p = frontend ? frontend->children : NULL; p; p = p->next) {
-        if (is_element(p, "property") && prop_equals(p, "name", property)) {
-            return xmlGetProp(p, BAD_CAST "type");
-        }
-    }
-    return NULL;
+    return frontend_attr(frontend, property, "value");
 }
 
 /*
@@ -225,7 +219,8 @@ static int parse_clique(const char *value)
 static bool frontend_says_string(const GpDomain *d, const GpDomainHostdev *h,
                                  xmlNodePtr fe, GError **errp)
 {
-    g_autofree xmlChar *type = frontend_type(fe, "x-gpu-p2p-clique");
+    g_autofree xmlChar *type = frontend_attr(fe, "x-gpu-p2p-clique",
+                                             "type");
 
     if (type && xmlStrcmp(type, BAD_CAST "string")) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: %s: "
