@@ -4,21 +4,11 @@
  * work (bytes checked at the destination), say why not where they don't,
  * and measure how fast. docs/guest-tool.md describes checks and exit codes.
  */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "gpup2p/mirror.h"
 #include "gpup2p-version.h"
 #include "verify.h"
-
-void verify_note(VerifyReport *r, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    g_ptr_array_add(r->notes, g_strdup_vprintf(fmt, ap));
-    va_end(ap);
-}
 
 /* Marks the run untested, saying why (exit 3 in text, JSON, Prometheus). */
 static void untested(VerifyReport *r, const char *why)
@@ -225,11 +215,7 @@ int main(int argc, char **argv)
     o.samples = samples != UNSET ? samples : o.quick ? 1 : 3;
     o.bytes = (gsize)(mib != UNSET ? mib : o.quick ? 64 : 512) << 20;
 
-    r.gpus = g_array_new(FALSE, TRUE, sizeof(VerifyGpu));
-    r.pairs = g_array_new(FALSE, TRUE, sizeof(VerifyPair));
-    r.rdma = g_array_new(FALSE, TRUE, sizeof(VerifyRdma));
-    r.nics = g_array_new(FALSE, TRUE, sizeof(VerifyNic));
-    r.notes = g_ptr_array_new_with_free_func(g_free);
+    verify_report_init(&r);
 
     verify_pci(&o, &r);
     if (!verify_pci_checks_only(&o)) {
@@ -284,14 +270,7 @@ int main(int argc, char **argv)
         verify_print_text(&o, &r);
     }
     code = verify_exit_code(&r);
-    g_array_free(r.gpus, TRUE);
-    g_array_free(r.pairs, TRUE);
-    g_array_free(r.rdma, TRUE);
-    g_array_free(r.nics, TRUE);
-    g_ptr_array_free(r.notes, TRUE);
-    g_free(r.cuda_status);
-    g_free(r.nvml_status);
-    g_free(r.rdma_status);
+    verify_report_clear(&r);
     g_free(o.sysfs_root);
     g_free(o.nccl_topo);
     g_free(o.prometheus);

@@ -22,42 +22,6 @@ static const char *state_name(CheckState s)
     return "not run";
 }
 
-VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b)
-{
-    guint i;
-
-    for (i = 0; i < r->pairs->len; i++) {
-        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
-
-        if (p->a == a && p->b == b) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
-bool verify_pci_checks_only(const VerifyOptions *o)
-{
-    return o->pci_only || (o->sysfs_root && !o->with_cuda);
-}
-
-int verify_exit_code(const VerifyReport *r)
-{
-    if (r->p2p_broken) {
-        return VERIFY_EXIT_P2P_BROKEN;
-    }
-    if (r->rdma_broken) {
-        return VERIFY_EXIT_RDMA_BROKEN;
-    }
-    if (r->gpu_lost) {
-        return VERIFY_EXIT_GPU_LOST;
-    }
-    if (r->untested) {
-        return VERIFY_EXIT_UNTESTED;
-    }
-    return VERIFY_EXIT_OK;
-}
-
 static const char *verdict(const VerifyReport *r)
 {
     static const char *const names[] = {

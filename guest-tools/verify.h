@@ -183,6 +183,9 @@ typedef struct VerifyOptions {
     unsigned samples;
 } VerifyOptions;
 
+/* result.c: the result model every check writes to. */
+void verify_report_init(VerifyReport *r);
+void verify_report_clear(VerifyReport *r);
 void verify_note(VerifyReport *r, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* --pci-only, or --sysfs-root without --with-cuda: no CUDA, NVML, RDMA. */
 bool verify_pci_checks_only(const VerifyOptions *o);

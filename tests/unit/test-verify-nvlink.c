@@ -13,12 +13,6 @@
 
 #include "verify.h"
 
-void verify_note(VerifyReport *r, const char *fmt, ...)
-{
-    (void)r;
-    (void)fmt;
-}
-
 static VerifyGpu gpu(const char *bdf, unsigned links, const char *peer,
                      unsigned unresolved)
 {

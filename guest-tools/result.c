@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The result model: what every check (PCI, CUDA, NVML, RDMA) writes to and
+ * what the text, JSON and Prometheus reports read. It depends on no check,
+ * so no check depends on main.c or on another check to report.
+ */
+#include <stdarg.h>
+
+#include "verify.h"
+
+void verify_report_init(VerifyReport *r)
+{
+    *r = (VerifyReport){ 0 };
+    r->gpus = g_array_new(FALSE, TRUE, sizeof(VerifyGpu));
+    r->pairs = g_array_new(FALSE, TRUE, sizeof(VerifyPair));
+    r->rdma = g_array_new(FALSE, TRUE, sizeof(VerifyRdma));
+    r->nics = g_array_new(FALSE, TRUE, sizeof(VerifyNic));
+    r->notes = g_ptr_array_new_with_free_func(g_free);
+}
+
+void verify_report_clear(VerifyReport *r)
+{
+    g_array_free(r->gpus, TRUE);
+    g_array_free(r->pairs, TRUE);
+    g_array_free(r->rdma, TRUE);
+    g_array_free(r->nics, TRUE);
+    g_ptr_array_free(r->notes, TRUE);
+    g_free(r->cuda_status);
+    g_free(r->nvml_status);
+    g_free(r->rdma_status);
+    *r = (VerifyReport){ 0 };
+}
+
+void verify_note(VerifyReport *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    g_ptr_array_add(r->notes, g_strdup_vprintf(fmt, ap));
+    va_end(ap);
+}
+
+VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b)
+{
+    guint i;
+
+    for (i = 0; i < r->pairs->len; i++) {
+        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
+
+        if (p->a == a && p->b == b) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+bool verify_pci_checks_only(const VerifyOptions *o)
+{
+    return o->pci_only || (o->sysfs_root && !o->with_cuda);
+}
+
+int verify_exit_code(const VerifyReport *r)
+{
+    if (r->p2p_broken) {
+        return VERIFY_EXIT_P2P_BROKEN;
+    }
+    if (r->rdma_broken) {
+        return VERIFY_EXIT_RDMA_BROKEN;
+    }
+    if (r->gpu_lost) {
+        return VERIFY_EXIT_GPU_LOST;
+    }
+    if (r->untested) {
+        return VERIFY_EXIT_UNTESTED;
+    }
+    return VERIFY_EXIT_OK;
+}
+
