@@ -825,16 +825,48 @@ static CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx,
     LOCKED(peer_copy(dst, dctx, src, sctx, bytes, s));
 }
 
+/*
+ * A copy between GPU memory and host memory that may be pageable: the
+ * driver takes pageable memory too (it stages it, returning once the
+ * source may be reused), so the stand-in copies at once where the host
+ * side is no allocation of its own; pinned memory goes the async way.
+ */
+static CUresult host_copy(void *dst, const void *src, size_t bytes,
+                          struct CUstream_st *s, bool to_device)
+{
+    const void *dev_side = to_device ? dst : src;
+    const void *host_side = to_device ? src : dst;
+    Alloc *ad = find_alloc(dev_side, bytes);
+
+    if (!ad || ad->dev < 0 || !s || !host_side) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (find_alloc(host_side, bytes)) {
+        return do_copy(dst, src, bytes, s, 50);
+    }
+    if (is_lost(ad->dev) || is_lost(s->dev)) {
+        return lose_code;
+    }
+    if (s->hung) {
+        return CUDA_SUCCESS;
+    }
+    memmove(dst, src, bytes);
+    advance(bytes, 50, 2000);
+    return CUDA_SUCCESS;
+}
+
 static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src,
                                        size_t bytes, CUstream s)
 {
-    LOCKED(do_copy(dst, (void *)(uintptr_t)src, bytes, stream_of(s), 50));
+    LOCKED(host_copy(dst, (void *)(uintptr_t)src, bytes, stream_of(s),
+                     false));
 }
 
 static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
                                        size_t bytes, CUstream s)
 {
-    LOCKED(do_copy((void *)(uintptr_t)dst, src, bytes, stream_of(s), 50));
+    LOCKED(host_copy((void *)(uintptr_t)dst, src, bytes, stream_of(s),
+                     true));
 }
 
 static CUresult memset32(CUdeviceptr p, unsigned v, size_t n, CUstream s)
