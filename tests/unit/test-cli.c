@@ -514,6 +514,64 @@ static void test_snapshot_failure_leaves_nothing(void)
     g_rmdir(tmp);
 }
 
+/* The snapshot of @sb's host in @tmp/capture, read back as JSON. */
+static char *snapshot_of(SysfsBuilder *sb, const char *tmp)
+{
+    g_autofree char *dest = g_build_filename(tmp, "capture", NULL);
+    g_auto(Run) snap = { 0 };
+
+    run(&snap, "snapshot", "--sysfs-root", sb_root(sb), dest, NULL);
+    g_assert_cmpstr(snap.err, ==, "");
+    g_assert_cmpint(snap.status, ==, 0);
+    return g_steal_pointer(&dest);
+}
+
+/*
+ * The snapshot keeps kernel/iommu_groups (group directories, relative
+ * devices links), so that its reader refuses an iommu_group link to a
+ * group the host did not have, or one that does not list the device.
+ */
+static void test_snapshot_iommu_groups(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-snap-XXXXXX", NULL);
+    g_autofree char *dest = NULL, *member = NULL, *text = NULL;
+    g_autofree char *group = NULL;
+    g_auto(Run) a = { 0 }, b = { 0 }, gone = { 0 }, unlisted = { 0 };
+    const char *rel = "sys/kernel/iommu_groups/11/devices/" SB_GPU_B;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_iommu_groups(sb);
+    dest = snapshot_of(sb, tmp);
+    member = g_build_filename(dest, rel, NULL);
+    text = g_file_read_link(member, NULL);
+    g_assert_cmpstr(text, ==, "../../../../devices/pci0000:00/0000:00:01.0/"
+                    "0000:01:00.0/0000:02:01.0/" SB_GPU_B);
+    run(&a, "topo", "--sysfs-root", sb_root(sb), "--json", NULL);
+    run(&b, "topo", "--sysfs-root", dest, "--json", NULL);
+    g_assert_cmpint(b.status, ==, 0);
+    g_assert_nonnull(strstr(b.out, "\"iommu_group\" : 11"));
+    g_assert_cmpstr(strstr(a.out, "\"devices\""), ==,
+                    strstr(b.out, "\"devices\""));
+
+    /* The group listed no longer lists GPU B: named. */
+    g_assert_cmpint(g_unlink(member), ==, 0);
+    run(&unlisted, "topo", "--sysfs-root", dest, NULL);
+    g_assert_cmpint(unlisted.status, ==, 1);
+    g_assert_nonnull(strstr(unlisted.err, SB_GPU_B "/iommu_group"));
+    g_assert_nonnull(strstr(unlisted.err, "IOMMU group 11, but the group "
+                            "does not list " SB_GPU_B));
+    /* The group gone: named, with the device. */
+    group = g_build_filename(dest, "sys/kernel/iommu_groups/11", NULL);
+    sb_remove_tree(group);
+    run(&gone, "topo", "--sysfs-root", dest, NULL);
+    g_assert_cmpint(gone.status, ==, 1);
+    g_assert_nonnull(strstr(gone.err, SB_GPU_B "/iommu_group"));
+    g_assert_nonnull(strstr(gone.err, "names IOMMU group 11"));
+    g_assert_nonnull(strstr(gone.err, "no such group"));
+    sb_remove_tree(tmp);
+}
+
 /* The item @name of a `check --json` report, or NULL. */
 static JsonObject *check_item(JsonParser *p, const char *out,
                               const char *name)
@@ -1027,6 +1085,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/snapshot/round-trip", test_snapshot_round_trip);
     g_test_add_func("/cli/snapshot/failure",
                     test_snapshot_failure_leaves_nothing);
+    g_test_add_func("/cli/snapshot/iommu-groups", test_snapshot_iommu_groups);
     g_test_add_func("/cli/check/capture", test_check_capture);
     g_test_add_func("/cli/check/advice", test_check_advice);
 #ifdef GP_HAVE_LIBVIRT
