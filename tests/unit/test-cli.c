@@ -31,20 +31,17 @@ static void run_clear(Run *r)
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Run, run_clear)
 
-static void run(Run *r, const char *first, ...)
+/* gpup2p with @args (NULL-terminated). */
+static void run_argv(Run *r, const char *const *args)
 {
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
     g_autoptr(GError) err = NULL;
-    const char *arg;
-    va_list ap;
     int wait_status;
 
     g_ptr_array_add(argv, (gpointer)g_getenv("GPUP2P"));
-    va_start(ap, first);
-    for (arg = first; arg; arg = va_arg(ap, const char *)) {
-        g_ptr_array_add(argv, (gpointer)arg);
+    for (; *args; args++) {
+        g_ptr_array_add(argv, (gpointer)*args);
     }
-    va_end(ap);
     g_ptr_array_add(argv, NULL);
     g_assert_nonnull(g_ptr_array_index(argv, 0));
     g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL,
@@ -53,6 +50,21 @@ static void run(Run *r, const char *first, ...)
     g_assert_no_error(err);
     g_assert_true(WIFEXITED(wait_status));
     r->status = WEXITSTATUS(wait_status);
+}
+
+static void run(Run *r, const char *first, ...)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    const char *arg;
+    va_list ap;
+
+    va_start(ap, first);
+    for (arg = first; arg; arg = va_arg(ap, const char *)) {
+        g_ptr_array_add(args, (gpointer)arg);
+    }
+    va_end(ap);
+    g_ptr_array_add(args, NULL);
+    run_argv(r, (const char *const *)args->pdata);
 }
 
 static JsonObject *parse_object(JsonParser *p, const char *text)
@@ -367,6 +379,140 @@ static void test_exit_codes(void)
     run(&r6, "--help", NULL);
     g_assert_cmpint(r6.status, ==, 0);
     g_assert_nonnull(strstr(r6.out, "Exit codes"));
+}
+
+/*
+ * Every rule of the command line with its own message (exit 64), naming
+ * the option and value, or the options that exclude each other. A row's
+ * command prefixes the message ("gpup2p plan: ..."); NULL: no command.
+ */
+typedef struct {
+    const char *args[9];
+    const char *says;
+} UsageRule;
+
+#define BDF "0000:01:00.0"
+static const UsageRule usage_rules[] = {
+    { { NULL }, "gpup2p: no command given" },
+    { { "frobnicate" }, "gpup2p: unknown command 'frobnicate'" },
+    { { "topo", "--no-such-option" }, "Unknown option --no-such-option" },
+    { { "topo", "--devices" }, "Missing argument for --devices" },
+    { { "topo", "extra" }, "unexpected argument 'extra' (topo takes "
+      "options only)" },
+    { { "topo", "--all", "--devices", BDF },
+      "--all and --devices exclude each other" },
+    { { "topo", "--devices", "foo" },
+      "--devices needs BDFs like 0000:01:00.0, not 'foo'" },
+    { { "topo", "--devices", BDF ",01:00.9" },
+      "--devices needs BDFs like 0000:01:00.0, not '01:00.9'" },
+    { { "topo", "--devices", "," },
+      "--devices needs at least one BDF, like 0000:01:00.0, not ','" },
+    { { "plan", "extra" }, "unexpected argument 'extra' (plan takes "
+      "options only)" },
+    { { "plan", "--policy", "wide" },
+      "--policy must be system, host-bridge or switch, not 'wide'" },
+    { { "plan", "--devices", "gpu0" },
+      "--devices needs BDFs like 0000:01:00.0, not 'gpu0'" },
+    { { "check", "extra" }, "unexpected argument 'extra' (check takes "
+      "options only)" },
+    { { "check", "--devices", "1:2:3" },
+      "--devices needs BDFs like 0000:01:00.0, not '1:2:3'" },
+    { { "snapshot" }, "give the new directory to capture into (NEWDIR)" },
+    { { "snapshot", "a", "b" }, "one directory only, not also 'b'" },
+    { { "verdict" }, "give two devices A B, or --all (none given)" },
+    { { "verdict", BDF }, "give two devices A B, or --all (B missing)" },
+    { { "verdict", BDF, BDF, "c" }, "two devices only, not also 'c'" },
+    { { "verdict", "--all", BDF },
+      "--all compares every pair: it takes no device, not '" BDF "'" },
+    { { "verdict", "foo", BDF },
+      "device A needs a BDF like 0000:01:00.0, not 'foo'" },
+    { { "verdict", BDF, "bar" },
+      "device B needs a BDF like 0000:01:00.0, not 'bar'" },
+    { { "qemu-args", BDF }, "give --mirror (the only mode)" },
+    { { "qemu-args", "--mirror" },
+      "--mirror needs the host devices, BDFs like 0000:01:00.0" },
+    { { "qemu-args", "--mirror", "gpu0" },
+      "each device needs a BDF like 0000:01:00.0, not 'gpu0'" },
+    { { "qemu-args", "--mirror", BDF, "--nccl-topo", "a,b" },
+      "--nccl-topo 'a,b': a comma in the path would split QEMU's option" },
+    { { "qemu-args", "--mirror", BDF, "--cpus", "-1" },
+      "--cpus must be 0 (one per NUMA cell) or more, not '-1'" },
+    { { "qemu-args", "--mirror", BDF, "--memory", "0" },
+      "--memory must be a positive number of MiB, not '0'" },
+    { { "qemu-args", "--mirror", BDF, "--cpus", "many" },
+      "many\xe2\x80\x9d for --cpus" },
+#ifdef GP_HAVE_LIBVIRT
+    { { "libvirt" }, "give FILE, - (standard input) or --domain NAME" },
+    { { "libvirt", "a.xml", "b.xml" }, "one FILE only, not also 'b.xml'" },
+    { { "libvirt", "a.xml", "--domain", "vm" },
+      "FILE 'a.xml' and --domain 'vm' exclude each other" },
+    { { "libvirt", "a.xml", "--connect", "test:///default" },
+      "--connect 'test:///default' goes with --domain NAME; FILE 'a.xml' "
+      "is read from disk" },
+    { { "libvirt", "--domain", "vm", "--in-place" },
+      "--in-place rewrites a FILE, not --domain 'vm' (use --define)" },
+    { { "libvirt", "-", "--in-place" },
+      "--in-place needs a FILE to rewrite, not - (standard input)" },
+    { { "libvirt", "a.xml", "--define" },
+      "--define goes with --domain NAME, not FILE 'a.xml'" },
+    { { "libvirt", "a.xml", "--qemu-stock", "--qemu-default-auto" },
+      "--qemu-stock and --qemu-default-auto exclude each other" },
+    { { "libvirt", "a.xml", "--host-snapshot", "/s", "--qemu-stock" },
+      "--host-snapshot and --qemu-stock exclude each other" },
+    { { "libvirt", "a.xml", "--host-snapshot", "/s",
+        "--qemu-default-auto" },
+      "--host-snapshot and --qemu-default-auto exclude each other" },
+    { { "libvirt", "a.xml", "--nccl-topo", "n.xml" },
+      "--nccl-topo 'n.xml' goes with --mirror" },
+    { { "libvirt", "a.xml", "--check", "--in-place" },
+      "--check only reads the domain: it excludes --in-place" },
+    { { "libvirt", "--domain", "vm", "--check", "--define" },
+      "--check only reads the domain: it excludes --define" },
+    { { "libvirt", "a.xml", "--check", "--diff" },
+      "--check only reads the domain: it excludes --diff" },
+    { { "libvirt", "a.xml", "--check", "--host-snapshot", "/s" },
+      "--check only reads the domain: it excludes --host-snapshot" },
+    { { "libvirt", "a.xml", "--check", "--emulator", "/q" },
+      "--check only reads the domain: it excludes --emulator" },
+    { { "libvirt", "a.xml", "--check", "--mirror" },
+      "--check only reads the domain: it excludes --mirror" },
+    { { "libvirt", "a.xml", "--policy", "x" },
+      "--policy must be system, host-bridge or switch, not 'x'" },
+#endif
+};
+#undef BDF
+
+/* "gpup2p CMD: " before a command's usage message, "gpup2p: " before
+ * main's (no command, or an unknown one). */
+static char *usage_prefix(const UsageRule *u)
+{
+    if (!u->args[0] || !strcmp(u->args[0], "frobnicate")) {
+        return g_strdup("gpup2p: ");
+    }
+    return g_strdup_printf("gpup2p %s: ", u->args[0]);
+}
+
+static void test_usage_rules(void)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(usage_rules); i++) {
+        const UsageRule *u = &usage_rules[i];
+        g_autofree char *prefix = usage_prefix(u);
+        g_autofree char *first = NULL;
+        g_auto(Run) r = { 0 };
+
+        run_argv(&r, u->args);
+        first = g_strndup(r.err, strcspn(r.err, "\n"));
+        g_test_message("%s", first);
+        g_assert_cmpint(r.status, ==, 64);
+        g_assert_cmpstr(r.out, ==, "");
+        /* The rule's own line comes first: no catch-all sentence. */
+        if (!g_str_has_prefix(first, prefix) || !strstr(first, u->says)) {
+            g_error("row %zu: expected '%s...%s', got: %s", i, prefix,
+                    u->says, r.err);
+        }
+    }
 }
 
 /*
@@ -1086,6 +1232,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/snapshot/failure",
                     test_snapshot_failure_leaves_nothing);
     g_test_add_func("/cli/snapshot/iommu-groups", test_snapshot_iommu_groups);
+    g_test_add_func("/cli/usage/rules", test_usage_rules);
     g_test_add_func("/cli/check/capture", test_check_capture);
     g_test_add_func("/cli/check/advice", test_check_advice);
 #ifdef GP_HAVE_LIBVIRT
