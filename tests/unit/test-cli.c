@@ -3,6 +3,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sysfs-builder.h"
@@ -660,13 +661,16 @@ static void test_snapshot_failure_leaves_nothing(void)
     g_rmdir(tmp);
 }
 
-/* The snapshot of @sb's host in @tmp/capture, read back as JSON. */
+/* The snapshot of @sb's host in @tmp/capture, taken under umask 027 as
+ * the host service takes it (data/gpup2p-host-snapshot.in). */
 static char *snapshot_of(SysfsBuilder *sb, const char *tmp)
 {
     g_autofree char *dest = g_build_filename(tmp, "capture", NULL);
     g_auto(Run) snap = { 0 };
+    mode_t old = umask(027);
 
     run(&snap, "snapshot", "--sysfs-root", sb_root(sb), dest, NULL);
+    umask(old);
     g_assert_cmpstr(snap.err, ==, "");
     g_assert_cmpint(snap.status, ==, 0);
     return g_steal_pointer(&dest);
@@ -693,6 +697,18 @@ static void test_snapshot_iommu_groups(void)
     text = g_file_read_link(member, NULL);
     g_assert_cmpstr(text, ==, "../../../../devices/pci0000:00/0000:00:01.0/"
                     "0000:01:00.0/0000:02:01.0/" SB_GPU_B);
+    /* The modes of the rest of the snapshot: 0750 directories. */
+    {
+        g_autofree char *dir = g_path_get_dirname(member);
+        g_autofree char *vendor = g_build_filename(
+            dest, "sys/bus/pci/devices", SB_GPU_B, "vendor", NULL);
+        GStatBuf st;
+
+        g_assert_cmpint(g_stat(dir, &st), ==, 0);
+        g_assert_cmpint(st.st_mode & 07777, ==, 0750);
+        g_assert_cmpint(g_stat(vendor, &st), ==, 0);
+        g_assert_cmpint(st.st_mode & 07777, ==, 0640);
+    }
     run(&a, "topo", "--sysfs-root", sb_root(sb), "--json", NULL);
     run(&b, "topo", "--sysfs-root", dest, "--json", NULL);
     g_assert_cmpint(b.status, ==, 0);
