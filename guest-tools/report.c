@@ -5,6 +5,7 @@
 #include "gpup2p/json.h"
 #include "gpup2p-version.h"
 
+#include "topo-matrix.h"
 #include "verify.h"
 
 static const char *state_name(CheckState s)
@@ -133,6 +134,12 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
     }
     if (r->nvml_status) {
         printf("NVML: %s\n", r->nvml_status);
+    }
+    if (r->gpus->len > 1) {
+        g_autofree char *topo = verify_topo_matrix(r);
+
+        printf("\nTopology (as nvidia-smi topo -m: NV# = # NVLinks, else "
+               "the PCIe path class)\n%s", topo);
     }
     if (r->pairs->len) {
         printf("\nPairs (a -> b)\n");

@@ -22,8 +22,8 @@ bool gp_plan_policy_parse(const char *text, GpPlanPolicy *policy,
         }
     }
     g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
-                "unknown policy '%s' (expected system, host-bridge or "
-                "switch)", text ? text : "");
+                "must be system, host-bridge or switch, not '%s'",
+                text ? text : "");
     return false;
 }
 

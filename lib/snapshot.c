@@ -242,6 +242,44 @@ static gboolean copy_numa(const char *sys, const char *out_sys, GError **errp)
     return TRUE;
 }
 
+/*
+ * kernel/iommu_groups: each group's directory and its devices links (kept
+ * relative, as sysfs has them), so that a reader of the snapshot refuses
+ * an iommu_group link to a group the host did not have, as on the host.
+ * A host without an IOMMU has the directory empty, and so has the copy.
+ */
+static gboolean copy_iommu_groups(const char *sys, const char *out_sys,
+                                  GError **errp)
+{
+    g_autofree char *src = g_build_filename(sys, "kernel/iommu_groups", NULL);
+    g_autofree char *dst = g_build_filename(out_sys, "kernel/iommu_groups",
+                                            NULL);
+    g_autoptr(GDir) dir = g_dir_open(src, 0, NULL);
+    const char *name;
+
+    if (!dir) {
+        return TRUE;
+    }
+    if (!mkdirs(dst, errp)) {
+        return FALSE;
+    }
+    while ((name = g_dir_read_name(dir))) {
+        g_autofree char *group = g_build_filename(dst, name, NULL);
+        g_autofree char *rel = NULL;
+        guint64 n;
+
+        if (!g_ascii_string_to_unsigned(name, 10, 0, G_MAXINT, &n, NULL)) {
+            continue;   /* not a group: the reader reads numbers only */
+        }
+        rel = g_build_filename("kernel/iommu_groups", name, "devices", NULL);
+        if (!mkdirs(group, errp) ||
+            !copy_links_dir(sys, out_sys, rel, FALSE, errp)) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /* The first processor's block: vendor and family decide P2P forwarding. */
 static gboolean copy_cpuinfo(const char *root, const char *out, GError **errp)
 {
@@ -411,6 +449,7 @@ gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp)
     if (!copy_links_dir(sys, out_sys, "bus/pci/devices", TRUE, errp) ||
         !copy_links_dir(sys, out_sys, "class/pci_bus", FALSE, errp) ||
         !copy_numa(sys, out_sys, errp) ||
+        !copy_iommu_groups(sys, out_sys, errp) ||
         !copy_cpuinfo(root, tmp, errp) ||
         !copy_interrupts(root, tmp, errp) ||
         !copy_configs(sys, tmp, errp) ||

@@ -596,18 +596,46 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
 }
 
 /*
- * The group number a device's iommu_group link names; -1 with no link.
- * Where the input holds kernel/iommu_groups (a live host, a capture that
- * kept it), the group must be there: a link to a group the kernel does not
- * have is garbage, named. Captures without that directory keep only the
- * links, so there the number alone is read.
+ * Group @base, named by the link @path (text @target), against the
+ * input's kernel/iommu_groups: the group must be there, and where it lists
+ * its devices (sysfs does; a snapshot keeps them), list this device too.
+ * Inputs without that directory (older captures) are not checked.
  */
-static bool read_iommu_group(const GpTopology *topo, const char *dir,
-                             int *group, GError **errp)
+static bool iommu_group_exists(const GpTopology *topo, const char *dir,
+                               const char *path, const char *target,
+                               const char *base, GError **errp)
 {
     g_autofree char *groups = g_build_filename(topo->sys, "kernel",
                                                "iommu_groups", NULL);
-    g_autofree char *group_dir = NULL;
+    g_autofree char *group_dir = g_build_filename(groups, base, NULL);
+    g_autofree char *members = g_build_filename(group_dir, "devices", NULL);
+    g_autofree char *bdf = g_path_get_basename(dir);
+    g_autofree char *member = g_build_filename(members, bdf, NULL);
+    struct stat st;
+
+    if (!g_file_test(groups, G_FILE_TEST_IS_DIR)) {
+        return true;
+    }
+    if (!g_file_test(group_dir, G_FILE_TEST_IS_DIR)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s: link '%s' names IOMMU group %s, but %s is not a "
+                    "directory: no such group", path, target, base,
+                    group_dir);
+        return false;
+    }
+    if (g_file_test(members, G_FILE_TEST_IS_DIR) && lstat(member, &st) < 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s: link '%s' names IOMMU group %s, but the group does "
+                    "not list %s (no %s)", path, target, base, bdf, member);
+        return false;
+    }
+    return true;
+}
+
+/* The group number a device's iommu_group link names; -1 with no link. */
+static bool read_iommu_group(const GpTopology *topo, const char *dir,
+                             int *group, GError **errp)
+{
     g_autofree char *path = g_build_filename(dir, "iommu_group", NULL);
     g_autofree char *target = gp_sysfs_read_link_text(path);
     g_autofree char *base = NULL;
@@ -629,13 +657,7 @@ static bool read_iommu_group(const GpTopology *topo, const char *dir,
                     target);
         return false;
     }
-    group_dir = g_build_filename(groups, base, NULL);
-    if (g_file_test(groups, G_FILE_TEST_IS_DIR) &&
-        !g_file_test(group_dir, G_FILE_TEST_IS_DIR)) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
-                    "%s: link '%s' names IOMMU group %s, but %s is not a "
-                    "directory: no such group", path, target, base,
-                    group_dir);
+    if (!iommu_group_exists(topo, dir, path, target, base, errp)) {
         return false;
     }
     *group = (int)v;

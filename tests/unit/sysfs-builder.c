@@ -230,6 +230,34 @@ void sb_truncate_config(SysfsBuilder *sb, const char *bdf, size_t len)
     edit_config(sb, bdf, cfg, &n, true);
 }
 
+void sb_iommu_groups(SysfsBuilder *sb)
+{
+    g_autofree char *groups = g_build_filename(sb->root, "sys", "kernel",
+                                               "iommu_groups", NULL);
+    GHashTableIter it;
+    gpointer bdf, rel;
+
+    g_assert_cmpint(g_mkdir_with_parents(groups, 0755), ==, 0);
+    g_hash_table_iter_init(&it, sb->paths);
+    while (g_hash_table_iter_next(&it, &bdf, &rel)) {
+        g_autofree char *dir = sb_device_dir(sb, bdf);
+        g_autofree char *link = g_build_filename(dir, "iommu_group", NULL);
+        g_autofree char *text = g_file_read_link(link, NULL);
+        g_autofree char *group = NULL, *members = NULL, *member = NULL;
+        g_autofree char *target = NULL;
+
+        if (!text) {
+            continue;
+        }
+        group = g_path_get_basename(text);
+        members = g_build_filename(groups, group, "devices", NULL);
+        g_assert_cmpint(g_mkdir_with_parents(members, 0755), ==, 0);
+        member = g_build_filename(members, bdf, NULL);
+        target = g_strdup_printf("../../../../%s", (const char *)rel);
+        g_assert_cmpint(symlink(target, member), ==, 0);
+    }
+}
+
 void sb_remove_tree(const char *path)
 {
     gp_remove_tree(path);

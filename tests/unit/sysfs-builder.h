@@ -44,6 +44,12 @@ void sb_write(SysfsBuilder *sb, const char *rel, const char *text);
 /* An RDMA device @name of /sys/class/infiniband on @bdf (its "device"
  * link), as an RDMA driver (mlx5_ib, irdma, rxe on a netdev) makes. */
 void sb_add_rdma_device(SysfsBuilder *sb, const char *name, const char *bdf);
+/*
+ * Write kernel/iommu_groups as the kernel shows it: a directory for each
+ * group that a device's iommu_group link names, with a devices/BDF link
+ * (relative, as in sysfs) to each member.
+ */
+void sb_iommu_groups(SysfsBuilder *sb);
 /* Path of @bdf's device directory. */
 char *sb_device_dir(const SysfsBuilder *sb, const char *bdf);
 void sb_free(SysfsBuilder *sb);

@@ -3,6 +3,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sysfs-builder.h"
@@ -31,20 +32,17 @@ static void run_clear(Run *r)
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Run, run_clear)
 
-static void run(Run *r, const char *first, ...)
+/* gpup2p with @args (NULL-terminated). */
+static void run_argv(Run *r, const char *const *args)
 {
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
     g_autoptr(GError) err = NULL;
-    const char *arg;
-    va_list ap;
     int wait_status;
 
     g_ptr_array_add(argv, (gpointer)g_getenv("GPUP2P"));
-    va_start(ap, first);
-    for (arg = first; arg; arg = va_arg(ap, const char *)) {
-        g_ptr_array_add(argv, (gpointer)arg);
+    for (; *args; args++) {
+        g_ptr_array_add(argv, (gpointer)*args);
     }
-    va_end(ap);
     g_ptr_array_add(argv, NULL);
     g_assert_nonnull(g_ptr_array_index(argv, 0));
     g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL,
@@ -53,6 +51,21 @@ static void run(Run *r, const char *first, ...)
     g_assert_no_error(err);
     g_assert_true(WIFEXITED(wait_status));
     r->status = WEXITSTATUS(wait_status);
+}
+
+static void run(Run *r, const char *first, ...)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    const char *arg;
+    va_list ap;
+
+    va_start(ap, first);
+    for (arg = first; arg; arg = va_arg(ap, const char *)) {
+        g_ptr_array_add(args, (gpointer)arg);
+    }
+    va_end(ap);
+    g_ptr_array_add(args, NULL);
+    run_argv(r, (const char *const *)args->pdata);
 }
 
 static JsonObject *parse_object(JsonParser *p, const char *text)
@@ -370,6 +383,140 @@ static void test_exit_codes(void)
 }
 
 /*
+ * Every rule of the command line with its own message (exit 64), naming
+ * the option and value, or the options that exclude each other. A row's
+ * command prefixes the message ("gpup2p plan: ..."); NULL: no command.
+ */
+typedef struct {
+    const char *args[9];
+    const char *says;
+} UsageRule;
+
+#define BDF "0000:01:00.0"
+static const UsageRule usage_rules[] = {
+    { { NULL }, "gpup2p: no command given" },
+    { { "frobnicate" }, "gpup2p: unknown command 'frobnicate'" },
+    { { "topo", "--no-such-option" }, "Unknown option --no-such-option" },
+    { { "topo", "--devices" }, "Missing argument for --devices" },
+    { { "topo", "extra" }, "unexpected argument 'extra' (topo takes "
+      "options only)" },
+    { { "topo", "--all", "--devices", BDF },
+      "--all and --devices exclude each other" },
+    { { "topo", "--devices", "foo" },
+      "--devices needs BDFs like 0000:01:00.0, not 'foo'" },
+    { { "topo", "--devices", BDF ",01:00.9" },
+      "--devices needs BDFs like 0000:01:00.0, not '01:00.9'" },
+    { { "topo", "--devices", "," },
+      "--devices needs at least one BDF, like 0000:01:00.0, not ','" },
+    { { "plan", "extra" }, "unexpected argument 'extra' (plan takes "
+      "options only)" },
+    { { "plan", "--policy", "wide" },
+      "--policy must be system, host-bridge or switch, not 'wide'" },
+    { { "plan", "--devices", "gpu0" },
+      "--devices needs BDFs like 0000:01:00.0, not 'gpu0'" },
+    { { "check", "extra" }, "unexpected argument 'extra' (check takes "
+      "options only)" },
+    { { "check", "--devices", "1:2:3" },
+      "--devices needs BDFs like 0000:01:00.0, not '1:2:3'" },
+    { { "snapshot" }, "give the new directory to capture into (NEWDIR)" },
+    { { "snapshot", "a", "b" }, "one directory only, not also 'b'" },
+    { { "verdict" }, "give two devices A B, or --all (none given)" },
+    { { "verdict", BDF }, "give two devices A B, or --all (B missing)" },
+    { { "verdict", BDF, BDF, "c" }, "two devices only, not also 'c'" },
+    { { "verdict", "--all", BDF },
+      "--all compares every pair: it takes no device, not '" BDF "'" },
+    { { "verdict", "foo", BDF },
+      "device A needs a BDF like 0000:01:00.0, not 'foo'" },
+    { { "verdict", BDF, "bar" },
+      "device B needs a BDF like 0000:01:00.0, not 'bar'" },
+    { { "qemu-args", BDF }, "give --mirror (the only mode)" },
+    { { "qemu-args", "--mirror" },
+      "--mirror needs the host devices, BDFs like 0000:01:00.0" },
+    { { "qemu-args", "--mirror", "gpu0" },
+      "each device needs a BDF like 0000:01:00.0, not 'gpu0'" },
+    { { "qemu-args", "--mirror", BDF, "--nccl-topo", "a,b" },
+      "--nccl-topo 'a,b': a comma in the path would split QEMU's option" },
+    { { "qemu-args", "--mirror", BDF, "--cpus", "-1" },
+      "--cpus must be 0 (one per NUMA cell) or more, not '-1'" },
+    { { "qemu-args", "--mirror", BDF, "--memory", "0" },
+      "--memory must be a positive number of MiB, not '0'" },
+    { { "qemu-args", "--mirror", BDF, "--cpus", "many" },
+      "many\xe2\x80\x9d for --cpus" },
+#ifdef GP_HAVE_LIBVIRT
+    { { "libvirt" }, "give FILE, - (standard input) or --domain NAME" },
+    { { "libvirt", "a.xml", "b.xml" }, "one FILE only, not also 'b.xml'" },
+    { { "libvirt", "a.xml", "--domain", "vm" },
+      "FILE 'a.xml' and --domain 'vm' exclude each other" },
+    { { "libvirt", "a.xml", "--connect", "test:///default" },
+      "--connect 'test:///default' goes with --domain NAME; FILE 'a.xml' "
+      "is read from disk" },
+    { { "libvirt", "--domain", "vm", "--in-place" },
+      "--in-place rewrites a FILE, not --domain 'vm' (use --define)" },
+    { { "libvirt", "-", "--in-place" },
+      "--in-place needs a FILE to rewrite, not - (standard input)" },
+    { { "libvirt", "a.xml", "--define" },
+      "--define goes with --domain NAME, not FILE 'a.xml'" },
+    { { "libvirt", "a.xml", "--qemu-stock", "--qemu-default-auto" },
+      "--qemu-stock and --qemu-default-auto exclude each other" },
+    { { "libvirt", "a.xml", "--host-snapshot", "/s", "--qemu-stock" },
+      "--host-snapshot and --qemu-stock exclude each other" },
+    { { "libvirt", "a.xml", "--host-snapshot", "/s",
+        "--qemu-default-auto" },
+      "--host-snapshot and --qemu-default-auto exclude each other" },
+    { { "libvirt", "a.xml", "--nccl-topo", "n.xml" },
+      "--nccl-topo 'n.xml' goes with --mirror" },
+    { { "libvirt", "a.xml", "--check", "--in-place" },
+      "--check only reads the domain: it excludes --in-place" },
+    { { "libvirt", "--domain", "vm", "--check", "--define" },
+      "--check only reads the domain: it excludes --define" },
+    { { "libvirt", "a.xml", "--check", "--diff" },
+      "--check only reads the domain: it excludes --diff" },
+    { { "libvirt", "a.xml", "--check", "--host-snapshot", "/s" },
+      "--check only reads the domain: it excludes --host-snapshot" },
+    { { "libvirt", "a.xml", "--check", "--emulator", "/q" },
+      "--check only reads the domain: it excludes --emulator" },
+    { { "libvirt", "a.xml", "--check", "--mirror" },
+      "--check only reads the domain: it excludes --mirror" },
+    { { "libvirt", "a.xml", "--policy", "x" },
+      "--policy must be system, host-bridge or switch, not 'x'" },
+#endif
+};
+#undef BDF
+
+/* "gpup2p CMD: " before a command's usage message, "gpup2p: " before
+ * main's (no command, or an unknown one). */
+static char *usage_prefix(const UsageRule *u)
+{
+    if (!u->args[0] || !strcmp(u->args[0], "frobnicate")) {
+        return g_strdup("gpup2p: ");
+    }
+    return g_strdup_printf("gpup2p %s: ", u->args[0]);
+}
+
+static void test_usage_rules(void)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(usage_rules); i++) {
+        const UsageRule *u = &usage_rules[i];
+        g_autofree char *prefix = usage_prefix(u);
+        g_autofree char *first = NULL;
+        g_auto(Run) r = { 0 };
+
+        run_argv(&r, u->args);
+        first = g_strndup(r.err, strcspn(r.err, "\n"));
+        g_test_message("%s", first);
+        g_assert_cmpint(r.status, ==, 64);
+        g_assert_cmpstr(r.out, ==, "");
+        /* The rule's own line comes first: no catch-all sentence. */
+        if (!g_str_has_prefix(first, prefix) || !strstr(first, u->says)) {
+            g_error("row %zu: expected '%s...%s', got: %s", i, prefix,
+                    u->says, r.err);
+        }
+    }
+}
+
+/*
  * Nothing to plan (no GPU in the capture, no --devices) is no success:
  * exit 3, as for no valid plan, with a message naming the input and no
  * plan on stdout, in text and JSON alike.
@@ -512,6 +659,79 @@ static void test_snapshot_failure_leaves_nothing(void)
     dir = g_dir_open(tmp, 0, NULL);
     g_assert_null(g_dir_read_name(dir));        /* no partial directory */
     g_rmdir(tmp);
+}
+
+/* The snapshot of @sb's host in @tmp/capture, taken under umask 027 as
+ * the host service takes it (data/gpup2p-host-snapshot.in). */
+static char *snapshot_of(SysfsBuilder *sb, const char *tmp)
+{
+    g_autofree char *dest = g_build_filename(tmp, "capture", NULL);
+    g_auto(Run) snap = { 0 };
+    mode_t old = umask(027);
+
+    run(&snap, "snapshot", "--sysfs-root", sb_root(sb), dest, NULL);
+    umask(old);
+    g_assert_cmpstr(snap.err, ==, "");
+    g_assert_cmpint(snap.status, ==, 0);
+    return g_steal_pointer(&dest);
+}
+
+/*
+ * The snapshot keeps kernel/iommu_groups (group directories, relative
+ * devices links), so that its reader refuses an iommu_group link to a
+ * group the host did not have, or one that does not list the device.
+ */
+static void test_snapshot_iommu_groups(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-snap-XXXXXX", NULL);
+    g_autofree char *dest = NULL, *member = NULL, *text = NULL;
+    g_autofree char *group = NULL;
+    g_auto(Run) a = { 0 }, b = { 0 }, gone = { 0 }, unlisted = { 0 };
+    const char *rel = "sys/kernel/iommu_groups/11/devices/" SB_GPU_B;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_iommu_groups(sb);
+    dest = snapshot_of(sb, tmp);
+    member = g_build_filename(dest, rel, NULL);
+    text = g_file_read_link(member, NULL);
+    g_assert_cmpstr(text, ==, "../../../../devices/pci0000:00/0000:00:01.0/"
+                    "0000:01:00.0/0000:02:01.0/" SB_GPU_B);
+    /* The modes of the rest of the snapshot: 0750 directories. */
+    {
+        g_autofree char *dir = g_path_get_dirname(member);
+        g_autofree char *vendor = g_build_filename(
+            dest, "sys/bus/pci/devices", SB_GPU_B, "vendor", NULL);
+        GStatBuf st;
+
+        g_assert_cmpint(g_stat(dir, &st), ==, 0);
+        g_assert_cmpint(st.st_mode & 07777, ==, 0750);
+        g_assert_cmpint(g_stat(vendor, &st), ==, 0);
+        g_assert_cmpint(st.st_mode & 07777, ==, 0640);
+    }
+    run(&a, "topo", "--sysfs-root", sb_root(sb), "--json", NULL);
+    run(&b, "topo", "--sysfs-root", dest, "--json", NULL);
+    g_assert_cmpint(b.status, ==, 0);
+    g_assert_nonnull(strstr(b.out, "\"iommu_group\" : 11"));
+    g_assert_cmpstr(strstr(a.out, "\"devices\""), ==,
+                    strstr(b.out, "\"devices\""));
+
+    /* The group listed no longer lists GPU B: named. */
+    g_assert_cmpint(g_unlink(member), ==, 0);
+    run(&unlisted, "topo", "--sysfs-root", dest, NULL);
+    g_assert_cmpint(unlisted.status, ==, 1);
+    g_assert_nonnull(strstr(unlisted.err, SB_GPU_B "/iommu_group"));
+    g_assert_nonnull(strstr(unlisted.err, "IOMMU group 11, but the group "
+                            "does not list " SB_GPU_B));
+    /* The group gone: named, with the device. */
+    group = g_build_filename(dest, "sys/kernel/iommu_groups/11", NULL);
+    sb_remove_tree(group);
+    run(&gone, "topo", "--sysfs-root", dest, NULL);
+    g_assert_cmpint(gone.status, ==, 1);
+    g_assert_nonnull(strstr(gone.err, SB_GPU_B "/iommu_group"));
+    g_assert_nonnull(strstr(gone.err, "names IOMMU group 11"));
+    g_assert_nonnull(strstr(gone.err, "no such group"));
+    sb_remove_tree(tmp);
 }
 
 /* The item @name of a `check --json` report, or NULL. */
@@ -1027,6 +1247,8 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/snapshot/round-trip", test_snapshot_round_trip);
     g_test_add_func("/cli/snapshot/failure",
                     test_snapshot_failure_leaves_nothing);
+    g_test_add_func("/cli/snapshot/iommu-groups", test_snapshot_iommu_groups);
+    g_test_add_func("/cli/usage/rules", test_usage_rules);
     g_test_add_func("/cli/check/capture", test_check_capture);
     g_test_add_func("/cli/check/advice", test_check_advice);
 #ifdef GP_HAVE_LIBVIRT

@@ -152,6 +152,12 @@ def main():
            "cli.h defines" % doc, "documented %s, defined %s"
            % (sorted(meant), sorted(defined)))
 
+    # Prose that gives the usage code (outside the tables) gives 64.
+    for doc, text in (("README.md", readme), ("operator-guide.md", guide)):
+        codes = re.findall(r"(\d+)\s+bad\s+command\s+line", text)
+        ok(codes and all(int(c) == 64 for c in codes), "%s: every 'N bad "
+           "command line' says 64" % doc, codes)
+
     # README's synopsis names every command --help lists, as it says.
     synopsis = readme.split("## The `gpup2p` command", 1)[1].split(
         "Exit codes:", 1)[0]

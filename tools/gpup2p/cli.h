@@ -4,6 +4,7 @@
 #define GPUP2P_CLI_H
 
 #include "gpup2p/json.h"
+#include "gpup2p/plan.h"
 
 /* Exit codes, documented in `gpup2p --help` and docs/operator-guide.md. */
 enum {
@@ -47,6 +48,21 @@ int gp_cmd_qemu_args(int argc, char **argv);
 
 /* Parse options; prints the error and returns false on bad usage. */
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv);
+/*
+ * Usage checks: each says which rule is broken, naming the option and
+ * value (the caller then exits GP_EXIT_USAGE). A BDF is as Linux names
+ * devices, "0000:01:00.0" (or "01:00.0" for domain 0).
+ */
+#define GP_CLI_BDF_EXAMPLE "0000:01:00.0"
+/* The value of @option ("BDF,...") split into *@bdfs; NULL for NULL. */
+bool gp_cli_bdf_list(const char *cmd, const char *option, const char *text,
+                     char ***bdfs);
+/* A device argument; @what names it in the message ("device A"). */
+bool gp_cli_bdf_arg(const char *cmd, const char *what, const char *arg);
+/* --policy's value; leaves *@policy as it is for NULL. */
+bool gp_cli_policy(const char *cmd, const char *text, GpPlanPolicy *policy);
+/* No positional argument after the options: argv[1] is named. */
+bool gp_cli_no_args(const char *cmd, int argc, char **argv);
 /* "gpup2p CMD: message" on stderr; returns @code. */
 int gp_cli_fail(const char *cmd, int code, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);

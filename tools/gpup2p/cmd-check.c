@@ -130,16 +130,15 @@ int gp_cmd_check(int argc, char **argv)
     if (!gp_cli_parse(ctx, &argc, &argv)) {
         return GP_EXIT_USAGE;
     }
-    if (argc > 1) {
-        return gp_cli_fail("check", GP_EXIT_USAGE,
-                           "unexpected argument '%s'", argv[1]);
+    if (!gp_cli_no_args("check", argc, argv) ||
+        !gp_cli_bdf_list("check", "--devices", devices, &bdfs)) {
+        return GP_EXIT_USAGE;
     }
     r.as_json = json;
     topo = gp_topo_read(root ? root : "/", &err);
     if (!topo || (domain && !(dom = check_domain_read(domain, &err)))) {
         return gp_cli_fail("check", GP_EXIT_FAILED, "%s", err->message);
     }
-    bdfs = gp_cli_split_list(devices);
     gpus = select_gpus(topo, bdfs, dom, &err);
     if (!gpus) {
         return gp_cli_fail("check", GP_EXIT_FAILED, "%s", err->message);

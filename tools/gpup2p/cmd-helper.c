@@ -305,6 +305,31 @@ static void print_pairs(GPtrArray *pairs, guint agree,
     printf("%u of %u pairs agree\n", agree, pairs->len);
 }
 
+/* Two devices A B, or --all and none. */
+static bool verdict_args_valid(gboolean all, int argc, char **argv)
+{
+    if (all && argc > 1) {
+        gp_cli_fail("verdict", GP_EXIT_USAGE, "--all compares every pair: "
+                    "it takes no device, not '%s'", argv[1]);
+        return false;
+    }
+    if (all) {
+        return true;
+    }
+    if (argc < 3) {
+        gp_cli_fail("verdict", GP_EXIT_USAGE, "give two devices A B, or "
+                    "--all (%s)", argc < 2 ? "none given" : "B missing");
+        return false;
+    }
+    if (argc > 3) {
+        gp_cli_fail("verdict", GP_EXIT_USAGE, "two devices only, not also "
+                    "'%s'", argv[3]);
+        return false;
+    }
+    return gp_cli_bdf_arg("verdict", "device A", argv[1]) &&
+           gp_cli_bdf_arg("verdict", "device B", argv[2]);
+}
+
 int gp_cmd_verdict(int argc, char **argv)
 {
     gboolean json = FALSE, all = FALSE;
@@ -330,9 +355,8 @@ int gp_cmd_verdict(int argc, char **argv)
     if (!gp_cli_parse(ctx, &argc, &argv)) {
         return GP_EXIT_USAGE;
     }
-    if (all ? argc != 1 : argc != 3) {
-        return gp_cli_fail("verdict", GP_EXIT_USAGE, "expected two devices, "
-                           "or --all");
+    if (!verdict_args_valid(all, argc, argv)) {
+        return GP_EXIT_USAGE;
     }
     /* Every ordered pair of devices is compared: all of them read. */
     topo = gp_topo_read_all("/", &err);

@@ -481,18 +481,83 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
     return GP_EXIT_OK;
 }
 
-static bool options_valid(const LibvirtOpts *o, int argc, char **argv,
-                          const char *domain)
+/* A usage message of `gpup2p libvirt`; false, for the caller to return. */
+static G_GNUC_PRINTF(1, 2) bool usage(const char *fmt, ...)
 {
-    bool file = argc == 2, stdin_ = file && !strcmp(argv[1], "-");
+    g_autofree char *msg = NULL;
+    va_list ap;
 
-    return file != !!domain && !(o->in_place && (domain || stdin_)) &&
-           !(o->define && !domain) &&
-           !(o->stock && o->qemu_auto) &&
-           !(o->snapshot && (o->stock || o->qemu_auto)) &&
-           !(o->nccl_topo && !o->mirror) &&
-           !(o->check && (o->in_place || o->define || o->diff ||
-                          o->snapshot || o->emulator || o->mirror));
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    gp_cli_fail("libvirt", GP_EXIT_USAGE, "%s", msg);
+    return false;
+}
+
+/* The input: one FILE, "-" or --domain NAME (with --connect). */
+static bool input_valid(int argc, char **argv, const char *domain,
+                        const char *uri)
+{
+    const char *file = argc > 1 ? argv[1] : NULL;
+
+    if (argc > 2) {
+        return usage("one FILE only, not also '%s'", argv[2]);
+    }
+    if (!file && !domain) {
+        return usage("give FILE, - (standard input) or --domain NAME");
+    }
+    if (file && domain) {
+        return usage("FILE '%s' and --domain '%s' exclude each other", file,
+                     domain);
+    }
+    if (uri && !domain) {
+        return usage("--connect '%s' goes with --domain NAME; FILE '%s' is "
+                     "read from disk", uri, file);
+    }
+    return true;
+}
+
+/* Each rule of the command line, said on its own (exit 64). */
+static bool options_valid(const LibvirtOpts *o, int argc, char **argv,
+                          const char *domain, const char *uri)
+{
+    const char *writer = o->in_place ? "--in-place" :
+                         o->define ? "--define" : o->diff ? "--diff" :
+                         o->snapshot ? "--host-snapshot" :
+                         o->emulator ? "--emulator" :
+                         o->mirror ? "--mirror" : NULL;
+
+    if (!input_valid(argc, argv, domain, uri)) {
+        return false;
+    }
+    if (o->in_place && domain) {
+        return usage("--in-place rewrites a FILE, not --domain '%s' (use "
+                     "--define)", domain);
+    }
+    if (o->in_place && !strcmp(argv[1], "-")) {
+        return usage("--in-place needs a FILE to rewrite, not - (standard "
+                     "input)");
+    }
+    if (o->define && !domain) {
+        return usage("--define goes with --domain NAME, not FILE '%s'",
+                     argv[1]);
+    }
+    if (o->stock && o->qemu_auto) {
+        return usage("--qemu-stock and --qemu-default-auto exclude each "
+                     "other");
+    }
+    if (o->snapshot && (o->stock || o->qemu_auto)) {
+        return usage("--host-snapshot and %s exclude each other",
+                     o->stock ? "--qemu-stock" : "--qemu-default-auto");
+    }
+    if (o->nccl_topo && !o->mirror) {
+        return usage("--nccl-topo '%s' goes with --mirror", o->nccl_topo);
+    }
+    if (o->check && writer) {
+        return usage("--check only reads the domain: it excludes %s",
+                     writer);
+    }
+    return true;
 }
 
 static char *read_input(const char *path, GError **errp)
@@ -646,18 +711,9 @@ int gp_cmd_libvirt(int argc, char **argv)
         ret = GP_EXIT_USAGE;
         goto out;
     }
-    if (policy && !gp_plan_policy_parse(policy, &o.policy, &err)) {
-        ret = gp_cli_fail("libvirt", GP_EXIT_USAGE, "--policy: %s",
-                          err->message);
-        goto out;
-    }
-    if (!options_valid(&o, argc, argv, domain)) {
-        ret = gp_cli_fail("libvirt", GP_EXIT_USAGE, "give FILE, - or "
-                          "--connect URI --domain NAME; --in-place goes "
-                          "with FILE, --define with --domain; --qemu-stock, "
-                          "--qemu-default-auto and --host-snapshot exclude "
-                          "each other; --check only reads; --nccl-topo goes "
-                          "with --mirror");
+    if (!gp_cli_policy("libvirt", policy, &o.policy) ||
+        !options_valid(&o, argc, argv, domain, uri)) {
+        ret = GP_EXIT_USAGE;
         goto out;
     }
     if (domain) {

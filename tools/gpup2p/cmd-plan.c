@@ -57,19 +57,15 @@ int gp_cmd_plan(int argc, char **argv)
     if (!gp_cli_parse(ctx, &argc, &argv)) {
         return GP_EXIT_USAGE;
     }
-    if (argc > 1) {
-        return gp_cli_fail("plan", GP_EXIT_USAGE, "unexpected argument '%s'",
-                           argv[1]);
-    }
-    if (policy_text && !gp_plan_policy_parse(policy_text, &policy, &err)) {
-        return gp_cli_fail("plan", GP_EXIT_USAGE, "--policy: %s",
-                           err->message);
+    if (!gp_cli_no_args("plan", argc, argv) ||
+        !gp_cli_bdf_list("plan", "--devices", devices, &bdfs) ||
+        !gp_cli_policy("plan", policy_text, &policy)) {
+        return GP_EXIT_USAGE;
     }
     topo = gp_topo_read(root ? root : "/", &err);
     if (!topo) {
         return gp_cli_fail("plan", GP_EXIT_FAILED, "%s", err->message);
     }
-    bdfs = gp_cli_split_list(devices);
     plan = gp_plan_compute(topo, (const char *const *)bdfs, policy, &err);
     if (!plan) {
         return gp_cli_fail("plan",

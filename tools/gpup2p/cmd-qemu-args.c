@@ -76,6 +76,45 @@ static void print_args(char **args, const char *nccl, bool shell)
     }
 }
 
+/* Each rule of the command line, said on its own. */
+static bool qemu_args_valid(gboolean mirror, int argc, char **argv,
+                            const char *nccl, gint cpus, gint memory)
+{
+    int i;
+
+    if (!mirror) {
+        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "give --mirror (the only "
+                    "mode): qemu-args --mirror BDF...");
+        return false;
+    }
+    if (argc < 2) {
+        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--mirror needs the host "
+                    "devices, BDFs like %s", GP_CLI_BDF_EXAMPLE);
+        return false;
+    }
+    for (i = 1; i < argc; i++) {
+        if (!gp_cli_bdf_arg("qemu-args", "each device", argv[i])) {
+            return false;
+        }
+    }
+    if (nccl && strchr(nccl, ',')) {
+        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--nccl-topo '%s': a comma "
+                    "in the path would split QEMU's option", nccl);
+        return false;
+    }
+    if (cpus < 0) {
+        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--cpus must be 0 (one per "
+                    "NUMA cell) or more, not '%d'", cpus);
+        return false;
+    }
+    if (memory <= 0) {
+        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--memory must be a "
+                    "positive number of MiB, not '%d'", memory);
+        return false;
+    }
+    return true;
+}
+
 int gp_cmd_qemu_args(int argc, char **argv)
 {
     g_autofree char *root = NULL, *nccl = NULL, *props = NULL;
@@ -114,18 +153,8 @@ int gp_cmd_qemu_args(int argc, char **argv)
     if (!gp_cli_parse(ctx, &argc, &argv)) {
         return GP_EXIT_USAGE;
     }
-    if (!mirror || argc < 2) {
-        return gp_cli_fail("qemu-args", GP_EXIT_USAGE, "give --mirror and "
-                           "the host devices (BDF...)");
-    }
-    if (nccl && strchr(nccl, ',')) {
-        return gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--nccl-topo %s: a "
-                           "comma in the path would split QEMU's option",
-                           nccl);
-    }
-    if (cpus < 0 || memory <= 0) {
-        return gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--cpus and --memory "
-                           "must be positive");
+    if (!qemu_args_valid(mirror, argc, argv, nccl, cpus, memory)) {
+        return GP_EXIT_USAGE;
     }
     topo = gp_topo_read(root ? root : "/", &err);
     if (!topo) {

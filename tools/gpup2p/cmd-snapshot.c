@@ -22,9 +22,13 @@ int gp_cmd_snapshot(int argc, char **argv)
     if (!gp_cli_parse(ctx, &argc, &argv)) {
         return GP_EXIT_USAGE;
     }
-    if (argc != 2) {
-        return gp_cli_fail("snapshot", GP_EXIT_USAGE,
-                           "expected one argument, the new directory");
+    if (argc < 2) {
+        return gp_cli_fail("snapshot", GP_EXIT_USAGE, "give the new "
+                           "directory to capture into (NEWDIR)");
+    }
+    if (argc > 2) {
+        return gp_cli_fail("snapshot", GP_EXIT_USAGE, "one directory only, "
+                           "not also '%s'", argv[2]);
     }
     if (!root && geteuid() != 0) {
         fprintf(stderr, "gpup2p snapshot: warning: not root, so config space "

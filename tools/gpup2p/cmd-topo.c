@@ -316,9 +316,9 @@ int gp_cmd_topo(int argc, char **argv)
     if (!gp_cli_parse(ctx, &argc, &argv)) {
         return GP_EXIT_USAGE;
     }
-    if (argc > 1) {
-        return gp_cli_fail("topo", GP_EXIT_USAGE, "unexpected argument '%s'",
-                           argv[1]);
+    if (!gp_cli_no_args("topo", argc, argv) ||
+        !gp_cli_bdf_list("topo", "--devices", devices, &bdfs)) {
+        return GP_EXIT_USAGE;
     }
     if (all && devices) {
         return gp_cli_fail("topo", GP_EXIT_USAGE,
@@ -330,7 +330,6 @@ int gp_cmd_topo(int argc, char **argv)
     if (!topo) {
         return gp_cli_fail("topo", GP_EXIT_FAILED, "%s", err->message);
     }
-    bdfs = gp_cli_split_list(devices);
     pairs = gp_cli_select(topo, bdfs, all ? is_endpoint : is_gpu_or_nic,
                           &err);
     if (!pairs) {

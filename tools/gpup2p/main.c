@@ -63,12 +63,73 @@ static void usage(FILE *out)
             "command line (as\ngpup2p-verify); 4 is not used.\n");
 }
 
+/* GLib names the option and value ("Missing argument for --devices"). */
 bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
 {
     g_autoptr(GError) err = NULL;
 
     if (!g_option_context_parse(ctx, argc, argv, &err)) {
-        fprintf(stderr, "gpup2p: %s\n", err->message);
+        fprintf(stderr, "%s: %s\n", g_get_prgname(), err->message);
+        return false;
+    }
+    return true;
+}
+
+bool gp_cli_bdf_arg(const char *cmd, const char *what, const char *arg)
+{
+    char norm[GP_BDF_LEN];
+
+    if (!gp_bdf_normalize(arg, norm)) {
+        gp_cli_fail(cmd, GP_EXIT_USAGE, "%s needs a BDF like %s, not '%s'",
+                    what, GP_CLI_BDF_EXAMPLE, arg);
+        return false;
+    }
+    return true;
+}
+
+bool gp_cli_bdf_list(const char *cmd, const char *option, const char *text,
+                     char ***bdfs)
+{
+    g_auto(GStrv) list = gp_cli_split_list(text);
+    char norm[GP_BDF_LEN];
+    size_t i;
+
+    *bdfs = NULL;
+    if (!text) {
+        return true;
+    }
+    if (!list[0]) {
+        gp_cli_fail(cmd, GP_EXIT_USAGE, "%s needs at least one BDF, like "
+                    "%s, not '%s'", option, GP_CLI_BDF_EXAMPLE, text);
+        return false;
+    }
+    for (i = 0; list[i]; i++) {
+        if (!gp_bdf_normalize(list[i], norm)) {
+            gp_cli_fail(cmd, GP_EXIT_USAGE, "%s needs BDFs like %s, not "
+                        "'%s'", option, GP_CLI_BDF_EXAMPLE, list[i]);
+            return false;
+        }
+    }
+    *bdfs = g_steal_pointer(&list);
+    return true;
+}
+
+bool gp_cli_policy(const char *cmd, const char *text, GpPlanPolicy *policy)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (text && !gp_plan_policy_parse(text, policy, &err)) {
+        gp_cli_fail(cmd, GP_EXIT_USAGE, "--policy %s", err->message);
+        return false;
+    }
+    return true;
+}
+
+bool gp_cli_no_args(const char *cmd, int argc, char **argv)
+{
+    if (argc > 1) {
+        gp_cli_fail(cmd, GP_EXIT_USAGE, "unexpected argument '%s' (%s "
+                    "takes options only)", argv[1], cmd);
         return false;
     }
     return true;
@@ -160,6 +221,7 @@ int main(int argc, char **argv)
     size_t i;
 
     if (argc < 2) {
+        fprintf(stderr, "gpup2p: no command given\n");
         usage(stderr);
         return GP_EXIT_USAGE;
     }

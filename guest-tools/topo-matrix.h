@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The GPU topology matrix of the text report, as `nvidia-smi topo -m`. */
+#ifndef GPUP2P_VERIFY_TOPO_MATRIX_H
+#define GPUP2P_VERIFY_TOPO_MATRIX_H
+
+#include "verify.h"
+
+/*
+ * The cell of GPUs @a and @b (indices into r->gpus): "X" for a GPU with
+ * itself; "NV<n>" where n NVLinks join them (NVML's count, the pair's or,
+ * without a pair, the links whose far end is the other GPU); else the PCIe
+ * path class from their uplinks and NUMA nodes (PIX, PXB, PHB, NODE, SYS),
+ * "?" where the uplinks may be cut short.
+ */
+char *verify_topo_cell(const VerifyReport *r, guint a, guint b);
+/* The matrix, one row per GPU, as text. */
+char *verify_topo_matrix(const VerifyReport *r);
+
+#endif

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`gpup2p libvirt --define` against a real libvirt daemon and its QEMU
+driver (not the test driver of test_libvirt.py).
+
+The daemon is libvirt's session daemon (qemu:///session), started here by
+hand with a private HOME and XDG directories, as an unprivileged user: as
+root, libvirt's session URI means the system daemon, whose paths are the
+machine's. It runs Debian's QEMU only to probe its capabilities; no domain
+is started. Two checks:
+- define through the daemon: the read-back (the QEMU driver adds PCI
+  addresses, controllers, a CPU model, and formats the XML its own way)
+  keeps every clique override gpup2p wrote, and gpup2p says so (exit 0);
+- a driver that drops <qemu:override> (the stand-in libvirt.so.0 of
+  libvirt-dropper/ leaves it out on the way to this same daemon): the
+  read-back from the daemon lacks it, gpup2p exits 1 naming what is
+  missing, and the daemon holds the previous definition again.
+Skipped where libvirtd, its QEMU driver or QEMU are not installed."""
+
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+from taplib import Tap  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HOST = os.path.join(HERE, "..", "fixtures", "vhost-two-numa")
+G = os.path.abspath(os.environ.get("GPUP2P", "gpup2p"))
+DROPPER = os.environ.get("LIBVIRT_DROPPER_DIR", "")
+LIBVIRTD = shutil.which("libvirtd") or "/usr/sbin/libvirtd"
+QEMU = "/usr/bin/qemu-system-x86_64"
+QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/" \
+              "libvirt_driver_qemu.so"
+URI = "qemu:///session"
+USER = "nobody"     # the session daemon's user when this runs as root
+
+# Two GPUs the capture's planner gives one clique (root ports of a host
+# bridge that forwards P2P), on Debian's QEMU: upstream's
+# x-nv-gpudirect-clique through <qemu:override>. type='qemu': KVM is not
+# the daemon user's here, and nothing starts.
+DOMAIN = """<domain type='qemu'>
+  <name>gpu-vm</name>
+  <uuid>6f1c0c0e-4a3b-4a8e-9a55-2b8c3e7d9a10</uuid>
+  <memory unit='MiB'>512</memory>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+    <emulator>%s</emulator>
+    <controller type='pci' index='0' model='pcie-root'/>
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x05' slot='0x00'
+        function='0x0'/></source>
+    </hostdev>
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x41' slot='0x00'
+        function='0x0'/></source>
+    </hostdev>
+  </devices>
+</domain>
+""" % QEMU
+
+
+class Session:
+    """A libvirt session daemon of its own, as USER (or as this user)."""
+
+    def __init__(self, top):
+        self.top = top
+        self.env = dict(os.environ, HOME=os.path.join(top, "home"),
+                        XDG_CONFIG_HOME=os.path.join(top, "config"),
+                        XDG_RUNTIME_DIR=os.path.join(top, "run"),
+                        XDG_CACHE_HOME=os.path.join(top, "cache"),
+                        XDG_DATA_HOME=os.path.join(top, "data"), LC_ALL="C")
+        # meson points LD_LIBRARY_PATH at the build's libraries, the
+        # stand-in libvirt.so.0 among them: only the dropper run gets it.
+        self.env.pop("LD_LIBRARY_PATH", None)
+        self.prefix = []
+        ids = None
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam(USER)
+            ids = (pw.pw_uid, pw.pw_gid)
+            self.prefix = ["setpriv", "--reuid=%d" % pw.pw_uid,
+                           "--regid=%d" % pw.pw_gid, "--clear-groups"]
+        for k in ("HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR",
+                  "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+            os.makedirs(self.env[k], mode=0o700)
+            if ids:
+                os.chown(self.env[k], *ids)
+        self.sock = os.path.join(self.env["XDG_RUNTIME_DIR"], "libvirt",
+                                 "libvirt-sock")
+        self.log = open(os.path.join(top, "libvirtd.log"), "w")
+        self.daemon = subprocess.Popen(self.prefix + [LIBVIRTD],
+                                       env=self.env, stdout=self.log,
+                                       stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while not os.path.exists(self.sock) and time.time() < deadline and \
+                self.daemon.poll() is None:
+            time.sleep(0.1)
+
+    def run(self, argv, env=None, **kw):
+        return subprocess.run(self.prefix + argv, capture_output=True,
+                              text=True, env=dict(self.env, **(env or {})),
+                              cwd=self.top, **kw)
+
+    def virsh(self, *args):
+        return self.run(["virsh", "-c", URI] + list(args))
+
+    def gpup2p(self, *args, env=None):
+        return self.run([G, "libvirt", "--sysfs-root", HOST, "--connect",
+                        URI, "--domain", "gpu-vm"] + list(args),
+                        env=dict(asan_env(), **(env or {})))
+
+    def stop(self):
+        self.daemon.terminate()
+        try:
+            self.daemon.wait(10)
+        except subprocess.TimeoutExpired:
+            self.daemon.kill()
+            self.daemon.wait()
+        self.log.close()
+
+
+def asan_env():
+    """For a gpup2p built with AddressSanitizer: its runtime intercepts the
+    XDR functions (xdrmem_create...) to forward them to glibc's SunRPC,
+    which Debian 12's glibc no longer has, so libvirt's RPC (libtirpc)
+    calls a null pointer. libtirpc preloaded comes before the runtime."""
+    p = subprocess.run(["readelf", "-d", G], capture_output=True, text=True)
+    if "libasan" not in p.stdout:
+        return {}
+    opts = os.environ.get("ASAN_OPTIONS", "")
+    return {"LD_PRELOAD": "libtirpc.so.3",
+            "ASAN_OPTIONS": opts + (":" if opts else "") +
+            "verify_asan_link_order=0"}
+
+
+OVERRIDE = ("<qemu:device alias='%s'>\n      <qemu:frontend>\n        "
+            "<qemu:property name='x-nv-gpudirect-clique' type='unsigned' "
+            "value='0'/>")
+ALIASES = ("ua-gpup2p-0000-05-00-0", "ua-gpup2p-0000-41-00-0")
+
+
+def test_define(t, s):
+    with open(os.path.join(s.top, "gpu-vm.xml"), "w") as f:
+        f.write(DOMAIN)
+    os.chmod(os.path.join(s.top, "gpu-vm.xml"), 0o644)
+    p = s.virsh("define", os.path.join(s.top, "gpu-vm.xml"))
+    t.ok(p.returncode == 0, "the QEMU driver of a real libvirtd defines the "
+         "domain", p.stdout + p.stderr)
+    p = s.gpup2p("--define")
+    t.ok(p.returncode == 0 and "<domain type='qemu'" in p.stdout,
+         "gpup2p libvirt --define through the real daemon: exit 0, the "
+         "read-back printed", p.stderr)
+    dump = s.virsh("dumpxml", "--inactive", "gpu-vm").stdout
+    t.ok(all(OVERRIDE % a in dump for a in ALIASES) and
+         all("<alias name='%s'/>" % a in dump for a in ALIASES) and
+         "<address type='pci'" in dump,
+         "libvirt kept both clique overrides and aliases, and added its "
+         "own PCI addresses", dump)
+    t.eq(p.stdout.strip(), dump.strip(),
+         "what gpup2p printed is the daemon's definition")
+    again = s.gpup2p("--define")
+    t.ok(again.returncode == 0 and
+         s.virsh("dumpxml", "--inactive", "gpu-vm").stdout == dump,
+         "a second --define changes nothing", again.stderr)
+
+
+def test_dropped(t, s):
+    # Back to the plain domain, then define through the dropper.
+    p = s.virsh("define", os.path.join(s.top, "gpu-vm.xml"))
+    before = s.virsh("dumpxml", "--inactive", "gpu-vm").stdout
+    t.ok(p.returncode == 0 and "qemu:override" not in before,
+         "the plain domain is defined again", p.stderr)
+    p = s.gpup2p("--define", env={"LD_LIBRARY_PATH": DROPPER})
+    after = s.virsh("dumpxml", "--inactive", "gpu-vm").stdout
+    t.eq(p.returncode, 1, "a define whose <qemu:override> the daemon never "
+         "got: exit 1")
+    t.ok("did not keep what gpup2p wrote" in p.stderr and
+         all(("<qemu:device alias='%s'> <qemu:frontend> <qemu:property "
+              "name='x-nv-gpudirect-clique' type='unsigned' value='0'>" % a)
+             in p.stderr for a in ALIASES) and
+         "previous definition is back" in p.stderr and p.stdout == "",
+         "... naming each override the read-back lacks", p.stderr)
+    t.ok(after == before and "qemu:override" not in after,
+         "... and the daemon holds the previous definition again",
+         after)
+
+
+def main(t):
+    missing = [f for f in (LIBVIRTD, QEMU, QEMU_DRIVER)
+               if not os.path.exists(f)]
+    if missing:
+        print("1..0 # SKIP not installed: %s" % ", ".join(missing))
+        sys.exit(0)
+    top = tempfile.mkdtemp(prefix="gpup2p-libvirtd-")
+    os.chmod(top, 0o755)
+    s = Session(top)
+    try:
+        ver = s.virsh("version")
+        t.ok(ver.returncode == 0 and "Running hypervisor: QEMU" in ver.stdout,
+             "a libvirt session daemon with its QEMU driver runs here",
+             ver.stdout + ver.stderr + open(s.log.name).read())
+        if ver.returncode == 0:
+            test_define(t, s)
+            test_dropped(t, s)
+    finally:
+        s.stop()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    Tap().run(main)
