@@ -59,6 +59,7 @@ typedef struct {
     volatile int *flag;         /* pinned, mapped: releases the spins */
     CUdeviceptr flag_dev;
     uint64_t *results;          /* pinned: per GPU, n check words + chase */
+    void *host;                 /* pinned, the size: host <-> device */
     gsize bytes;
     unsigned loops, warmup;
     double watchdog_s;          /* longest wait for any GPU work */
@@ -341,7 +342,7 @@ static bool gpu_open(Run *run, Gpu *g, GError **errp)
     CU_TRY(p_cuMemAlloc(&g->inbox, inbox), "GPU %d: allocating %"
            G_GSIZE_FORMAT " bytes", g->ordinal, inbox);
     CU_TRY(p_cuMemAlloc(&g->scratch, 4096), "GPU %d: scratch", g->ordinal);
-    if (!run->o->quick) {
+    if (verify_figure_wanted(run->o, FIG_STAGED)) {
         /* Pinning takes time: only for the host-staged figure. */
         CU_TRY(p_cuMemHostAlloc(&g->staging, 2 * STAGING_CHUNK,
                                 CU_MEMHOSTALLOC_PORTABLE),
@@ -404,6 +405,15 @@ static bool allocate(Run *run, GError **errp)
     CU_TRY(p_cuMemHostAlloc((void **)&run->results,
                             sizeof(uint64_t) * run->n * (run->n + 2),
                             CU_MEMHOSTALLOC_PORTABLE), "pinned results");
+    if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_H2D) ||
+        verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_D2H)) {
+        /* As nvbandwidth's host buffer: pinned, portable, the full size;
+         * one for all GPUs, measured one at a time. */
+        CU_TRY(p_cuMemHostAlloc(&run->host, run->bytes,
+                                CU_MEMHOSTALLOC_PORTABLE),
+               "pinned host memory of %" G_GSIZE_FORMAT " bytes",
+               run->bytes);
+    }
     return true;
 }
 
@@ -471,20 +481,32 @@ static gsize xfer_len(const Run *run, const Xfer *x)
     return x->len ? x->len : run->bytes;
 }
 
+/* Reads are issued by the destination, as nvbandwidth's read tests. */
+static bool issued_by_dst(XferKind k)
+{
+    return k == XFER_SM_READ || k == XFER_CE_READ;
+}
+
 /* The GPU whose stream carries @x. */
 static int exec_gpu(const Xfer *x)
 {
-    return x->kind == XFER_SM_READ ? x->dst : x->src;
+    return issued_by_dst(x->kind) ? x->dst : x->src;
 }
 
 static int exec_peer(const Xfer *x)
 {
-    return x->kind == XFER_SM_READ ? x->src : x->dst;
+    return issued_by_dst(x->kind) ? x->src : x->dst;
 }
 
 static bool moves_data(XferKind k)
 {
     return k != XFER_CE_LATENCY && k != XFER_SM_LATENCY;
+}
+
+/* Between one GPU and pinned host memory: no peer, no P2P verdict. */
+static bool host_path(XferKind k)
+{
+    return k == XFER_H2D || k == XFER_D2H || k == XFER_STAGED;
 }
 
 /*
@@ -532,6 +554,7 @@ static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
 
     switch (x->kind) {
     case XFER_CE:
+    case XFER_CE_READ:
     case XFER_CE_BIDIR:
         for (i = 0; i < loops; i++) {
             CU_TRY(p_cuMemcpyPeerAsync(dst, gd->ctx, gs->src, gs->ctx,
@@ -567,6 +590,18 @@ static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
     }
     case XFER_STAGED:
         return enqueue_staged(run, x, s, errp);
+    case XFER_H2D:
+        for (i = 0; i < loops; i++) {
+            CU_TRY(p_cuMemcpyHtoDAsync(dst, run->host, bytes, s),
+                   "host to device copy into %d", x->dst);
+        }
+        break;
+    case XFER_D2H:
+        for (i = 0; i < loops; i++) {
+            CU_TRY(p_cuMemcpyDtoHAsync(run->host, gs->src, bytes, s),
+                   "device to host copy out of %d", x->src);
+        }
+        break;
     }
     return true;
 }
@@ -644,6 +679,26 @@ static void drain_gpu(Run *run, int g)
 }
 
 /*
+ * The pinned host buffer before a host <-> device copy: the GPU's own
+ * pattern for host -> device, poison for device -> host.
+ */
+static bool prepare_host(Run *run, const Xfer *x, GError **errp)
+{
+    Gpu *g = &run->gpus[x->src];
+
+    if (x->kind == XFER_D2H) {
+        memset(run->host, 0xa5, xfer_len(run, x));
+    } else if (x->kind == XFER_H2D) {
+        CU_TRY(p_cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
+        CU_TRY(p_cuMemcpyDtoHAsync(run->host, g->src, xfer_len(run, x),
+                                   g->gate), "GPU %d: pattern to host",
+               x->src);
+        WAIT(run, NULL, g->gate, "GPU %d: pattern to host", x->src);
+    }
+    return true;
+}
+
+/*
  * Run @x together. With @span_ms, the whole batch is also timed on one
  * GPU (the first transfer's destination): from its own release to the
  * last transfer's end, waited for across GPUs. Several streams of one GPU
@@ -672,6 +727,9 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
                                       xfer_len(run, &x[i]) / 4, gd->gate),
                    "poisoning GPU %d", x[i].dst);
             WAIT(run, NULL, gd->gate, "poisoning GPU %d", x[i].dst);
+        }
+        if (!prepare_host(run, &x[i], errp)) {
+            return false;
         }
         CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
         CU_TRY(p_cuEventCreate(&x[i].start, CU_EVENT_DEFAULT), "event");
@@ -775,6 +833,12 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
             continue;
         }
         CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
+        if (x[i].kind == XFER_D2H) {
+            /* What reached host memory, back into the GPU to be checked
+             * there (the slot was poisoned, so nothing stale passes). */
+            CU_TRY(p_cuMemcpyHtoDAsync(buf, run->host, words * 4, gd->gate),
+                   "GPU %d: reading back host memory", x[i].dst);
+        }
         CU_TRY(p_cuMemsetD32Async(word, 0xffffffffu, 2, gd->gate), "memset");
         CU_TRY(launch(gd->check, gd->sms * 4, 512, gd->gate, args),
                "GPU %d: check_pattern", x[i].dst);
@@ -929,21 +993,37 @@ static double xfer_value(Run *run, const Xfer *x, unsigned loops)
     }
 }
 
+static const char *kind_name(XferKind k);
+
+/* "copy engine 0->1", or "host to device copy, GPU 0", into @buf. */
+static const char *xfer_label(Run *run, const Xfer *x, char *buf, gsize n)
+{
+    unsigned a = run->report_of[x->src], b = run->report_of[x->dst];
+
+    if (x->kind == XFER_H2D || x->kind == XFER_D2H) {
+        g_snprintf(buf, n, "%s, GPU %u", kind_name(x->kind), a);
+    } else {
+        g_snprintf(buf, n, "%s %u->%u", kind_name(x->kind), a, b);
+    }
+    return buf;
+}
+
 /* A destination that came back wrong after a transfer. */
 static void judge_bytes(Run *run, const Xfer *x, const char *what)
 {
     VerifyPair *p = pair_of(run, x->src, x->dst);
+    char label[96];
 
     if (x->bad < 0) {
         return;
     }
-    if (x->kind == XFER_STAGED) {
-        /* Through host memory, P2P off: no verdict on P2P, but nothing
+    if (host_path(x->kind)) {
+        /* Through host memory, not P2P: no verdict on P2P, but nothing
          * to call good either. */
         run->r->untested = true;
-        verify_note(run->r, "host-staged %u->%u: first bad byte at offset %"
-                    G_GINT64_FORMAT " (host path, not P2P)",
-                    run->report_of[x->src], run->report_of[x->dst], x->bad);
+        verify_note(run->r, "%s: first bad byte at offset %" G_GINT64_FORMAT
+                    " (host path, not P2P)",
+                    xfer_label(run, x, label, sizeof(label)), x->bad);
         return;
     }
     run->r->p2p_broken = true;
@@ -969,10 +1049,11 @@ static CheckState *path_state(VerifyPair *p, XferKind k)
 static const char *kind_name(XferKind k)
 {
     static const char *const names[] = {
-        [XFER_CE] = "copy engine", [XFER_CE_BIDIR] = "bidirectional copy "
-        "engine", [XFER_SM_WRITE] = "SM write", [XFER_SM_READ] = "SM read",
+        [XFER_CE] = "copy engine", [XFER_CE_READ] = "copy engine read",
+        [XFER_CE_BIDIR] = "bidirectional copy engine", [XFER_SM_WRITE] = "SM write", [XFER_SM_READ] = "SM read",
         [XFER_STAGED] = "host-staged copy", [XFER_CE_LATENCY] = "copy-engine "
         "latency", [XFER_SM_LATENCY] = "SM latency",
+        [XFER_H2D] = "host to device copy", [XFER_D2H] = "device to host copy",
     };
 
     return names[k];
@@ -999,11 +1080,12 @@ static bool gpu_probe_lost(Run *run, int g)
  */
 static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
 {
-    VerifyPair *p = pair_of(run, x->src, x->dst);
-    unsigned a = run->report_of[x->src], b = run->report_of[x->dst];
+    VerifyPair *p = pair_of(run, x->src, x->dst);     /* NULL: host path */
+    char label[96];
     bool data = x->kind == XFER_CE || x->kind == XFER_SM_WRITE ||
                 x->kind == XFER_SM_READ;
 
+    xfer_label(run, x, label, sizeof(label));
     if (code != CUDA_ERROR_NOT_READY &&
         (cu_sticky(code) || run->gone[x->src] || run->gone[x->dst])) {
         bool any = false;
@@ -1019,29 +1101,29 @@ static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
         if (!any) {
             mark_gone(run, exec_gpu(x), "%s", err->message);
         }
-        if (data && *path_state(p, x->kind) == CHECK_OK) {
+        if (p && data && *path_state(p, x->kind) == CHECK_OK) {
             *path_state(p, x->kind) = CHECK_UNTESTABLE;
         }
-        pair_problem(p, "%s %u->%u: %s (GPU lost, not a P2P verdict)",
-                     kind_name(x->kind), a, b, err->message);
-        return;
-    }
-    if (x->kind == XFER_STAGED) {
-        run->r->untested = true;
-        verify_note(run->r, "host-staged %u->%u: %s (host path, not P2P)",
-                    a, b, err->message);
+        if (p) {
+            pair_problem(p, "%s: %s (GPU lost, not a P2P verdict)", label,
+                         err->message);
+        }
         return;
     }
     if (code == CUDA_ERROR_NOT_READY) {
-        mark_gone(run, exec_gpu(x), "hung at %s %u->%u", kind_name(x->kind),
-                  a, b);
+        mark_gone(run, exec_gpu(x), "hung at %s", label);
+    }
+    if (host_path(x->kind)) {
+        run->r->untested = true;
+        verify_note(run->r, "%s: %s (host path, not P2P)", label,
+                    err->message);
+        return;
     }
     run->r->p2p_broken = true;
     if (data) {
         *path_state(p, x->kind) = CHECK_FAILED;
     }
-    pair_problem(p, "%s %u->%u: %s", kind_name(x->kind), a, b,
-                 err->message);
+    pair_problem(p, "%s: %s", label, err->message);
 }
 
 /*
@@ -1089,9 +1171,9 @@ static double group_value(Run *run, const Xfer *gx, int per,
                           unsigned loops)
 {
     if (per == 2) {
-        /* Both directions' bytes over the longer time. */
-        return 2.0 * run->bytes * loops /
-               (MAX(gx[0].ms, gx[1].ms) / 1e3) / 1e9;
+        /* As nvbandwidth's bidirectional _total: the sum of the two
+         * directions' bandwidths, each over its own time. */
+        return xfer_value(run, &gx[0], loops) + xfer_value(run, &gx[1], loops);
     }
     return xfer_value(run, gx, loops);
 }
@@ -1159,8 +1241,8 @@ static void measure_pairs(Run *run, GPtrArray *rounds, int fig)
 {
     const VerifyFigureInfo *f = &verify_pair_figures[fig];
     bool bidir = f->kind == XFER_CE_BIDIR;
-    bool warm = f->kind == XFER_CE || bidir || f->kind == XFER_SM_WRITE ||
-                f->kind == XFER_SM_READ;
+    bool warm = f->kind == XFER_CE || f->kind == XFER_CE_READ || bidir ||
+                f->kind == XFER_SM_WRITE || f->kind == XFER_SM_READ;
 
     for (guint ri = 0; ri < rounds->len; ri++) {
         GArray *round = g_ptr_array_index(rounds, ri);
@@ -1198,13 +1280,17 @@ static void measure_aggregates(Run *run, int k)
     VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
                                    run->report_of[k]);
     const VerifyFigureInfo *ce = &verify_pair_figures[FIG_UNI_CE];
-    unsigned loops = MAX(run->loops / 4, 1u), s;
+    unsigned loops = run->loops, s;
 
-    for (int which = 0; which < AGG_COUNT; which++) {
-        g_autofree Xfer *x = g_new0(Xfer, run->n);
+    for (int which = 0; which <= AGG_ONE_TO_ALL; which++) {
+        g_autofree Xfer *x = NULL;
         double v[16];
         int nx = 0;
 
+        if (!verify_figure_wanted(run->o, FIG_PAIR_COUNT + which)) {
+            continue;
+        }
+        x = g_new0(Xfer, run->n);
         for (int j = 0; j < run->n; j++) {
             int a = which == AGG_ALL_TO_ONE ? j : k;
             int b = which == AGG_ALL_TO_ONE ? k : j;
@@ -1216,7 +1302,8 @@ static void measure_aggregates(Run *run, int k)
                 nx = 0;
                 break;
             }
-            x[nx++] = (Xfer){ .kind = XFER_CE, .src = a, .dst = b };
+            x[nx++] = (Xfer){ .kind = XFER_CE, .src = a, .dst = b,
+                              .warmup = run->warmup };
         }
         if (nx < 1) {
             continue;
@@ -1244,6 +1331,45 @@ static void measure_aggregates(Run *run, int k)
                    (span / 1e3) / 1e9;
         }
         figure_set(&vg->agg[which], v, run->o->samples);
+    }
+}
+
+/*
+ * Host -> device and device -> host for GPU @k, one GPU at a time as
+ * nvbandwidth measures them: pinned host memory, the GPU's own stream.
+ * A failure or a bad byte is no P2P verdict (the run is then untested).
+ */
+static void measure_host(Run *run, int k)
+{
+    VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
+                                   run->report_of[k]);
+
+    for (int which = AGG_H2D; which <= AGG_D2H; which++) {
+        const VerifyFigureInfo *f = &verify_gpu_figures[which];
+        Xfer x = { .kind = f->kind, .src = k, .dst = k,
+                   .warmup = run->warmup };
+        double v[16];
+        unsigned s;
+
+        if (!verify_figure_wanted(run->o, FIG_PAIR_COUNT + which)) {
+            continue;
+        }
+        for (s = 0; s < run->o->samples && !run->gone[k]; s++) {
+            g_autoptr(GError) err = NULL;
+
+            if (!run_batch(run, &x, 1, run->loops, &err)) {
+                blame(run, &x, err, cu_last);
+                break;
+            }
+            judge_bytes(run, &x, f->key);
+            if (x.bad >= 0) {
+                break;
+            }
+            v[s] = xfer_value(run, &x, run->loops);
+        }
+        if (s == run->o->samples) {
+            figure_set(&vg->agg[which], v, s);
+        }
     }
 }
 
@@ -1443,6 +1569,10 @@ static void teardown(Run *run)
     if (run->results) {
         p_cuMemFreeHost(run->results);
     }
+    if (run->host && !run->r->gpu_lost) {
+        /* A hung GPU may still be copying into it: left to exit. */
+        p_cuMemFreeHost(run->host);
+    }
     g_free(run->gpus);
     g_free(run->report_of);
     g_free(run->gone);
@@ -1501,22 +1631,21 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
     if (!r->kernels) {
         goto out;
     }
-    if (!o->quick && !build_chains(&run, &err)) {
+    if (verify_figure_wanted(o, FIG_LAT_SM) && !build_chains(&run, &err)) {
         r->p2p_broken = true;
         verify_note(r, "%s", err->message);
         goto out;
     }
     for (int fig = 0; fig < FIG_PAIR_COUNT; fig++) {
-        if (o->quick && !verify_pair_figures[fig].quick) {
+        if (!verify_figure_wanted(o, fig)) {
             continue;
         }
         measure_pairs(&run, verify_pair_figures[fig].kind == XFER_STAGED ||
                       !o->concurrent ? one_by_one : rounds, fig);
     }
-    if (!o->quick) {
-        for (int k = 0; k < run.n; k++) {
-            measure_aggregates(&run, k);
-        }
+    for (int k = 0; k < run.n; k++) {
+        measure_aggregates(&run, k);
+        measure_host(&run, k);
     }
     PHASE(5);
 out:

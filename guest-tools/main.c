@@ -131,12 +131,14 @@ int main(int argc, char **argv)
     VerifyOptions o = { .samples = 3, .watchdog_s = 60 };
     int samples = UNSET;
     const char *bad;
+    g_autofree char *unknown = NULL, *unknown_msg = NULL;
     VerifyReport r = { 0 };
     g_autoptr(GOptionContext) ctx = NULL;
     g_autoptr(GError) err = NULL;
     gint64 t0 = g_get_monotonic_time();
     int mib = UNSET, code;
-    gboolean version = FALSE;
+    gboolean version = FALSE, list = FALSE;
+    g_autofree char *figures = NULL;
     GOptionEntry entries[] = {
         { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &o.sysfs_root,
           "Run the PCI checks on a captured tree instead of /sys", "DIR" },
@@ -181,6 +183,12 @@ int main(int argc, char **argv)
         { "prometheus", 0, 0, G_OPTION_ARG_FILENAME, &o.prometheus,
           "Also write the results as Prometheus textfile-collector "
           "metrics", "FILE" },
+        { "figures", 0, 0, G_OPTION_ARG_STRING, &figures,
+          "Measure only these figures (names from --list, comma-separated);"
+          " the data checks always run", "NAME,..." },
+        { "list", 0, 0, G_OPTION_ARG_NONE, &list,
+          "Print the figures (name, nvbandwidth's counterpart, unit, "
+          "method) and exit", NULL },
         { "version", 0, 0, G_OPTION_ARG_NONE, &version,
           "Print the version and exit", NULL },
         { NULL },
@@ -200,7 +208,20 @@ int main(int argc, char **argv)
         printf("gpup2p-verify %s\n", GP_VERSION);
         return VERIFY_EXIT_OK;
     }
+    if (list) {
+        g_autofree char *text = verify_figures_list_text();
+
+        fputs(text, stdout);
+        return VERIFY_EXIT_OK;
+    }
     bad = argc > 1 ? "unexpected argument" : bad_option(&o, mib, samples);
+    o.figures = verify_figures_default(o.quick);
+    if (!bad && figures && !verify_figures_parse(figures, &o.figures,
+                                                 &unknown)) {
+        bad = unknown_msg = g_strdup_printf("--figures: no figure named "
+                                            "\"%s\" (--list names them)",
+                                            unknown);
+    }
     if (!bad && o.with_cuda && (!o.sysfs_root || o.pci_only)) {
         bad = "--with-cuda goes with --sysfs-root, not --pci-only";
     }

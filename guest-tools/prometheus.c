@@ -131,8 +131,8 @@ static void gpu_figures(GString *s, const VerifyReport *r)
                 continue;
             }
             if (!begun) {
-                family(s, name, "Median aggregate bandwidth of one GPU "
-                       "with all others, by figure");
+                family(s, name, "Median bandwidth of one GPU: with all "
+                       "others at once, or with host memory, by figure");
                 begun = true;
             }
             gpu_labels(s, name, r, i);

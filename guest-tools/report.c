@@ -351,6 +351,15 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
     json_builder_add_boolean_value(b, o->quick);
     json_builder_set_member_name(b, "concurrent_pairs");
     json_builder_add_boolean_value(b, r->concurrent);
+    /* Registry names (figures.c) asked for: --figures, else the mode's. */
+    json_builder_set_member_name(b, "figures");
+    json_builder_begin_array(b);
+    for (i = 0; i < VERIFY_FIGURE_COUNT; i++) {
+        if (verify_figure_wanted(o, i)) {
+            json_builder_add_string_value(b, verify_figures[i].name);
+        }
+    }
+    json_builder_end_array(b);
 
     json_builder_set_member_name(b, "gpus");
     json_builder_begin_array(b);

@@ -64,6 +64,7 @@ def model_checks():
         return tuple(sorted(pair + (("figure", name),)))
 
     ok(bw == {fig(pair01, "unidirectional_ce"): 380.5e9,
+              fig(pair01, "unidirectional_ce_read"): 370.25e9,
               fig(pair10, "unidirectional_ce"): 12.25e9},
        "bandwidth per ordered pair in bytes/s, unmeasured figures absent",
        bw)
@@ -77,7 +78,11 @@ def model_checks():
        {pair01: 450e9}, "link limit only where known")
     agg = series("gpup2p_verify_gpu_bandwidth_bytes_per_second")
     ok(agg == {(("bus_id", "0000:01:00.0"), ("figure", "all_to_one_ce"),
-                ("gpu", "0")): 400e9}, "aggregate only where measured", agg)
+                ("gpu", "0")): 400e9,
+               (("bus_id", "0000:02:00.0"), ("figure", "host_to_device_ce"),
+                ("gpu", "1")): 55.5e9},
+       "per-GPU figures (aggregate, host to device) only where measured",
+       agg)
     st = series("gpup2p_verify_check_status")
     want = {
         (("bus_id", "0000:01:00.0"), ("check", "p2p_capability"),

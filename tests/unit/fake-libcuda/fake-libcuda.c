@@ -33,6 +33,8 @@
  *                           (copies shorter than OFFSET are left alone).
  *     fail-source:GPU[:CODE]  a peer copy out of GPU returns CODE (default
  *                           1, CUDA_ERROR_INVALID_VALUE) and moves nothing.
+ *     corrupt-host:GPU:OFFSET  a copy out of GPU into pinned host memory
+ *                           (device to host) flips the byte at OFFSET.
  *     hang-copy:GPU        a peer copy out of GPU never completes: its
  *                           stream, and every stream that waits on it,
  *                           stays busy; synchronizing on it blocks forever
@@ -116,7 +118,7 @@ static unsigned long long clock_ns;
 static __thread CUcontext current;
 
 /* Fault injection, from the environment. */
-enum { F_CORRUPT, F_FAIL, F_HANG, F_LOSE };
+enum { F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_KINDS };
 typedef struct {
     int kind, src, dst;         /* dst -1: any peer */
     long long arg;              /* byte offset, or the error code */
@@ -163,12 +165,13 @@ static void parse_fault(const char *var, const char *v, const char *item)
     static const char *const kinds[] = {
         [F_CORRUPT] = "corrupt-byte:", [F_FAIL] = "fail-source:",
         [F_HANG] = "hang-copy:", [F_LOSE] = "lost-gpu:",
+        [F_CORRUPT_HOST] = "corrupt-host:",
     };
     Fault f = { .kind = -1, .arg = -1 };
     const char *at = NULL;
     char *end;
 
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < F_KINDS; k++) {
         if (!strncmp(item, kinds[k], strlen(kinds[k]))) {
             f.kind = k;
             at = item + strlen(kinds[k]);
@@ -176,8 +179,8 @@ static void parse_fault(const char *var, const char *v, const char *item)
     }
     if (f.kind < 0 || nfaults == FAKE_MAX_FAULTS) {
         die(var, v, "each fault is corrupt-byte:GPU:OFFSET, "
-            "fail-source:GPU[:CODE], hang-copy:GPU or lost-gpu:GPU[:CODE] "
-            "(at most 8)");
+            "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU"
+            " or lost-gpu:GPU[:CODE] (at most 8)");
     }
     if (!(at = parse_gpus(at, &f.src, &f.dst))) {
         die(var, v, "GPU must be a CUDA ordinal (or S-D) of a stand-in GPU");
@@ -186,7 +189,8 @@ static void parse_fault(const char *var, const char *v, const char *item)
         f.arg = strtoll(at + 1, &end, 0);
         at = end;
     }
-    if ((*at && *at != ',') || (f.kind == F_CORRUPT && f.arg < 0)) {
+    if ((*at && *at != ',') ||
+        ((f.kind == F_CORRUPT || f.kind == F_CORRUPT_HOST) && f.arg < 0)) {
         die(var, v, "bad fault (corrupt-byte needs an OFFSET)");
     }
     if (f.kind == F_LOSE && f.arg >= 0) {
@@ -342,6 +346,10 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
     }
     memmove(dst, src, bytes);
     if (peer && (f = fault(F_CORRUPT, sd, dd)) &&
+        (unsigned long long)f->arg < bytes) {
+        ((unsigned char *)dst)[f->arg] ^= 0x5a;
+    }
+    if (sd >= 0 && dd < 0 && (f = fault(F_CORRUPT_HOST, sd, -1)) &&
         (unsigned long long)f->arg < bytes) {
         ((unsigned char *)dst)[f->arg] ^= 0x5a;
     }
