@@ -227,6 +227,55 @@ static void test_corrupt_byte(void)
 }
 
 /*
+ * Copy 10 of those from GPU 0 into 1 comes back bad: the data checks are
+ * copies 1 to 3 (CE, SM write, SM read), the figure's 4 warm-up copies 4
+ * to 7, its 16 timed ones 8 to 23. The third timed copy is bad, and later
+ * ones overwrite it with good bytes: only a check of every copy sees it
+ * (issue 21: before, only the last copy was checked, and this passed).
+ */
+static void test_corrupt_non_last_copy(void)
+{
+    Res r = { 0 };
+    JsonObject *p;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0-1:100:10", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_memcpy_write_ce");
+    expect_exit(&r, 1);
+    p = pair(&r, 0, 1);
+    g_assert_cmpstr(str_member(p, "verified_ce"), ==, "failed");
+    g_assert_nonnull(strstr(str_member(p, "problem"),
+                            "unidirectional_ce_gbps 0->1: first bad byte at "
+                            "offset 100 (copy 3 of 16)"));
+    g_assert_true(json_object_get_null_member(p, "unidirectional_ce_gbps"));
+    g_assert_cmpstr(str_member(pair(&r, 1, 0), "verified_ce"), ==, "ok");
+    res_clear(&r);
+}
+
+/*
+ * The 100 copy-engine latency copies (copies 4 to 103 from GPU 0 into 1)
+ * land 16 bytes apart and are all checked: byte 5 of the 47th (copy 50)
+ * is bad, at offset 46 x 16 + 5 of the slot, word 185.
+ */
+static void test_ce_latency_checked(void)
+{
+    Res r = { 0 };
+    JsonObject *p;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0-1:5:50", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_latency_ce");
+    expect_exit(&r, 1);
+    p = pair(&r, 0, 1);
+    g_assert_cmpstr(str_member(p, "verified_ce"), ==, "failed");
+    g_assert_nonnull(strstr(str_member(p, "problem"),
+                            "latency_ce_us 0->1: first bad byte at offset "
+                            "740"));
+    g_assert_true(json_object_get_null_member(p, "latency_ce_us"));
+    res_clear(&r);
+}
+
+/*
  * 48 MiB is one and a half staging chunks (32 MiB): the host-staged copy
  * moves all of it, and every path checks clean (issue 21, finding 2).
  */
@@ -234,8 +283,9 @@ static void test_staged_48mib(void)
 {
     Res r = { 0 };
 
+    /* The staged figure alone: the data checks run all the same. */
     run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL,
-                "--size-mib 48 --samples 1");
+                "--size-mib 48 --samples 1 --figures host_staged_memcpy_ce");
     expect_exit(&r, 0);
     for (int a = 0; a < 2; a++) {
         JsonObject *p = pair(&r, a, 1 - a);
@@ -617,6 +667,10 @@ int main(int argc, char **argv)
     g_test_add_func("/verify-cuda-standin/corrupt-byte", test_corrupt_byte);
     g_test_add_func("/verify-cuda-standin/untested", test_untested);
     g_test_add_func("/verify-cuda-standin/staged-48mib", test_staged_48mib);
+    g_test_add_func("/verify-cuda-standin/corrupt-non-last-copy",
+                    test_corrupt_non_last_copy);
+    g_test_add_func("/verify-cuda-standin/ce-latency-checked",
+                    test_ce_latency_checked);
     g_test_add_func("/verify-cuda-standin/fail-source-blame",
                     test_fail_source_blame);
     g_test_add_func("/verify-cuda-standin/corrupt-one-pair",

@@ -28,9 +28,11 @@
  *                           pair. The rest are offered peer access.
  *   GPUP2P_FAKE_CUDA_FAULT=F,...  faults; GPU is a CUDA ordinal, "S-D"
  *                           narrows a fault to copies from S into D:
- *     corrupt-byte:GPU:OFFSET  a peer copy (copy engine or SM) out of GPU
- *                           flips the byte at OFFSET of what it writes
- *                           (copies shorter than OFFSET are left alone).
+ *     corrupt-byte:GPU:OFFSET[:N]  a peer copy (copy engine or SM) out of
+ *                           GPU flips the byte at OFFSET of what it writes
+ *                           (copies shorter than OFFSET are left alone);
+ *                           with N, only the Nth peer copy it matches
+ *                           (counted from 1, warm-up copies included).
  *     fail-source:GPU[:CODE]  a peer copy out of GPU returns CODE (default
  *                           1, CUDA_ERROR_INVALID_VALUE) and moves nothing.
  *     corrupt-host:GPU:OFFSET  a copy out of GPU into pinned host memory
@@ -122,6 +124,8 @@ enum { F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_KINDS };
 typedef struct {
     int kind, src, dst;         /* dst -1: any peer */
     long long arg;              /* byte offset, or the error code */
+    long long nth;              /* corrupt-byte: only the nth copy, 0 all */
+    long long seen;             /* copies it matched so far */
 } Fault;
 #define FAKE_MAX_FAULTS 8
 static Fault faults[FAKE_MAX_FAULTS];
@@ -178,7 +182,7 @@ static void parse_fault(const char *var, const char *v, const char *item)
         }
     }
     if (f.kind < 0 || nfaults == FAKE_MAX_FAULTS) {
-        die(var, v, "each fault is corrupt-byte:GPU:OFFSET, "
+        die(var, v, "each fault is corrupt-byte:GPU:OFFSET[:N], "
             "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU"
             " or lost-gpu:GPU[:CODE] (at most 8)");
     }
@@ -187,6 +191,10 @@ static void parse_fault(const char *var, const char *v, const char *item)
     }
     if (*at == ':' && f.kind != F_HANG) {
         f.arg = strtoll(at + 1, &end, 0);
+        at = end;
+    }
+    if (*at == ':' && f.kind == F_CORRUPT) {
+        f.nth = strtoll(at + 1, &end, 0);
         at = end;
     }
     if ((*at && *at != ',') ||
@@ -256,10 +264,10 @@ static void parse_env(void)
 }
 
 /* The first fault of @kind on a peer copy from @s into @d, or NULL. */
-static const Fault *fault(int kind, int s, int d)
+static Fault *fault(int kind, int s, int d)
 {
     for (int i = 0; i < nfaults; i++) {
-        const Fault *f = &faults[i];
+        Fault *f = &faults[i];
 
         if (f->kind == kind && f->src == s && (f->dst < 0 || f->dst == d)) {
             return f;
@@ -313,7 +321,7 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
                         struct CUstream_st *s, double gbps)
 {
     Alloc *as = find_alloc(src, bytes), *ad = find_alloc(dst, bytes);
-    const Fault *f;
+    Fault *f;
     int sd, dd;
     bool peer;
 
@@ -346,6 +354,7 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
     }
     memmove(dst, src, bytes);
     if (peer && (f = fault(F_CORRUPT, sd, dd)) &&
+        (++f->seen == f->nth || !f->nth) &&
         (unsigned long long)f->arg < bytes) {
         ((unsigned char *)dst)[f->arg] ^= 0x5a;
     }
