@@ -1148,6 +1148,39 @@ static bool gpu_probe_lost(Run *run, int g)
 }
 
 /*
+ * CUDA error 220 (CUDA_ERROR_NVLINK_UNCORRECTABLE) on @x: a fault of the
+ * NVLink between its two GPUs, named as such on the pair (both ways: one
+ * link), not a bare "P2P broken". A GPU whose context the error took down
+ * is lost as well.
+ */
+static void blame_nvlink(Run *run, const Xfer *x, VerifyPair *p,
+                         const char *label, const GError *err)
+{
+    unsigned a = run->report_of[x->src], b = run->report_of[x->dst];
+    VerifyPair *back = pair_of(run, x->dst, x->src);
+
+    run->r->p2p_broken = true;
+    p->nvlink_fault = back->nvlink_fault = true;
+    if (x->kind != XFER_CE_LATENCY && x->kind != XFER_SM_LATENCY &&
+        x->kind != XFER_STAGED) {
+        *path_state(p, x->kind) = CHECK_FAILED;
+    }
+    pair_problem(p, "NVLink fault between GPUs %u and %u: %s: %s", a, b,
+                 label, err->message);
+    verify_note(run->r, "NVLink fault between GPUs %u and %u (uncorrectable "
+                "NVLink error, CUDA error 220, at %s): the link, not P2P "
+                "setup; see the GPUs' NVLink error counters (nvidia-smi "
+                "nvlink -e)", a, b, label);
+    for (int i = 0; i < 2; i++) {
+        int g = i ? x->dst : x->src;
+
+        if (gpu_probe_lost(run, g)) {
+            mark_gone(run, g, "after an NVLink fault: %s", err->message);
+        }
+    }
+}
+
+/*
  * @x failed on its own with @err (CUDA error @code). A sticky error marks
  * the GPU it left unusable "lost", not P2P; a hung transfer (watchdog)
  * fails its pair and retires its GPU; a host-staged copy never judges P2P;
@@ -1161,6 +1194,10 @@ static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
                 x->kind == XFER_SM_READ;
 
     xfer_label(run, x, label, sizeof(label));
+    if (code == CUDA_ERROR_NVLINK_UNCORRECTABLE && p) {
+        blame_nvlink(run, x, p, label, err);
+        return;
+    }
     if (code != CUDA_ERROR_NOT_READY &&
         (cu_sticky(code) || run->gone[x->src] || run->gone[x->dst])) {
         bool any = false;

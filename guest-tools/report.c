@@ -310,6 +310,8 @@ static void json_pair(JsonBuilder *b, const VerifyReport *r,
     gp_json_add_string_or_null(b, "problem",
                                p->verify_problem[0] ? p->verify_problem :
                                NULL);
+    json_builder_set_member_name(b, "nvlink_fault");
+    json_builder_add_boolean_value(b, p->nvlink_fault);
     for (k = 0; k < FIG_PAIR_COUNT; k++) {
         add_figure(b, verify_pair_figures[k].key, &p->fig[k]);
     }

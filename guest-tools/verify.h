@@ -140,6 +140,7 @@ typedef struct VerifyPair {
     double link_limit_gbps;     /* per direction, 0 unknown */
     CheckState verified_ce, verified_sm, verified_sm_read;
     char verify_problem[192];
+    bool nvlink_fault;          /* CUDA error 220 on a transfer a <-> b */
     Figure fig[FIG_PAIR_COUNT];
 } VerifyPair;
 

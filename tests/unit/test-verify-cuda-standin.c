@@ -115,6 +115,22 @@ static JsonObject *pair(const Res *r, int a, int b)
     g_assert_not_reached();
 }
 
+static JsonObject *gpu_of(const Res *r, int i)
+{
+    return json_array_get_object_element(
+        json_object_get_array_member(r->root, "gpus"), i);
+}
+
+/* A figure's median, or -1 where it is null (not measured). */
+static double median_or_none(JsonObject *o, const char *key)
+{
+    if (json_object_get_null_member(o, key)) {
+        return -1;
+    }
+    return json_object_get_double_member(
+        json_object_get_object_member(o, key), "median");
+}
+
 static const char *str_member(JsonObject *o, const char *key)
 {
     return json_object_get_null_member(o, key) ? NULL :
@@ -380,6 +396,46 @@ static void test_corrupt_one_pair(void)
     res_clear(&r);
 }
 
+/*
+ * Copies 0 -> 1 fail with CUDA error 220 (CUDA_ERROR_NVLINK_UNCORRECTABLE):
+ * an NVLink fault of that pair, named, on its link both ways; P2P broken
+ * (exit 1), but no GPU is lost and the other direction still verifies.
+ */
+static void test_nvlink_fault(void)
+{
+    Res r = { 0 };
+    JsonObject *bad, *back;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "fail-source:0-1:220", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    bad = pair(&r, 0, 1);
+    back = pair(&r, 1, 0);
+    g_assert_true(json_object_get_boolean_member(bad, "nvlink_fault"));
+    g_assert_true(json_object_get_boolean_member(back, "nvlink_fault"));
+    g_assert_cmpstr(str_member(bad, "verified_ce"), ==, "failed");
+    g_assert_true(g_str_has_prefix(str_member(bad, "problem"),
+                                   "NVLink fault between GPUs 0 and 1: "
+                                   "copy engine 0->1"));
+    g_assert_nonnull(strstr(str_member(bad, "problem"), "(220)"));
+    g_assert_cmpstr(str_member(back, "verified_ce"), ==, "ok");
+    g_assert_true(any_note(&r, "NVLink fault between GPUs 0 and 1 "
+                           "(uncorrectable NVLink error, CUDA error 220"));
+    for (int g = 0; g < 2; g++) {
+        g_assert_false(json_object_get_boolean_member(gpu_of(&r, g),
+                                                      "lost"));
+    }
+    res_clear(&r);
+    /* Any other error of a copy is no NVLink fault. */
+    run_standin(&r, fixture(), H200_BUS_IDS, "fail-source:0-1", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    g_assert_false(json_object_get_boolean_member(pair(&r, 0, 1),
+                                                  "nvlink_fault"));
+    g_assert_false(any_note(&r, "NVLink fault"));
+    res_clear(&r);
+}
+
 /* A copy that never completes ends within the watchdog, naming its pair. */
 static void test_hang_watchdog(void)
 {
@@ -456,22 +512,6 @@ static void test_memory_bound(void)
                                                        "one_to_all_ce_gbps"));
     }
     res_clear(&r);
-}
-
-static JsonObject *gpu_of(const Res *r, int i)
-{
-    return json_array_get_object_element(
-        json_object_get_array_member(r->root, "gpus"), i);
-}
-
-/* A figure's median, or -1 where it is null (not measured). */
-static double median_or_none(JsonObject *o, const char *key)
-{
-    if (json_object_get_null_member(o, key)) {
-        return -1;
-    }
-    return json_object_get_double_member(
-        json_object_get_object_member(o, key), "median");
 }
 
 /*
@@ -677,6 +717,7 @@ int main(int argc, char **argv)
                     test_corrupt_one_pair);
     g_test_add_func("/verify-cuda-standin/hang-watchdog", test_hang_watchdog);
     g_test_add_func("/verify-cuda-standin/lost-gpu", test_lost_gpu);
+    g_test_add_func("/verify-cuda-standin/nvlink-fault", test_nvlink_fault);
     g_test_add_func("/verify-cuda-standin/usage", test_usage);
     g_test_add_func("/verify-cuda-standin/memory-bound", test_memory_bound);
     g_test_add_func("/verify-cuda-standin/one-gpu-host-figures",

@@ -1130,6 +1130,8 @@ static CUresult fake_cuGetErrorString(CUresult r, const char **s)
         { 3, "initialization error" },
         { 101, "invalid device ordinal" },
         { 217, "peer access is not supported between these two devices" },
+        { 220, "uncorrectable NVLink error was detected during the "
+          "execution" },
         { 400, "invalid resource handle" },
         { 500, "named symbol not found" },
         { 600, "device not ready" },
