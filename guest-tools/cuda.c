@@ -711,80 +711,116 @@ static bool prepare_host(Run *run, const Xfer *x, GError **errp)
     return true;
 }
 
-/*
- * Run @x together. With @span_ms, the whole batch is also timed on one
- * GPU (the first transfer's destination): from its own release to the
- * last transfer's end, waited for across GPUs. Several streams of one GPU
- * can share its copy engines, so per-stream events alone do not give the
- * span of an aggregate.
- */
-static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
-                            double *span_ms, CUevent *span, GError **errp)
+/* Events of @x, on the GPUs whose streams record them. */
+static bool create_xfer_events(Run *run, Xfer *x, GError **errp)
 {
-    g_autofree bool *used = g_new0(bool, run->n);
-    uint64_t max_ns = 5000000000ull;
-    CUdeviceptr flag = run->flag_dev;
-    void *spin_args[] = { &flag, &max_ns };
-    int i, g, k;
+    CU_TRY(p_cuCtxSetCurrent(run->gpus[exec_gpu(x)].ctx), "cuCtxSetCurrent");
+    CU_TRY(p_cuEventCreate(&x->start, CU_EVENT_DEFAULT), "event");
+    CU_TRY(p_cuEventCreate(&x->stop, CU_EVENT_DEFAULT), "event");
+    for (int k = 0; x->kind == XFER_STAGED && k < 2; k++) {
+        CU_TRY(p_cuCtxSetCurrent(run->gpus[x->src].ctx), "ctx");
+        CU_TRY(p_cuEventCreate(&x->down[k], CU_EVENT_DISABLE_TIMING),
+               "event");
+        CU_TRY(p_cuCtxSetCurrent(run->gpus[x->dst].ctx), "ctx");
+        CU_TRY(p_cuEventCreate(&x->up[k], CU_EVENT_DISABLE_TIMING), "event");
+    }
+    return true;
+}
 
-    for (i = 0; i < nx; i++) {
+/*
+ * Before the batch: each destination poisoned (so nothing stale passes
+ * the check), host memory prepared, events made; used[g]: GPU g carries
+ * a transfer.
+ */
+static bool prepare_xfers(Run *run, Xfer *x, int nx, bool *used,
+                          GError **errp)
+{
+    for (int i = 0; i < nx; i++) {
         Gpu *gd = &run->gpus[x[i].dst];
-        Gpu *ge = &run->gpus[exec_gpu(&x[i])];
 
         x[i].bad = -1;
         used[exec_gpu(&x[i])] = true;
         if (moves_data(x[i].kind)) {
-            /* Poison the destination slot, ordered before the batch. */
             CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
             CU_TRY(p_cuMemsetD32Async(slot(run, &x[i]), 0xdeadbeefu,
                                       xfer_len(run, &x[i]) / 4, gd->gate),
                    "poisoning GPU %d", x[i].dst);
             WAIT(run, NULL, gd->gate, "poisoning GPU %d", x[i].dst);
         }
-        if (!prepare_host(run, &x[i], errp)) {
+        if (!prepare_host(run, &x[i], errp) ||
+            !create_xfer_events(run, &x[i], errp)) {
             return false;
         }
-        CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
-        CU_TRY(p_cuEventCreate(&x[i].start, CU_EVENT_DEFAULT), "event");
-        CU_TRY(p_cuEventCreate(&x[i].stop, CU_EVENT_DEFAULT), "event");
-        if (x[i].kind == XFER_STAGED) {
-            for (k = 0; k < 2; k++) {
-                CU_TRY(p_cuCtxSetCurrent(run->gpus[x[i].src].ctx), "ctx");
-                CU_TRY(p_cuEventCreate(&x[i].down[k],
-                                       CU_EVENT_DISABLE_TIMING), "event");
-                CU_TRY(p_cuCtxSetCurrent(gd->ctx), "ctx");
-                CU_TRY(p_cuEventCreate(&x[i].up[k], CU_EVENT_DISABLE_TIMING),
-                       "event");
-            }
-        }
     }
-    /* Hold every executing GPU, then queue all work behind the holds. */
+    return true;
+}
+
+/* GPU @g's gate stream spins until the host sets the flag. */
+static bool hold_gpu(Run *run, int g, GError **errp)
+{
+    Gpu *gp = &run->gpus[g];
+    uint64_t max_ns = 5000000000ull;
+    CUdeviceptr flag = run->flag_dev;
+    void *args[] = { &flag, &max_ns };
+
+    CU_TRY(p_cuCtxSetCurrent(gp->ctx), "cuCtxSetCurrent");
+    CU_TRY(launch(gp->spin, 1, 1, gp->gate, args), "GPU %d: spin", g);
+    return true;
+}
+
+/* Holds every executing GPU; gate_open fires at the release. */
+static bool hold_gpus(Run *run, const bool *used, GError **errp)
+{
     *run->flag = 0;
     __sync_synchronize();
-    for (g = 0; g < run->n; g++) {
+    for (int g = 0; g < run->n; g++) {
         if (!used[g]) {
             continue;
         }
-        CU_TRY(p_cuCtxSetCurrent(run->gpus[g].ctx), "cuCtxSetCurrent");
-        CU_TRY(launch(run->gpus[g].spin, 1, 1, run->gpus[g].gate, spin_args),
-               "GPU %d: spin", g);
+        if (!hold_gpu(run, g, errp)) {
+            return false;
+        }
         CU_TRY(p_cuEventRecord(run->gpus[g].gate_open, run->gpus[g].gate),
                "cuEventRecord");
     }
-    if (span_ms) {
-        Gpu *go = &run->gpus[x[0].dst];
+    return true;
+}
 
-        if (!used[x[0].dst]) {
-            /* The observer holds like the others, to start at release. */
-            CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
-            CU_TRY(launch(go->spin, 1, 1, go->gate, spin_args), "spin");
-        }
-        CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
-        CU_TRY(p_cuEventCreate(&span[0], CU_EVENT_DEFAULT), "event");
-        CU_TRY(p_cuEventCreate(&span[1], CU_EVENT_DEFAULT), "event");
-        CU_TRY(p_cuEventRecord(span[0], go->gate), "cuEventRecord");
+/* The span's start, on the observer (x[0]'s destination) at release. */
+static bool span_begin(Run *run, const Xfer *x, const bool *used,
+                       CUevent *span, GError **errp)
+{
+    Gpu *go = &run->gpus[x[0].dst];
+
+    if (!used[x[0].dst] && !hold_gpu(run, x[0].dst, errp)) {
+        return false;   /* the observer holds like the others */
     }
-    for (i = 0; i < nx; i++) {
+    CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
+    CU_TRY(p_cuEventCreate(&span[0], CU_EVENT_DEFAULT), "event");
+    CU_TRY(p_cuEventCreate(&span[1], CU_EVENT_DEFAULT), "event");
+    CU_TRY(p_cuEventRecord(span[0], go->gate), "cuEventRecord");
+    return true;
+}
+
+/* The span's end: after every transfer's stop, on the observer. */
+static bool span_end(Run *run, const Xfer *x, int nx, CUevent *span,
+                     GError **errp)
+{
+    Gpu *go = &run->gpus[x[0].dst];
+
+    CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
+    for (int i = 0; i < nx; i++) {
+        CU_TRY(p_cuStreamWaitEvent(go->gate, x[i].stop, 0), "wait");
+    }
+    CU_TRY(p_cuEventRecord(span[1], go->gate), "cuEventRecord");
+    return true;
+}
+
+/* Each transfer behind its GPU's hold: warm-up, start, @loops, stop. */
+static bool queue_xfers(Run *run, Xfer *x, int nx, unsigned loops,
+                        GError **errp)
+{
+    for (int i = 0; i < nx; i++) {
         Gpu *ge = &run->gpus[exec_gpu(&x[i])];
         CUstream s = ge->to[exec_peer(&x[i])];
 
@@ -805,37 +841,41 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
         CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
         CU_TRY(p_cuEventRecord(x[i].stop, s), "cuEventRecord");
     }
-    if (span_ms) {
-        Gpu *go = &run->gpus[x[0].dst];
+    return true;
+}
 
-        CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
-        for (i = 0; i < nx; i++) {
-            CU_TRY(p_cuStreamWaitEvent(go->gate, x[i].stop, 0), "wait");
-        }
-        CU_TRY(p_cuEventRecord(span[1], go->gate), "cuEventRecord");
-    }
-    __sync_synchronize();
-    *run->flag = 1;
-    if (span_ms) {
-        float ms = 0;
+/* After the release: each transfer's time, and the span's. */
+static bool read_times(Run *run, Xfer *x, int nx, CUevent *span,
+                       double *span_ms, GError **errp)
+{
+    float ms = 0;
 
+    if (span_ms) {
         WAIT(run, span[1], NULL, "aggregate on GPU %d", x[0].dst);
         CU_TRY(p_cuEventElapsedTime(&ms, span[0], span[1]),
                "cuEventElapsedTime");
         *span_ms = ms;
     }
-    for (i = 0; i < nx; i++) {
-        float ms = 0;
-
+    for (int i = 0; i < nx; i++) {
         WAIT(run, x[i].stop, NULL, "transfer %d->%d", x[i].src, x[i].dst);
         CU_TRY(p_cuEventElapsedTime(&ms, x[i].start, x[i].stop),
                "cuEventElapsedTime");
         x[i].ms = ms;
     }
-    /* Every byte checked at its destination, by the destination GPU. */
-    for (i = 0; i < nx; i++) {
+    return true;
+}
+
+/* Where @x's check writes its first bad word, on the host. */
+static uint64_t *check_result(Run *run, const Xfer *x)
+{
+    return &run->results[x->dst * (run->n + 2) + x->src];
+}
+
+/* Every byte checked at its destination, by the destination GPU. */
+static bool queue_checks(Run *run, Xfer *x, int nx, GError **errp)
+{
+    for (int i = 0; i < nx; i++) {
         Gpu *gd = &run->gpus[x[i].dst];
-        uint64_t *res = &run->results[x[i].dst * (run->n + 2) + x[i].src];
         CUdeviceptr word = gd->scratch + 8 * x[i].src;
         CUdeviceptr buf = slot(run, &x[i]);
         uint64_t words = xfer_len(run, &x[i]) / 4;
@@ -855,12 +895,19 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
         CU_TRY(p_cuMemsetD32Async(word, 0xffffffffu, 2, gd->gate), "memset");
         CU_TRY(launch(gd->check, gd->sms * 4, 512, gd->gate, args),
                "GPU %d: check_pattern", x[i].dst);
-        CU_TRY(p_cuMemcpyDtoHAsync(res, word, 8, gd->gate), "check result");
+        CU_TRY(p_cuMemcpyDtoHAsync(check_result(run, &x[i]), word, 8,
+                                   gd->gate), "check result");
     }
-    for (i = 0; i < nx; i++) {
+    return true;
+}
+
+/* The checks' verdicts (x[i].bad) and the pointer chase's own time. */
+static bool read_checks(Run *run, Xfer *x, int nx, GError **errp)
+{
+    for (int i = 0; i < nx; i++) {
         Gpu *gs = &run->gpus[x[i].src];
         Gpu *gd = &run->gpus[x[i].dst];
-        uint64_t *res = &run->results[x[i].dst * (run->n + 2) + x[i].src];
+        uint64_t *res = check_result(run, &x[i]);
 
         if (moves_data(x[i].kind)) {
             CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
@@ -878,6 +925,33 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
         }
     }
     return true;
+}
+
+/*
+ * Run @x together: prepare, hold every executing GPU with a spin kernel,
+ * queue all work behind the holds, release, then time and check. With
+ * @span_ms, the whole batch is also timed on one GPU (the first
+ * transfer's destination): from its own release to the last transfer's
+ * end, waited for across GPUs. Several streams of one GPU can share its
+ * copy engines, so per-stream events alone do not give the span of an
+ * aggregate.
+ */
+static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
+                            double *span_ms, CUevent *span, GError **errp)
+{
+    g_autofree bool *used = g_new0(bool, run->n);
+
+    if (!prepare_xfers(run, x, nx, used, errp) ||
+        !hold_gpus(run, used, errp) ||
+        (span_ms && !span_begin(run, x, used, span, errp)) ||
+        !queue_xfers(run, x, nx, loops, errp) ||
+        (span_ms && !span_end(run, x, nx, span, errp))) {
+        return false;
+    }
+    __sync_synchronize();
+    *run->flag = 1;
+    return read_times(run, x, nx, span, span_ms, errp) &&
+           queue_checks(run, x, nx, errp) && read_checks(run, x, nx, errp);
 }
 
 static bool run_batch_once(Run *run, Xfer *x, int nx, unsigned loops,
