@@ -60,6 +60,7 @@ typedef struct {
     CUdeviceptr flag_dev;
     uint64_t *results;          /* pinned: per GPU, n check words + chase */
     void *host;                 /* pinned, the size: host <-> device */
+    int host_pattern;           /* whose pattern host holds, -1 none */
     gsize bytes;
     unsigned loops, warmup;
     double watchdog_s;          /* longest wait for any GPU work */
@@ -701,12 +702,15 @@ static bool prepare_host(Run *run, const Xfer *x, GError **errp)
 
     if (x->kind == XFER_D2H) {
         memset(run->host, 0xa5, xfer_len(run, x));
-    } else if (x->kind == XFER_H2D) {
+        run->host_pattern = -1;
+    } else if (x->kind == XFER_H2D && run->host_pattern != x->src) {
+        /* Host -> device copies leave it as it is: filled once. */
         CU_TRY(p_cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
         CU_TRY(p_cuMemcpyDtoHAsync(run->host, g->src, xfer_len(run, x),
                                    g->gate), "GPU %d: pattern to host",
                x->src);
         WAIT(run, NULL, g->gate, "GPU %d: pattern to host", x->src);
+        run->host_pattern = x->src;
     }
     return true;
 }
@@ -1772,7 +1776,7 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
     Run run = { .o = o, .r = r, .bytes = o->bytes,
                 .loops = o->quick ? VERIFY_QUICK_LOOPS : VERIFY_LOOPS,
                 .warmup = o->quick ? VERIFY_QUICK_WARMUP : VERIFY_WARMUP,
-                .watchdog_s = o->watchdog_s };
+                .watchdog_s = o->watchdog_s, .host_pattern = -1 };
     gint64 t = g_get_monotonic_time();
 #define PHASE(i) do { gint64 now_ = g_get_monotonic_time();               \
                       r->phase_s[i] = (now_ - t) / 1e6; t = now_; } while (0)

@@ -164,7 +164,8 @@ static const GOptionEntry entries[] = {
       "Transfer size, 1 to 16384 (default 512, 64 with --quick). "
       "Each GPU holds 2 x size of GPU memory (a source and one inbox) "
       "and 256 MiB more without --quick: 32.25 GiB per GPU at 16384, "
-      "whatever the GPU count (16 GPUs included)",
+      "whatever the GPU count (16 GPUs included); the host <-> device "
+      "figures pin one buffer of the size in host memory",
       "MIB" },
     { "samples", 0, 0, G_OPTION_ARG_INT, &cli.samples,
       "Samples per figure, 1 to 16; the median is kept (default 3, 1 "
