@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <json-glib/json-glib.h>
+#include <math.h>
 #include <string.h>
 
 #include "sysfs-builder.h"
@@ -397,6 +398,33 @@ static void test_corrupt_one_pair(void)
 }
 
 /*
+ * Copies out of GPU 1 take 4 times as long: bidirectional is nvbandwidth's
+ * _total, the sum of the two directions' bandwidths (each over its own
+ * time), so it equals the two unidirectional figures added; both bytes
+ * over the longer time (the old figure) would be 2 x the slower one.
+ */
+static void test_bidirectional_total(void)
+{
+    Res r = { 0 };
+    double uni01, uni10, bidir;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "slow-copy:1:4", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_memcpy_write_ce,"
+                "device_to_device_bidirectional_memcpy_write_ce");
+    expect_exit(&r, 0);
+    uni01 = median_or_none(pair(&r, 0, 1), "unidirectional_ce_gbps");
+    uni10 = median_or_none(pair(&r, 1, 0), "unidirectional_ce_gbps");
+    bidir = median_or_none(pair(&r, 0, 1), "bidirectional_ce_gbps");
+    g_assert_cmpfloat(uni01, >, 2 * uni10);
+    g_assert_cmpfloat(fabs(bidir - (uni01 + uni10)), <,
+                      0.001 * (uni01 + uni10));
+    g_assert_cmpfloat(median_or_none(pair(&r, 1, 0),
+                                     "bidirectional_ce_gbps"), ==, bidir);
+    res_clear(&r);
+}
+
+/*
  * Copies 0 -> 1 fail with CUDA error 220 (CUDA_ERROR_NVLINK_UNCORRECTABLE):
  * an NVLink fault of that pair, named, on its link both ways; P2P broken
  * (exit 1), but no GPU is lost and the other direction still verifies.
@@ -718,6 +746,8 @@ int main(int argc, char **argv)
     g_test_add_func("/verify-cuda-standin/hang-watchdog", test_hang_watchdog);
     g_test_add_func("/verify-cuda-standin/lost-gpu", test_lost_gpu);
     g_test_add_func("/verify-cuda-standin/nvlink-fault", test_nvlink_fault);
+    g_test_add_func("/verify-cuda-standin/bidirectional-total",
+                    test_bidirectional_total);
     g_test_add_func("/verify-cuda-standin/usage", test_usage);
     g_test_add_func("/verify-cuda-standin/memory-bound", test_memory_bound);
     g_test_add_func("/verify-cuda-standin/one-gpu-host-figures",

@@ -37,6 +37,8 @@
  *                           1, CUDA_ERROR_INVALID_VALUE) and moves nothing.
  *     corrupt-host:GPU:OFFSET  a copy out of GPU into pinned host memory
  *                           (device to host) flips the byte at OFFSET.
+ *     slow-copy:GPU:FACTOR  a peer copy out of GPU takes FACTOR times as
+ *                           long on the clock (moves the same bytes).
  *     hang-copy:GPU        a peer copy out of GPU never completes: its
  *                           stream, and every stream that waits on it,
  *                           stays busy; synchronizing on it blocks forever
@@ -120,7 +122,7 @@ static unsigned long long clock_ns;
 static __thread CUcontext current;
 
 /* Fault injection, from the environment. */
-enum { F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_KINDS };
+enum { F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_SLOW, F_KINDS };
 typedef struct {
     int kind, src, dst;         /* dst -1: any peer */
     long long arg;              /* byte offset, or the error code */
@@ -169,7 +171,7 @@ static void parse_fault(const char *var, const char *v, const char *item)
     static const char *const kinds[] = {
         [F_CORRUPT] = "corrupt-byte:", [F_FAIL] = "fail-source:",
         [F_HANG] = "hang-copy:", [F_LOSE] = "lost-gpu:",
-        [F_CORRUPT_HOST] = "corrupt-host:",
+        [F_CORRUPT_HOST] = "corrupt-host:", [F_SLOW] = "slow-copy:",
     };
     Fault f = { .kind = -1, .arg = -1 };
     const char *at = NULL;
@@ -183,8 +185,8 @@ static void parse_fault(const char *var, const char *v, const char *item)
     }
     if (f.kind < 0 || nfaults == FAKE_MAX_FAULTS) {
         die(var, v, "each fault is corrupt-byte:GPU:OFFSET[:N], "
-            "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU"
-            " or lost-gpu:GPU[:CODE] (at most 8)");
+            "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU,"
+            " lost-gpu:GPU[:CODE] or slow-copy:GPU:FACTOR (at most 8)");
     }
     if (!(at = parse_gpus(at, &f.src, &f.dst))) {
         die(var, v, "GPU must be a CUDA ordinal (or S-D) of a stand-in GPU");
@@ -198,7 +200,8 @@ static void parse_fault(const char *var, const char *v, const char *item)
         at = end;
     }
     if ((*at && *at != ',') ||
-        ((f.kind == F_CORRUPT || f.kind == F_CORRUPT_HOST) && f.arg < 0)) {
+        ((f.kind == F_CORRUPT || f.kind == F_CORRUPT_HOST) && f.arg < 0) ||
+        (f.kind == F_SLOW && f.arg < 1)) {
         die(var, v, "bad fault (corrupt-byte needs an OFFSET)");
     }
     if (f.kind == F_LOSE && f.arg >= 0) {
@@ -351,6 +354,9 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
     if (peer && fault(F_HANG, sd, dd)) {
         s->hung = dev_hung[s->dev] = true;
         return CUDA_SUCCESS;
+    }
+    if (peer && (f = fault(F_SLOW, sd, dd))) {
+        gbps /= (double)f->arg;
     }
     memmove(dst, src, bytes);
     if (peer && (f = fault(F_CORRUPT, sd, dd)) &&
