@@ -425,6 +425,31 @@ static void test_bidirectional_total(void)
 }
 
 /*
+ * Copies queued on GPU 1's streams take 4 times as long. The copy-engine
+ * write a -> b is issued by a, the read a -> b by b (nvbandwidth's
+ * PREFER_DST_CONTEXT): so 0 -> 1 writes fast and reads slowly, 1 -> 0 the
+ * other way round.
+ */
+static void test_ce_read_issuer(void)
+{
+    Res r = { 0 };
+    JsonObject *p01, *p10;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "slow-issuer:1:4", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_memcpy_write_ce,"
+                "device_to_device_memcpy_read_ce");
+    expect_exit(&r, 0);
+    p01 = pair(&r, 0, 1);
+    p10 = pair(&r, 1, 0);
+    g_assert_cmpfloat(median_or_none(p01, "unidirectional_ce_gbps"), >,
+                      2 * median_or_none(p01, "unidirectional_ce_read_gbps"));
+    g_assert_cmpfloat(median_or_none(p10, "unidirectional_ce_read_gbps"), >,
+                      2 * median_or_none(p10, "unidirectional_ce_gbps"));
+    res_clear(&r);
+}
+
+/*
  * Copies 0 -> 1 fail with CUDA error 220 (CUDA_ERROR_NVLINK_UNCORRECTABLE):
  * an NVLink fault of that pair, named, on its link both ways; P2P broken
  * (exit 1), but no GPU is lost and the other direction still verifies.
@@ -748,6 +773,8 @@ int main(int argc, char **argv)
     g_test_add_func("/verify-cuda-standin/nvlink-fault", test_nvlink_fault);
     g_test_add_func("/verify-cuda-standin/bidirectional-total",
                     test_bidirectional_total);
+    g_test_add_func("/verify-cuda-standin/ce-read-issuer",
+                    test_ce_read_issuer);
     g_test_add_func("/verify-cuda-standin/usage", test_usage);
     g_test_add_func("/verify-cuda-standin/memory-bound", test_memory_bound);
     g_test_add_func("/verify-cuda-standin/one-gpu-host-figures",

@@ -39,6 +39,9 @@
  *                           (device to host) flips the byte at OFFSET.
  *     slow-copy:GPU:FACTOR  a peer copy out of GPU takes FACTOR times as
  *                           long on the clock (moves the same bytes).
+ *     slow-issuer:GPU:FACTOR  a peer copy queued on a stream of GPU
+ *                           (whichever way it moves) takes FACTOR times
+ *                           as long: shows which GPU issued a copy.
  *     hang-copy:GPU        a peer copy out of GPU never completes: its
  *                           stream, and every stream that waits on it,
  *                           stays busy; synchronizing on it blocks forever
@@ -122,7 +125,10 @@ static unsigned long long clock_ns;
 static __thread CUcontext current;
 
 /* Fault injection, from the environment. */
-enum { F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_SLOW, F_KINDS };
+enum {
+    F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_SLOW,
+    F_SLOW_ISSUER, F_KINDS
+};
 typedef struct {
     int kind, src, dst;         /* dst -1: any peer */
     long long arg;              /* byte offset, or the error code */
@@ -172,6 +178,7 @@ static void parse_fault(const char *var, const char *v, const char *item)
         [F_CORRUPT] = "corrupt-byte:", [F_FAIL] = "fail-source:",
         [F_HANG] = "hang-copy:", [F_LOSE] = "lost-gpu:",
         [F_CORRUPT_HOST] = "corrupt-host:", [F_SLOW] = "slow-copy:",
+        [F_SLOW_ISSUER] = "slow-issuer:",
     };
     Fault f = { .kind = -1, .arg = -1 };
     const char *at = NULL;
@@ -186,7 +193,8 @@ static void parse_fault(const char *var, const char *v, const char *item)
     if (f.kind < 0 || nfaults == FAKE_MAX_FAULTS) {
         die(var, v, "each fault is corrupt-byte:GPU:OFFSET[:N], "
             "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU,"
-            " lost-gpu:GPU[:CODE] or slow-copy:GPU:FACTOR (at most 8)");
+            " lost-gpu:GPU[:CODE], slow-copy:GPU:FACTOR or "
+            "slow-issuer:GPU:FACTOR (at most 8)");
     }
     if (!(at = parse_gpus(at, &f.src, &f.dst))) {
         die(var, v, "GPU must be a CUDA ordinal (or S-D) of a stand-in GPU");
@@ -201,7 +209,7 @@ static void parse_fault(const char *var, const char *v, const char *item)
     }
     if ((*at && *at != ',') ||
         ((f.kind == F_CORRUPT || f.kind == F_CORRUPT_HOST) && f.arg < 0) ||
-        (f.kind == F_SLOW && f.arg < 1)) {
+        ((f.kind == F_SLOW || f.kind == F_SLOW_ISSUER) && f.arg < 1)) {
         die(var, v, "bad fault (corrupt-byte needs an OFFSET)");
     }
     if (f.kind == F_LOSE && f.arg >= 0) {
@@ -356,6 +364,9 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
         return CUDA_SUCCESS;
     }
     if (peer && (f = fault(F_SLOW, sd, dd))) {
+        gbps /= (double)f->arg;
+    }
+    if (peer && (f = fault(F_SLOW_ISSUER, s->dev, -1))) {
         gbps /= (double)f->arg;
     }
     memmove(dst, src, bytes);
