@@ -74,6 +74,8 @@ def model_checks():
        "latency in seconds, only where measured", lat)
     ok(series("gpup2p_verify_pair_peer_access") == {pair01: 1},
        "peer access only where known")
+    ok(series("gpup2p_verify_pair_nvlink_fault") == {pair01: 1},
+       "an NVLink fault (CUDA error 220) on its pair; none where unknown")
     ok(series("gpup2p_verify_pair_link_limit_bytes_per_second") ==
        {pair01: 450e9}, "link limit only where known")
     agg = series("gpup2p_verify_gpu_bandwidth_bytes_per_second")
@@ -153,6 +155,7 @@ def main():
                      "gpup2p_verify_gpu_bandwidth_bytes_per_second",
                      "gpup2p_verify_pair_peer_access",
                      "gpup2p_verify_pair_link_limit_bytes_per_second",
+                     "gpup2p_verify_pair_nvlink_fault",
                      "gpup2p_verify_gpu_clique"]:
             ok(not samples(name), "%s is absent: unknown here" % name,
                samples(name))

@@ -50,6 +50,7 @@ int main(void)
     p.verified_sm_read = CHECK_UNTESTABLE;
     figure(&p.fig[FIG_UNI_CE], 380.5);
     figure(&p.fig[FIG_UNI_CE_READ], 370.25);
+    p.nvlink_fault = true;
     figure(&p.fig[FIG_LAT_SM], 2.5);
     g_array_append_val(r.pairs, p);
     p.a = 1;
@@ -57,6 +58,7 @@ int main(void)
     p.peer_access = -1;
     p.link_limit_gbps = 0;
     p.verified_ce = p.verified_sm = p.verified_sm_read = CHECK_NOT_RUN;
+    p.nvlink_fault = false;
     memset(p.fig, 0, sizeof(p.fig));
     figure(&p.fig[FIG_UNI_CE], 12.25);
     g_array_append_val(r.pairs, p);
