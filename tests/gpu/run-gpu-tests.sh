@@ -35,7 +35,8 @@ timed() {
     shift
     local t0 t1 rc
     t0=$(date +%s.%N)
-    timeout 150 "$@" > "$dir/$name.out" 2> "$dir/$name.err"
+    # Long enough for a default run that checks every copy on 8 GPUs.
+    timeout 600 "$@" > "$dir/$name.out" 2> "$dir/$name.err"
     rc=$?
     t1=$(date +%s.%N)
     awk -v n="$name" -v rc="$rc" -v a="$t0" -v b="$t1" \
