@@ -1212,7 +1212,8 @@ static const char *kind_name(XferKind k)
 {
     static const char *const names[] = {
         [XFER_CE] = "copy engine", [XFER_CE_READ] = "copy engine read",
-        [XFER_CE_BIDIR] = "bidirectional copy engine", [XFER_SM_WRITE] = "SM write", [XFER_SM_READ] = "SM read",
+        [XFER_CE_BIDIR] = "bidirectional copy engine",
+        [XFER_SM_WRITE] = "SM write", [XFER_SM_READ] = "SM read",
         [XFER_STAGED] = "host-staged copy", [XFER_CE_LATENCY] = "copy-engine "
         "latency", [XFER_SM_LATENCY] = "SM latency",
         [XFER_H2D] = "host to device copy", [XFER_D2H] = "device to host copy",
