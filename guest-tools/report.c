@@ -353,10 +353,11 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
     json_builder_add_boolean_value(b, o->quick);
     json_builder_set_member_name(b, "concurrent_pairs");
     json_builder_add_boolean_value(b, r->concurrent);
-    /* Registry names (figures.c) asked for: --figures, else the mode's. */
+    /* Registry names (figures.c) asked for: --figures, else the mode's;
+     * none with the PCI checks alone. */
     json_builder_set_member_name(b, "figures");
     json_builder_begin_array(b);
-    for (i = 0; i < VERIFY_FIGURE_COUNT; i++) {
+    for (i = 0; i < VERIFY_FIGURE_COUNT && !verify_pci_checks_only(o); i++) {
         if (verify_figure_wanted(o, i)) {
             json_builder_add_string_value(b, verify_figures[i].name);
         }
