@@ -642,6 +642,9 @@ static GPtrArray *listed_names(void)
         g_assert_cmpuint(g_strv_length(f), ==, 6);
         g_assert_true(!strcmp(f[2], "GB/s") || !strcmp(f[2], "us"));
         g_assert_cmpuint(strlen(f[5]), >, 10);
+        /* One name, one figure. */
+        g_assert_false(g_ptr_array_find_with_equal_func(names, f[0],
+                                                        g_str_equal, NULL));
         g_ptr_array_add(names, g_strdup(f[0]));
     }
     return names;
