@@ -59,6 +59,8 @@ typedef struct {
     volatile int *flag;         /* pinned, mapped: releases the spins */
     CUdeviceptr flag_dev;
     uint64_t *results;          /* pinned: per GPU, n check words + chase */
+    void *host;                 /* pinned, the size: host <-> device */
+    int host_pattern;           /* whose pattern host holds, -1 none */
     gsize bytes;
     unsigned loops, warmup;
     double watchdog_s;          /* longest wait for any GPU work */
@@ -76,6 +78,7 @@ typedef struct {
     CUevent down[2], up[2];     /* staged copies */
     double ms;
     int64_t bad;                /* first bad byte offset at dst, -1 none */
+    unsigned bad_copy, copies;  /* which copy of how many came back bad */
 } Xfer;
 
 static const char *cu_err(CUresult r)
@@ -341,7 +344,7 @@ static bool gpu_open(Run *run, Gpu *g, GError **errp)
     CU_TRY(p_cuMemAlloc(&g->inbox, inbox), "GPU %d: allocating %"
            G_GSIZE_FORMAT " bytes", g->ordinal, inbox);
     CU_TRY(p_cuMemAlloc(&g->scratch, 4096), "GPU %d: scratch", g->ordinal);
-    if (!run->o->quick) {
+    if (verify_figure_wanted(run->o, FIG_STAGED)) {
         /* Pinning takes time: only for the host-staged figure. */
         CU_TRY(p_cuMemHostAlloc(&g->staging, 2 * STAGING_CHUNK,
                                 CU_MEMHOSTALLOC_PORTABLE),
@@ -404,6 +407,15 @@ static bool allocate(Run *run, GError **errp)
     CU_TRY(p_cuMemHostAlloc((void **)&run->results,
                             sizeof(uint64_t) * run->n * (run->n + 2),
                             CU_MEMHOSTALLOC_PORTABLE), "pinned results");
+    if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_H2D) ||
+        verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_D2H)) {
+        /* As nvbandwidth's host buffer: pinned, portable, the full size;
+         * one for all GPUs, measured one at a time. */
+        CU_TRY(p_cuMemHostAlloc(&run->host, run->bytes,
+                                CU_MEMHOSTALLOC_PORTABLE),
+               "pinned host memory of %" G_GSIZE_FORMAT " bytes",
+               run->bytes);
+    }
     return true;
 }
 
@@ -468,23 +480,45 @@ static CUdeviceptr slot(Run *run, const Xfer *x)
 
 static gsize xfer_len(const Run *run, const Xfer *x)
 {
+    if (x->kind == XFER_CE_LATENCY) {
+        return CE_LATENCY_REPS * 16;    /* each copy 16 bytes of its own */
+    }
     return x->len ? x->len : run->bytes;
+}
+
+/* Reads are issued by the destination, as nvbandwidth's read tests. */
+static bool issued_by_dst(XferKind k)
+{
+    return k == XFER_SM_READ || k == XFER_CE_READ;
 }
 
 /* The GPU whose stream carries @x. */
 static int exec_gpu(const Xfer *x)
 {
-    return x->kind == XFER_SM_READ ? x->dst : x->src;
+    return issued_by_dst(x->kind) ? x->dst : x->src;
 }
 
 static int exec_peer(const Xfer *x)
 {
-    return x->kind == XFER_SM_READ ? x->src : x->dst;
+    return issued_by_dst(x->kind) ? x->src : x->dst;
 }
 
+/* Leaves bytes at the destination to check (the pointer chase does not). */
 static bool moves_data(XferKind k)
 {
-    return k != XFER_CE_LATENCY && k != XFER_SM_LATENCY;
+    return k != XFER_SM_LATENCY;
+}
+
+/* Bulk copies, each timed and checked on its own; the rest run once. */
+static bool copy_by_copy(XferKind k)
+{
+    return k != XFER_CE_LATENCY && k != XFER_SM_LATENCY && k != XFER_STAGED;
+}
+
+/* Between one GPU and pinned host memory: no peer, no P2P verdict. */
+static bool host_path(XferKind k)
+{
+    return k == XFER_H2D || k == XFER_D2H || k == XFER_STAGED;
 }
 
 /*
@@ -532,6 +566,7 @@ static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
 
     switch (x->kind) {
     case XFER_CE:
+    case XFER_CE_READ:
     case XFER_CE_BIDIR:
         for (i = 0; i < loops; i++) {
             CU_TRY(p_cuMemcpyPeerAsync(dst, gd->ctx, gs->src, gs->ctx,
@@ -550,8 +585,10 @@ static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
         }
         break;
     case XFER_CE_LATENCY:
+        /* Each copy to a place of its own, so every one is checked. */
         for (i = 0; i < CE_LATENCY_REPS; i++) {
-            CU_TRY(p_cuMemcpyPeerAsync(dst, gd->ctx, gs->src, gs->ctx, 16, s),
+            CU_TRY(p_cuMemcpyPeerAsync(dst + 16 * i, gd->ctx,
+                                       gs->src + 16 * i, gs->ctx, 16, s),
                    "copy engine %d->%d", x->src, x->dst);
         }
         break;
@@ -567,6 +604,18 @@ static bool enqueue(Run *run, Xfer *x, unsigned loops, GError **errp)
     }
     case XFER_STAGED:
         return enqueue_staged(run, x, s, errp);
+    case XFER_H2D:
+        for (i = 0; i < loops; i++) {
+            CU_TRY(p_cuMemcpyHtoDAsync(dst, run->host, bytes, s),
+                   "host to device copy into %d", x->dst);
+        }
+        break;
+    case XFER_D2H:
+        for (i = 0; i < loops; i++) {
+            CU_TRY(p_cuMemcpyDtoHAsync(run->host, gs->src, bytes, s),
+                   "device to host copy out of %d", x->src);
+        }
+        break;
     }
     return true;
 }
@@ -644,76 +693,147 @@ static void drain_gpu(Run *run, int g)
 }
 
 /*
- * Run @x together. With @span_ms, the whole batch is also timed on one
- * GPU (the first transfer's destination): from its own release to the
- * last transfer's end, waited for across GPUs. Several streams of one GPU
- * can share its copy engines, so per-stream events alone do not give the
- * span of an aggregate.
+ * The pinned host buffer before a host <-> device copy: the GPU's own
+ * pattern for host -> device, poison for device -> host.
  */
-static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
-                            double *span_ms, CUevent *span, GError **errp)
+static bool prepare_host(Run *run, const Xfer *x, GError **errp)
 {
-    g_autofree bool *used = g_new0(bool, run->n);
-    uint64_t max_ns = 5000000000ull;
-    CUdeviceptr flag = run->flag_dev;
-    void *spin_args[] = { &flag, &max_ns };
-    int i, g, k;
+    Gpu *g = &run->gpus[x->src];
 
-    for (i = 0; i < nx; i++) {
+    if (x->kind == XFER_D2H) {
+        /* Poisoned by the GPU, faster than the CPU: with unified
+         * addressing, pinned memory has one address for host and GPU;
+         * where the driver refuses, by the CPU. */
+        CU_TRY(p_cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
+        if (p_cuMemsetD32Async((CUdeviceptr)(uintptr_t)run->host,
+                               0xdeadbeefu, xfer_len(run, x) / 4,
+                               g->gate) != CUDA_SUCCESS) {
+            memset(run->host, 0xa5, xfer_len(run, x));
+        }
+        WAIT(run, NULL, g->gate, "GPU %d: poisoning host memory", x->src);
+        run->host_pattern = -1;
+    } else if (x->kind == XFER_H2D && run->host_pattern != x->src) {
+        /* Host -> device copies leave it as it is: filled once. */
+        CU_TRY(p_cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
+        CU_TRY(p_cuMemcpyDtoHAsync(run->host, g->src, xfer_len(run, x),
+                                   g->gate), "GPU %d: pattern to host",
+               x->src);
+        WAIT(run, NULL, g->gate, "GPU %d: pattern to host", x->src);
+        run->host_pattern = x->src;
+    }
+    return true;
+}
+
+/* Events of @x, on the GPUs whose streams record them. */
+static bool create_xfer_events(Run *run, Xfer *x, GError **errp)
+{
+    CU_TRY(p_cuCtxSetCurrent(run->gpus[exec_gpu(x)].ctx), "cuCtxSetCurrent");
+    CU_TRY(p_cuEventCreate(&x->start, CU_EVENT_DEFAULT), "event");
+    CU_TRY(p_cuEventCreate(&x->stop, CU_EVENT_DEFAULT), "event");
+    for (int k = 0; x->kind == XFER_STAGED && k < 2; k++) {
+        CU_TRY(p_cuCtxSetCurrent(run->gpus[x->src].ctx), "ctx");
+        CU_TRY(p_cuEventCreate(&x->down[k], CU_EVENT_DISABLE_TIMING),
+               "event");
+        CU_TRY(p_cuCtxSetCurrent(run->gpus[x->dst].ctx), "ctx");
+        CU_TRY(p_cuEventCreate(&x->up[k], CU_EVENT_DISABLE_TIMING), "event");
+    }
+    return true;
+}
+
+/*
+ * Before the batch: each destination poisoned (so nothing stale passes
+ * the check), host memory prepared, events made; used[g]: GPU g carries
+ * a transfer.
+ */
+static bool prepare_xfers(Run *run, Xfer *x, int nx, bool *used,
+                          GError **errp)
+{
+    for (int i = 0; i < nx; i++) {
         Gpu *gd = &run->gpus[x[i].dst];
-        Gpu *ge = &run->gpus[exec_gpu(&x[i])];
 
         x[i].bad = -1;
         used[exec_gpu(&x[i])] = true;
         if (moves_data(x[i].kind)) {
-            /* Poison the destination slot, ordered before the batch. */
             CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
             CU_TRY(p_cuMemsetD32Async(slot(run, &x[i]), 0xdeadbeefu,
                                       xfer_len(run, &x[i]) / 4, gd->gate),
                    "poisoning GPU %d", x[i].dst);
             WAIT(run, NULL, gd->gate, "poisoning GPU %d", x[i].dst);
         }
-        CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
-        CU_TRY(p_cuEventCreate(&x[i].start, CU_EVENT_DEFAULT), "event");
-        CU_TRY(p_cuEventCreate(&x[i].stop, CU_EVENT_DEFAULT), "event");
-        if (x[i].kind == XFER_STAGED) {
-            for (k = 0; k < 2; k++) {
-                CU_TRY(p_cuCtxSetCurrent(run->gpus[x[i].src].ctx), "ctx");
-                CU_TRY(p_cuEventCreate(&x[i].down[k],
-                                       CU_EVENT_DISABLE_TIMING), "event");
-                CU_TRY(p_cuCtxSetCurrent(gd->ctx), "ctx");
-                CU_TRY(p_cuEventCreate(&x[i].up[k], CU_EVENT_DISABLE_TIMING),
-                       "event");
-            }
+        if (!prepare_host(run, &x[i], errp) ||
+            !create_xfer_events(run, &x[i], errp)) {
+            return false;
         }
     }
-    /* Hold every executing GPU, then queue all work behind the holds. */
+    return true;
+}
+
+/* GPU @g's gate stream spins until the host sets the flag. */
+static bool hold_gpu(Run *run, int g, GError **errp)
+{
+    Gpu *gp = &run->gpus[g];
+    uint64_t max_ns = 5000000000ull;
+    CUdeviceptr flag = run->flag_dev;
+    void *args[] = { &flag, &max_ns };
+
+    CU_TRY(p_cuCtxSetCurrent(gp->ctx), "cuCtxSetCurrent");
+    CU_TRY(launch(gp->spin, 1, 1, gp->gate, args), "GPU %d: spin", g);
+    return true;
+}
+
+/* Holds every executing GPU; gate_open fires at the release. */
+static bool hold_gpus(Run *run, const bool *used, GError **errp)
+{
     *run->flag = 0;
     __sync_synchronize();
-    for (g = 0; g < run->n; g++) {
+    for (int g = 0; g < run->n; g++) {
         if (!used[g]) {
             continue;
         }
-        CU_TRY(p_cuCtxSetCurrent(run->gpus[g].ctx), "cuCtxSetCurrent");
-        CU_TRY(launch(run->gpus[g].spin, 1, 1, run->gpus[g].gate, spin_args),
-               "GPU %d: spin", g);
+        if (!hold_gpu(run, g, errp)) {
+            return false;
+        }
         CU_TRY(p_cuEventRecord(run->gpus[g].gate_open, run->gpus[g].gate),
                "cuEventRecord");
     }
-    if (span_ms) {
-        Gpu *go = &run->gpus[x[0].dst];
+    return true;
+}
 
-        if (!used[x[0].dst]) {
-            /* The observer holds like the others, to start at release. */
-            CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
-            CU_TRY(launch(go->spin, 1, 1, go->gate, spin_args), "spin");
-        }
-        CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
-        CU_TRY(p_cuEventCreate(&span[0], CU_EVENT_DEFAULT), "event");
-        CU_TRY(p_cuEventCreate(&span[1], CU_EVENT_DEFAULT), "event");
-        CU_TRY(p_cuEventRecord(span[0], go->gate), "cuEventRecord");
+/* The span's start, on the observer (x[0]'s destination) at release. */
+static bool span_begin(Run *run, const Xfer *x, const bool *used,
+                       CUevent *span, GError **errp)
+{
+    Gpu *go = &run->gpus[x[0].dst];
+
+    if (!used[x[0].dst] && !hold_gpu(run, x[0].dst, errp)) {
+        return false;   /* the observer holds like the others */
     }
-    for (i = 0; i < nx; i++) {
+    CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
+    CU_TRY(p_cuEventCreate(&span[0], CU_EVENT_DEFAULT), "event");
+    CU_TRY(p_cuEventCreate(&span[1], CU_EVENT_DEFAULT), "event");
+    CU_TRY(p_cuEventRecord(span[0], go->gate), "cuEventRecord");
+    return true;
+}
+
+/* The span's end: after every transfer's stop, on the observer. */
+static bool span_end(Run *run, const Xfer *x, int nx, CUevent *span,
+                     GError **errp)
+{
+    Gpu *go = &run->gpus[x[0].dst];
+
+    CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
+    for (int i = 0; i < nx; i++) {
+        CU_TRY(p_cuStreamWaitEvent(go->gate, x[i].stop, 0), "wait");
+    }
+    CU_TRY(p_cuEventRecord(span[1], go->gate), "cuEventRecord");
+    return true;
+}
+
+/* Each transfer behind its GPU's hold: warm-up, start, @loops, stop. */
+static bool queue_xfers(Run *run, Xfer *x, int nx, unsigned loops,
+                        GError **errp)
+{
+    for (int i = 0; i < nx; i++) {
         Gpu *ge = &run->gpus[exec_gpu(&x[i])];
         CUstream s = ge->to[exec_peer(&x[i])];
 
@@ -734,37 +854,41 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
         CU_TRY(p_cuCtxSetCurrent(ge->ctx), "cuCtxSetCurrent");
         CU_TRY(p_cuEventRecord(x[i].stop, s), "cuEventRecord");
     }
-    if (span_ms) {
-        Gpu *go = &run->gpus[x[0].dst];
+    return true;
+}
 
-        CU_TRY(p_cuCtxSetCurrent(go->ctx), "cuCtxSetCurrent");
-        for (i = 0; i < nx; i++) {
-            CU_TRY(p_cuStreamWaitEvent(go->gate, x[i].stop, 0), "wait");
-        }
-        CU_TRY(p_cuEventRecord(span[1], go->gate), "cuEventRecord");
-    }
-    __sync_synchronize();
-    *run->flag = 1;
-    if (span_ms) {
-        float ms = 0;
+/* After the release: each transfer's time, and the span's. */
+static bool read_times(Run *run, Xfer *x, int nx, CUevent *span,
+                       double *span_ms, GError **errp)
+{
+    float ms = 0;
 
+    if (span_ms) {
         WAIT(run, span[1], NULL, "aggregate on GPU %d", x[0].dst);
         CU_TRY(p_cuEventElapsedTime(&ms, span[0], span[1]),
                "cuEventElapsedTime");
         *span_ms = ms;
     }
-    for (i = 0; i < nx; i++) {
-        float ms = 0;
-
+    for (int i = 0; i < nx; i++) {
         WAIT(run, x[i].stop, NULL, "transfer %d->%d", x[i].src, x[i].dst);
         CU_TRY(p_cuEventElapsedTime(&ms, x[i].start, x[i].stop),
                "cuEventElapsedTime");
         x[i].ms = ms;
     }
-    /* Every byte checked at its destination, by the destination GPU. */
-    for (i = 0; i < nx; i++) {
+    return true;
+}
+
+/* Where @x's check writes its first bad word, on the host. */
+static uint64_t *check_result(Run *run, const Xfer *x)
+{
+    return &run->results[x->dst * (run->n + 2) + x->src];
+}
+
+/* Every byte checked at its destination, by the destination GPU. */
+static bool queue_checks(Run *run, Xfer *x, int nx, GError **errp)
+{
+    for (int i = 0; i < nx; i++) {
         Gpu *gd = &run->gpus[x[i].dst];
-        uint64_t *res = &run->results[x[i].dst * (run->n + 2) + x[i].src];
         CUdeviceptr word = gd->scratch + 8 * x[i].src;
         CUdeviceptr buf = slot(run, &x[i]);
         uint64_t words = xfer_len(run, &x[i]) / 4;
@@ -775,15 +899,28 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
             continue;
         }
         CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
+        if (x[i].kind == XFER_D2H) {
+            /* What reached host memory, back into the GPU to be checked
+             * there (the slot was poisoned, so nothing stale passes). */
+            CU_TRY(p_cuMemcpyHtoDAsync(buf, run->host, words * 4, gd->gate),
+                   "GPU %d: reading back host memory", x[i].dst);
+        }
         CU_TRY(p_cuMemsetD32Async(word, 0xffffffffu, 2, gd->gate), "memset");
         CU_TRY(launch(gd->check, gd->sms * 4, 512, gd->gate, args),
                "GPU %d: check_pattern", x[i].dst);
-        CU_TRY(p_cuMemcpyDtoHAsync(res, word, 8, gd->gate), "check result");
+        CU_TRY(p_cuMemcpyDtoHAsync(check_result(run, &x[i]), word, 8,
+                                   gd->gate), "check result");
     }
-    for (i = 0; i < nx; i++) {
+    return true;
+}
+
+/* The checks' verdicts (x[i].bad) and the pointer chase's own time. */
+static bool read_checks(Run *run, Xfer *x, int nx, GError **errp)
+{
+    for (int i = 0; i < nx; i++) {
         Gpu *gs = &run->gpus[x[i].src];
         Gpu *gd = &run->gpus[x[i].dst];
-        uint64_t *res = &run->results[x[i].dst * (run->n + 2) + x[i].src];
+        uint64_t *res = check_result(run, &x[i]);
 
         if (moves_data(x[i].kind)) {
             CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
@@ -803,7 +940,34 @@ static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
     return true;
 }
 
-static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
+/*
+ * Run @x together: prepare, hold every executing GPU with a spin kernel,
+ * queue all work behind the holds, release, then time and check. With
+ * @span_ms, the whole batch is also timed on one GPU (the first
+ * transfer's destination): from its own release to the last transfer's
+ * end, waited for across GPUs. Several streams of one GPU can share its
+ * copy engines, so per-stream events alone do not give the span of an
+ * aggregate.
+ */
+static bool run_batch_inner(Run *run, Xfer *x, int nx, unsigned loops,
+                            double *span_ms, CUevent *span, GError **errp)
+{
+    g_autofree bool *used = g_new0(bool, run->n);
+
+    if (!prepare_xfers(run, x, nx, used, errp) ||
+        !hold_gpus(run, used, errp) ||
+        (span_ms && !span_begin(run, x, used, span, errp)) ||
+        !queue_xfers(run, x, nx, loops, errp) ||
+        (span_ms && !span_end(run, x, nx, span, errp))) {
+        return false;
+    }
+    __sync_synchronize();
+    *run->flag = 1;
+    return read_times(run, x, nx, span, span_ms, errp) &&
+           queue_checks(run, x, nx, errp) && read_checks(run, x, nx, errp);
+}
+
+static bool run_batch_once(Run *run, Xfer *x, int nx, unsigned loops,
                            double *span_ms, GError **errp)
 {
     CUevent span[2] = { NULL, NULL };
@@ -830,6 +994,62 @@ static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
         }
     }
     return ok;
+}
+
+/*
+ * @x (one kind) with @loops copies each. Bulk copies run as @loops
+ * batches of one copy, each timed on its own and checked at its
+ * destination (poisoned before), so a bad copy cannot hide behind a good
+ * one that overwrites it; times (and spans) are summed. x[i].bad is then
+ * the first bad copy's first bad byte.
+ */
+static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
+                           double *span_ms, GError **errp)
+{
+    unsigned copies = copy_by_copy(x[0].kind) ? loops : 1;
+    g_autofree double *ms = g_new0(double, nx);
+    g_autofree int64_t *bad = g_new(int64_t, nx);
+    g_autofree unsigned *warm = g_new(unsigned, nx);
+    double span = 0;
+
+    for (int i = 0; i < nx; i++) {
+        bad[i] = -1;
+        warm[i] = x[i].warmup;
+        x[i].copies = copies;
+        x[i].bad_copy = 0;
+    }
+    for (unsigned c = 0; c < copies; c++) {
+        double one = 0;
+        bool ok;
+
+        for (int i = 0; i < nx; i++) {
+            x[i].warmup = c ? 0 : warm[i];      /* warm-up before the first */
+        }
+        ok = run_batch_once(run, x, nx, copies == loops ? 1 : loops,
+                            span_ms ? &one : NULL, errp);
+        for (int i = 0; i < nx; i++) {
+            x[i].warmup = warm[i];
+        }
+        if (!ok) {
+            return false;
+        }
+        span += one;
+        for (int i = 0; i < nx; i++) {
+            ms[i] += x[i].ms;
+            if (bad[i] < 0 && x[i].bad >= 0) {
+                bad[i] = x[i].bad;
+                x[i].bad_copy = c;
+            }
+        }
+    }
+    for (int i = 0; i < nx; i++) {
+        x[i].ms = ms[i];
+        x[i].bad = bad[i];
+    }
+    if (span_ms) {
+        *span_ms = span;
+    }
+    return true;
 }
 
 static bool run_batch(Run *run, Xfer *x, int nx, unsigned loops,
@@ -929,21 +1149,37 @@ static double xfer_value(Run *run, const Xfer *x, unsigned loops)
     }
 }
 
+static const char *kind_name(XferKind k);
+
+/* "copy engine 0->1", or "host to device copy, GPU 0", into @buf. */
+static const char *xfer_label(Run *run, const Xfer *x, char *buf, gsize n)
+{
+    unsigned a = run->report_of[x->src], b = run->report_of[x->dst];
+
+    if (x->kind == XFER_H2D || x->kind == XFER_D2H) {
+        g_snprintf(buf, n, "%s, GPU %u", kind_name(x->kind), a);
+    } else {
+        g_snprintf(buf, n, "%s %u->%u", kind_name(x->kind), a, b);
+    }
+    return buf;
+}
+
 /* A destination that came back wrong after a transfer. */
 static void judge_bytes(Run *run, const Xfer *x, const char *what)
 {
     VerifyPair *p = pair_of(run, x->src, x->dst);
+    char label[96];
 
     if (x->bad < 0) {
         return;
     }
-    if (x->kind == XFER_STAGED) {
-        /* Through host memory, P2P off: no verdict on P2P, but nothing
+    if (host_path(x->kind)) {
+        /* Through host memory, not P2P: no verdict on P2P, but nothing
          * to call good either. */
         run->r->untested = true;
-        verify_note(run->r, "host-staged %u->%u: first bad byte at offset %"
-                    G_GINT64_FORMAT " (host path, not P2P)",
-                    run->report_of[x->src], run->report_of[x->dst], x->bad);
+        verify_note(run->r, "%s: first bad byte at offset %" G_GINT64_FORMAT
+                    " (host path, not P2P)",
+                    xfer_label(run, x, label, sizeof(label)), x->bad);
         return;
     }
     run->r->p2p_broken = true;
@@ -954,9 +1190,15 @@ static void judge_bytes(Run *run, const Xfer *x, const char *what)
     } else {
         p->verified_ce = CHECK_FAILED;
     }
-    pair_problem(p, "%s %u->%u: first bad byte at offset %" G_GINT64_FORMAT,
-                 what, run->report_of[x->src], run->report_of[x->dst],
-                 x->bad);
+    if (x->copies > 1) {
+        g_snprintf(label, sizeof(label), " (copy %u of %u)", x->bad_copy + 1,
+                   x->copies);
+    } else {
+        label[0] = 0;
+    }
+    pair_problem(p, "%s %u->%u: first bad byte at offset %" G_GINT64_FORMAT
+                 "%s", what, run->report_of[x->src], run->report_of[x->dst],
+                 x->bad, label);
 }
 
 /* The data-check state that a transfer of @k proves or fails. */
@@ -969,10 +1211,12 @@ static CheckState *path_state(VerifyPair *p, XferKind k)
 static const char *kind_name(XferKind k)
 {
     static const char *const names[] = {
-        [XFER_CE] = "copy engine", [XFER_CE_BIDIR] = "bidirectional copy "
-        "engine", [XFER_SM_WRITE] = "SM write", [XFER_SM_READ] = "SM read",
+        [XFER_CE] = "copy engine", [XFER_CE_READ] = "copy engine read",
+        [XFER_CE_BIDIR] = "bidirectional copy engine",
+        [XFER_SM_WRITE] = "SM write", [XFER_SM_READ] = "SM read",
         [XFER_STAGED] = "host-staged copy", [XFER_CE_LATENCY] = "copy-engine "
         "latency", [XFER_SM_LATENCY] = "SM latency",
+        [XFER_H2D] = "host to device copy", [XFER_D2H] = "device to host copy",
     };
 
     return names[k];
@@ -992,6 +1236,39 @@ static bool gpu_probe_lost(Run *run, int g)
 }
 
 /*
+ * CUDA error 220 (CUDA_ERROR_NVLINK_UNCORRECTABLE) on @x: a fault of the
+ * NVLink between its two GPUs, named as such on the pair (both ways: one
+ * link), not a bare "P2P broken". A GPU whose context the error took down
+ * is lost as well.
+ */
+static void blame_nvlink(Run *run, const Xfer *x, VerifyPair *p,
+                         const char *label, const GError *err)
+{
+    unsigned a = run->report_of[x->src], b = run->report_of[x->dst];
+    VerifyPair *back = pair_of(run, x->dst, x->src);
+
+    run->r->p2p_broken = true;
+    p->nvlink_fault = back->nvlink_fault = true;
+    if (x->kind != XFER_CE_LATENCY && x->kind != XFER_SM_LATENCY &&
+        x->kind != XFER_STAGED) {
+        *path_state(p, x->kind) = CHECK_FAILED;
+    }
+    pair_problem(p, "NVLink fault between GPUs %u and %u: %s: %s", a, b,
+                 label, err->message);
+    verify_note(run->r, "NVLink fault between GPUs %u and %u (uncorrectable "
+                "NVLink error, CUDA error 220, at %s): the link, not P2P "
+                "setup; see the GPUs' NVLink error counters (nvidia-smi "
+                "nvlink -e)", a, b, label);
+    for (int i = 0; i < 2; i++) {
+        int g = i ? x->dst : x->src;
+
+        if (gpu_probe_lost(run, g)) {
+            mark_gone(run, g, "after an NVLink fault: %s", err->message);
+        }
+    }
+}
+
+/*
  * @x failed on its own with @err (CUDA error @code). A sticky error marks
  * the GPU it left unusable "lost", not P2P; a hung transfer (watchdog)
  * fails its pair and retires its GPU; a host-staged copy never judges P2P;
@@ -999,11 +1276,16 @@ static bool gpu_probe_lost(Run *run, int g)
  */
 static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
 {
-    VerifyPair *p = pair_of(run, x->src, x->dst);
-    unsigned a = run->report_of[x->src], b = run->report_of[x->dst];
+    VerifyPair *p = pair_of(run, x->src, x->dst);     /* NULL: host path */
+    char label[96];
     bool data = x->kind == XFER_CE || x->kind == XFER_SM_WRITE ||
                 x->kind == XFER_SM_READ;
 
+    xfer_label(run, x, label, sizeof(label));
+    if (code == CUDA_ERROR_NVLINK_UNCORRECTABLE && p) {
+        blame_nvlink(run, x, p, label, err);
+        return;
+    }
     if (code != CUDA_ERROR_NOT_READY &&
         (cu_sticky(code) || run->gone[x->src] || run->gone[x->dst])) {
         bool any = false;
@@ -1019,29 +1301,29 @@ static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
         if (!any) {
             mark_gone(run, exec_gpu(x), "%s", err->message);
         }
-        if (data && *path_state(p, x->kind) == CHECK_OK) {
+        if (p && data && *path_state(p, x->kind) == CHECK_OK) {
             *path_state(p, x->kind) = CHECK_UNTESTABLE;
         }
-        pair_problem(p, "%s %u->%u: %s (GPU lost, not a P2P verdict)",
-                     kind_name(x->kind), a, b, err->message);
-        return;
-    }
-    if (x->kind == XFER_STAGED) {
-        run->r->untested = true;
-        verify_note(run->r, "host-staged %u->%u: %s (host path, not P2P)",
-                    a, b, err->message);
+        if (p) {
+            pair_problem(p, "%s: %s (GPU lost, not a P2P verdict)", label,
+                         err->message);
+        }
         return;
     }
     if (code == CUDA_ERROR_NOT_READY) {
-        mark_gone(run, exec_gpu(x), "hung at %s %u->%u", kind_name(x->kind),
-                  a, b);
+        mark_gone(run, exec_gpu(x), "hung at %s", label);
+    }
+    if (host_path(x->kind)) {
+        run->r->untested = true;
+        verify_note(run->r, "%s: %s (host path, not P2P)", label,
+                    err->message);
+        return;
     }
     run->r->p2p_broken = true;
     if (data) {
         *path_state(p, x->kind) = CHECK_FAILED;
     }
-    pair_problem(p, "%s %u->%u: %s", kind_name(x->kind), a, b,
-                 err->message);
+    pair_problem(p, "%s: %s", label, err->message);
 }
 
 /*
@@ -1089,9 +1371,9 @@ static double group_value(Run *run, const Xfer *gx, int per,
                           unsigned loops)
 {
     if (per == 2) {
-        /* Both directions' bytes over the longer time. */
-        return 2.0 * run->bytes * loops /
-               (MAX(gx[0].ms, gx[1].ms) / 1e3) / 1e9;
+        /* As nvbandwidth's bidirectional _total: the sum of the two
+         * directions' bandwidths, each over its own time. */
+        return xfer_value(run, &gx[0], loops) + xfer_value(run, &gx[1], loops);
     }
     return xfer_value(run, gx, loops);
 }
@@ -1159,8 +1441,8 @@ static void measure_pairs(Run *run, GPtrArray *rounds, int fig)
 {
     const VerifyFigureInfo *f = &verify_pair_figures[fig];
     bool bidir = f->kind == XFER_CE_BIDIR;
-    bool warm = f->kind == XFER_CE || bidir || f->kind == XFER_SM_WRITE ||
-                f->kind == XFER_SM_READ;
+    bool warm = f->kind == XFER_CE || f->kind == XFER_CE_READ || bidir ||
+                f->kind == XFER_SM_WRITE || f->kind == XFER_SM_READ;
 
     for (guint ri = 0; ri < rounds->len; ri++) {
         GArray *round = g_ptr_array_index(rounds, ri);
@@ -1198,13 +1480,17 @@ static void measure_aggregates(Run *run, int k)
     VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
                                    run->report_of[k]);
     const VerifyFigureInfo *ce = &verify_pair_figures[FIG_UNI_CE];
-    unsigned loops = MAX(run->loops / 4, 1u), s;
+    unsigned loops = run->loops, s;
 
-    for (int which = 0; which < AGG_COUNT; which++) {
-        g_autofree Xfer *x = g_new0(Xfer, run->n);
+    for (int which = 0; which <= AGG_ONE_TO_ALL; which++) {
+        g_autofree Xfer *x = NULL;
         double v[16];
         int nx = 0;
 
+        if (!verify_figure_wanted(run->o, FIG_PAIR_COUNT + which)) {
+            continue;
+        }
+        x = g_new0(Xfer, run->n);
         for (int j = 0; j < run->n; j++) {
             int a = which == AGG_ALL_TO_ONE ? j : k;
             int b = which == AGG_ALL_TO_ONE ? k : j;
@@ -1216,7 +1502,8 @@ static void measure_aggregates(Run *run, int k)
                 nx = 0;
                 break;
             }
-            x[nx++] = (Xfer){ .kind = XFER_CE, .src = a, .dst = b };
+            x[nx++] = (Xfer){ .kind = XFER_CE, .src = a, .dst = b,
+                              .warmup = run->warmup };
         }
         if (nx < 1) {
             continue;
@@ -1244,6 +1531,45 @@ static void measure_aggregates(Run *run, int k)
                    (span / 1e3) / 1e9;
         }
         figure_set(&vg->agg[which], v, run->o->samples);
+    }
+}
+
+/*
+ * Host -> device and device -> host for GPU @k, one GPU at a time as
+ * nvbandwidth measures them: pinned host memory, the GPU's own stream.
+ * A failure or a bad byte is no P2P verdict (the run is then untested).
+ */
+static void measure_host(Run *run, int k)
+{
+    VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
+                                   run->report_of[k]);
+
+    for (int which = AGG_H2D; which <= AGG_D2H; which++) {
+        const VerifyFigureInfo *f = &verify_gpu_figures[which];
+        Xfer x = { .kind = f->kind, .src = k, .dst = k,
+                   .warmup = run->warmup };
+        double v[16];
+        unsigned s;
+
+        if (!verify_figure_wanted(run->o, FIG_PAIR_COUNT + which)) {
+            continue;
+        }
+        for (s = 0; s < run->o->samples && !run->gone[k]; s++) {
+            g_autoptr(GError) err = NULL;
+
+            if (!run_batch(run, &x, 1, run->loops, &err)) {
+                blame(run, &x, err, cu_last);
+                break;
+            }
+            judge_bytes(run, &x, f->key);
+            if (x.bad >= 0) {
+                break;
+            }
+            v[s] = xfer_value(run, &x, run->loops);
+        }
+        if (s == run->o->samples) {
+            figure_set(&vg->agg[which], v, s);
+        }
     }
 }
 
@@ -1443,6 +1769,10 @@ static void teardown(Run *run)
     if (run->results) {
         p_cuMemFreeHost(run->results);
     }
+    if (run->host && !run->r->gpu_lost) {
+        /* A hung GPU may still be copying into it: left to exit. */
+        p_cuMemFreeHost(run->host);
+    }
     g_free(run->gpus);
     g_free(run->report_of);
     g_free(run->gone);
@@ -1456,7 +1786,7 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
     Run run = { .o = o, .r = r, .bytes = o->bytes,
                 .loops = o->quick ? VERIFY_QUICK_LOOPS : VERIFY_LOOPS,
                 .warmup = o->quick ? VERIFY_QUICK_WARMUP : VERIFY_WARMUP,
-                .watchdog_s = o->watchdog_s };
+                .watchdog_s = o->watchdog_s, .host_pattern = -1 };
     gint64 t = g_get_monotonic_time();
 #define PHASE(i) do { gint64 now_ = g_get_monotonic_time();               \
                       r->phase_s[i] = (now_ - t) / 1e6; t = now_; } while (0)
@@ -1501,22 +1831,21 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
     if (!r->kernels) {
         goto out;
     }
-    if (!o->quick && !build_chains(&run, &err)) {
+    if (verify_figure_wanted(o, FIG_LAT_SM) && !build_chains(&run, &err)) {
         r->p2p_broken = true;
         verify_note(r, "%s", err->message);
         goto out;
     }
     for (int fig = 0; fig < FIG_PAIR_COUNT; fig++) {
-        if (o->quick && !verify_pair_figures[fig].quick) {
+        if (!verify_figure_wanted(o, fig)) {
             continue;
         }
         measure_pairs(&run, verify_pair_figures[fig].kind == XFER_STAGED ||
                       !o->concurrent ? one_by_one : rounds, fig);
     }
-    if (!o->quick) {
-        for (int k = 0; k < run.n; k++) {
-            measure_aggregates(&run, k);
-        }
+    for (int k = 0; k < run.n; k++) {
+        measure_aggregates(&run, k);
+        measure_host(&run, k);
     }
     PHASE(5);
 out:

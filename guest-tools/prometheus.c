@@ -114,6 +114,29 @@ static void pair_figures(GString *s, const VerifyReport *r, bool latency)
     }
 }
 
+/* 1 where a transfer met CUDA error 220 (an uncorrectable NVLink error);
+ * 0 on NVLink pairs whose transfers ran without one. */
+static void nvlink_faults(GString *s, const VerifyReport *r)
+{
+    const char *name = "gpup2p_verify_pair_nvlink_fault";
+    bool begun = false;
+
+    for (guint i = 0; i < r->pairs->len; i++) {
+        const VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
+
+        if (!p->nvlink_fault && !(p->peer_enabled && p->nvlinks > 0)) {
+            continue;
+        }
+        if (!begun) {
+            family(s, name, "1 when a transfer between src and dst met an "
+                   "uncorrectable NVLink error (CUDA error 220)");
+            begun = true;
+        }
+        pair_labels(s, name, r, p);
+        g_string_append_printf(s, "} %d\n", p->nvlink_fault);
+    }
+}
+
 static void gpu_figures(GString *s, const VerifyReport *r)
 {
     const char *name = "gpup2p_verify_gpu_bandwidth_bytes_per_second";
@@ -131,8 +154,8 @@ static void gpu_figures(GString *s, const VerifyReport *r)
                 continue;
             }
             if (!begun) {
-                family(s, name, "Median aggregate bandwidth of one GPU "
-                       "with all others, by figure");
+                family(s, name, "Median bandwidth of one GPU: with all "
+                       "others at once, or with host memory, by figure");
                 begun = true;
             }
             gpu_labels(s, name, r, i);
@@ -289,6 +312,7 @@ char *verify_prometheus_text(const VerifyOptions *o, const VerifyReport *r,
         g_string_append(s, "} ");
         value(s, p->link_limit_gbps * 1e9);
     }
+    nvlink_faults(s, r);
     pair_figures(s, r, false);
     pair_figures(s, r, true);
     gpu_figures(s, r);

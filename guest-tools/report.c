@@ -317,6 +317,8 @@ static void json_pair(JsonBuilder *b, const VerifyReport *r,
     gp_json_add_string_or_null(b, "problem",
                                p->verify_problem[0] ? p->verify_problem :
                                NULL);
+    json_builder_set_member_name(b, "nvlink_fault");
+    json_builder_add_boolean_value(b, p->nvlink_fault);
     for (k = 0; k < FIG_PAIR_COUNT; k++) {
         add_figure(b, verify_pair_figures[k].key, &p->fig[k]);
     }
@@ -358,6 +360,16 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
     json_builder_add_boolean_value(b, o->quick);
     json_builder_set_member_name(b, "concurrent_pairs");
     json_builder_add_boolean_value(b, r->concurrent);
+    /* Registry names (figures.c) asked for: --figures, else the mode's;
+     * none with the PCI checks alone. */
+    json_builder_set_member_name(b, "figures");
+    json_builder_begin_array(b);
+    for (i = 0; i < VERIFY_FIGURE_COUNT && !verify_pci_checks_only(o); i++) {
+        if (verify_figure_wanted(o, i)) {
+            json_builder_add_string_value(b, verify_figures[i].name);
+        }
+    }
+    json_builder_end_array(b);
 
     json_builder_set_member_name(b, "gpus");
     json_builder_begin_array(b);

@@ -36,33 +36,56 @@ typedef enum {
 
 /* How a figure moves its bytes (cuda.c runs each kind). */
 typedef enum {
-    XFER_CE,            /* copy engine, queued on the source GPU */
+    XFER_CE,            /* copy engine, queued on the source GPU (write) */
+    XFER_CE_READ,       /* copy engine, queued on the destination GPU */
     XFER_CE_BIDIR,      /* copy engine both ways, each on its source GPU */
     XFER_SM_WRITE,      /* source GPU's SMs store into the peer */
     XFER_SM_READ,       /* destination GPU's SMs load from the peer */
     XFER_STAGED,        /* through pinned host memory, P2P off */
     XFER_CE_LATENCY,    /* 16-byte copy-engine copies */
     XFER_SM_LATENCY,    /* pointer chase through the peer's memory */
+    XFER_H2D,           /* copy engine, pinned host memory -> the GPU */
+    XFER_D2H,           /* copy engine, the GPU -> pinned host memory */
 } XferKind;
 
-/* One row of the figure table: it drives measuring, text and JSON. */
+/*
+ * One row of the figure registry (figures.c): it drives measuring,
+ * --list, --figures, the text report, the JSON and the metrics.
+ */
 typedef struct {
+    const char *name;           /* --figures, --list: nvbandwidth's test
+                                 * name where ours measures the same */
+    const char *nvbandwidth;    /* nvbandwidth's counterpart, NULL: none */
+    const char *method;         /* how, in one line (--list) */
     const char *key;            /* JSON member */
     const char *title;          /* text matrix heading */
     XferKind kind;
     bool quick;                 /* measured with --quick too */
     bool needs_sm;              /* needs SM access to peer memory */
     bool latency;               /* microseconds, lower is better */
+    bool per_gpu;               /* one value per GPU, not per pair */
 } VerifyFigureInfo;
 
 enum {
-    FIG_UNI_CE, FIG_UNI_SM, FIG_UNI_SM_READ, FIG_BI_CE, FIG_STAGED,
-    FIG_LAT_CE, FIG_LAT_SM, FIG_PAIR_COUNT
+    FIG_UNI_CE, FIG_UNI_CE_READ, FIG_UNI_SM, FIG_UNI_SM_READ, FIG_BI_CE,
+    FIG_STAGED, FIG_LAT_CE, FIG_LAT_SM, FIG_PAIR_COUNT
 };
-enum { AGG_ALL_TO_ONE, AGG_ONE_TO_ALL, AGG_COUNT };
+/* Per-GPU figures (VerifyGpu.agg): aggregates and host <-> device. */
+enum { AGG_ALL_TO_ONE, AGG_ONE_TO_ALL, AGG_H2D, AGG_D2H, AGG_COUNT };
+#define VERIFY_FIGURE_COUNT (FIG_PAIR_COUNT + AGG_COUNT)
 
-extern const VerifyFigureInfo verify_pair_figures[FIG_PAIR_COUNT];
-extern const VerifyFigureInfo verify_gpu_figures[AGG_COUNT];
+/* The registry: pair figures (FIG_*) first, then per-GPU ones (AGG_*). */
+extern const VerifyFigureInfo verify_figures[VERIFY_FIGURE_COUNT];
+extern const VerifyFigureInfo *const verify_pair_figures;  /* FIG_* */
+extern const VerifyFigureInfo *const verify_gpu_figures;   /* AGG_* */
+
+/* Registry index of @name, -1 when there is none. */
+int verify_figure_find(const char *name);
+/* The registry bits that "NAME,..." names into *mask; else FALSE with
+ * the first unknown name in *bad (to be freed). */
+bool verify_figures_parse(const char *list, guint32 *mask, char **bad);
+/* The registry as --list prints it. */
+char *verify_figures_list_text(void);
 
 typedef struct {
     double median, min, max;    /* over samples */
@@ -102,7 +125,7 @@ typedef struct VerifyGpu {
      * above each (core library topology). */
     char uplinks[VERIFY_MAX_UPLINKS][16];
     unsigned n_uplinks;
-    Figure agg[AGG_COUNT];
+    Figure agg[AGG_COUNT];      /* per-GPU figures (AGG_*) */
     bool lost;                  /* sticky CUDA error or hung work */
     char lost_why[192];
 } VerifyGpu;
@@ -117,6 +140,7 @@ typedef struct VerifyPair {
     double link_limit_gbps;     /* per direction, 0 unknown */
     CheckState verified_ce, verified_sm, verified_sm_read;
     char verify_problem[192];
+    bool nvlink_fault;          /* CUDA error 220 on a transfer a <-> b */
     Figure fig[FIG_PAIR_COUNT];
 } VerifyPair;
 
@@ -181,7 +205,16 @@ typedef struct VerifyOptions {
     char *prometheus;           /* textfile-collector metrics file */
     gsize bytes;                /* transfer size */
     unsigned samples;
+    guint32 figures;            /* registry bits to measure (--figures) */
 } VerifyOptions;
+
+/* Is registry figure @i (FIG_* or FIG_PAIR_COUNT + AGG_*) to be measured? */
+static inline bool verify_figure_wanted(const VerifyOptions *o, int i)
+{
+    return (o->figures >> i) & 1;
+}
+/* The figures measured when --figures is not given. */
+guint32 verify_figures_default(bool quick);
 
 /* result.c: the result model every check writes to. */
 void verify_report_init(VerifyReport *r);

@@ -10,7 +10,9 @@
 #
 # VERIFY is a built gpup2p-verify; REFDIR holds the reference binaries;
 # SETS is a list of GPU counts (default "8 4 2", counts above the machine's
-# are left out). OUTDIR receives, per count N, a folder gpusN/.
+# are left out; "1" on a one-GPU machine: P2P must come out untested, exit
+# 3, and the host <-> device figures are compared with nvbandwidth's).
+# OUTDIR receives, per count N, a folder gpusN/.
 set -u
 verify=$1
 ref=$2
@@ -33,7 +35,8 @@ timed() {
     shift
     local t0 t1 rc
     t0=$(date +%s.%N)
-    timeout 150 "$@" > "$dir/$name.out" 2> "$dir/$name.err"
+    # Long enough for a default run that checks every copy on 8 GPUs.
+    timeout 600 "$@" > "$dir/$name.out" 2> "$dir/$name.err"
     rc=$?
     t1=$(date +%s.%N)
     awk -v n="$name" -v rc="$rc" -v a="$t0" -v b="$t1" \
@@ -44,7 +47,8 @@ timed() {
 nvb_tests="device_to_device_memcpy_write_ce device_to_device_memcpy_read_ce
 device_to_device_bidirectional_memcpy_write_ce device_to_device_memcpy_write_sm
 device_to_device_memcpy_read_sm device_to_device_latency_sm
-all_to_one_write_ce one_to_all_write_ce"
+all_to_one_write_ce one_to_all_write_ce
+host_to_device_memcpy_ce device_to_host_memcpy_ce"
 
 for n in $sets; do
     [ "$n" -le "$total" ] || continue
@@ -88,11 +92,19 @@ for n in $sets; do
     timed nccl-topo-used python3 "$here/nccl_topo_used.py" \
         "$dir/nccl-topo.xml" "$dir/nccl-topo-used"
     unset CUDA_VISIBLE_DEVICES
+    if [ "$n" = 1 ]; then
+        # No pair: the default run must say untested (3), never all good.
+        awk -F'\t' '$1 == "verify-1" || $1 == "verify-2" {
+            print $1 ": exit " $2 ($2 == 3 ? " (untested, as it must)" :
+                                    " WRONG: a one-GPU run must exit 3") }' \
+            "$dir/runs.tsv" > "$dir/one-gpu-check.txt"
+    fi
     python3 "$here/compare-references.py" "$dir" > "$dir/ratios.md"
 done
 for d in "$out"/gpus*; do
     echo "== $d"
     cat "$d/runs.tsv" "$d/ratios.md"
+    [ -f "$d/one-gpu-check.txt" ] && cat "$d/one-gpu-check.txt"
     head -3 "$d/nccl-check.txt"
     tail -1 "$d/nccl-allreduce.out"
 done

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <json-glib/json-glib.h>
+#include <math.h>
 #include <string.h>
 
 #include "sysfs-builder.h"
@@ -113,6 +114,22 @@ static JsonObject *pair(const Res *r, int a, int b)
         }
     }
     g_assert_not_reached();
+}
+
+static JsonObject *gpu_of(const Res *r, int i)
+{
+    return json_array_get_object_element(
+        json_object_get_array_member(r->root, "gpus"), i);
+}
+
+/* A figure's median, or -1 where it is null (not measured). */
+static double median_or_none(JsonObject *o, const char *key)
+{
+    if (json_object_get_null_member(o, key)) {
+        return -1;
+    }
+    return json_object_get_double_member(
+        json_object_get_object_member(o, key), "median");
 }
 
 static const char *str_member(JsonObject *o, const char *key)
@@ -227,6 +244,55 @@ static void test_corrupt_byte(void)
 }
 
 /*
+ * Copy 10 of those from GPU 0 into 1 comes back bad: the data checks are
+ * copies 1 to 3 (CE, SM write, SM read), the figure's 4 warm-up copies 4
+ * to 7, its 16 timed ones 8 to 23. The third timed copy is bad, and later
+ * ones overwrite it with good bytes: only a check of every copy sees it
+ * (issue 21: before, only the last copy was checked, and this passed).
+ */
+static void test_corrupt_non_last_copy(void)
+{
+    Res r = { 0 };
+    JsonObject *p;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0-1:100:10", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_memcpy_write_ce");
+    expect_exit(&r, 1);
+    p = pair(&r, 0, 1);
+    g_assert_cmpstr(str_member(p, "verified_ce"), ==, "failed");
+    g_assert_nonnull(strstr(str_member(p, "problem"),
+                            "unidirectional_ce_gbps 0->1: first bad byte at "
+                            "offset 100 (copy 3 of 16)"));
+    g_assert_true(json_object_get_null_member(p, "unidirectional_ce_gbps"));
+    g_assert_cmpstr(str_member(pair(&r, 1, 0), "verified_ce"), ==, "ok");
+    res_clear(&r);
+}
+
+/*
+ * The 100 copy-engine latency copies (copies 4 to 103 from GPU 0 into 1)
+ * land 16 bytes apart and are all checked: byte 5 of the 47th (copy 50)
+ * is bad, at offset 46 x 16 + 5 of the slot, word 185.
+ */
+static void test_ce_latency_checked(void)
+{
+    Res r = { 0 };
+    JsonObject *p;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0-1:5:50", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_latency_ce");
+    expect_exit(&r, 1);
+    p = pair(&r, 0, 1);
+    g_assert_cmpstr(str_member(p, "verified_ce"), ==, "failed");
+    g_assert_nonnull(strstr(str_member(p, "problem"),
+                            "latency_ce_us 0->1: first bad byte at offset "
+                            "740"));
+    g_assert_true(json_object_get_null_member(p, "latency_ce_us"));
+    res_clear(&r);
+}
+
+/*
  * 48 MiB is one and a half staging chunks (32 MiB): the host-staged copy
  * moves all of it, and every path checks clean (issue 21, finding 2).
  */
@@ -234,8 +300,9 @@ static void test_staged_48mib(void)
 {
     Res r = { 0 };
 
+    /* The staged figure alone: the data checks run all the same. */
     run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL,
-                "--size-mib 48 --samples 1");
+                "--size-mib 48 --samples 1 --figures host_staged_memcpy_ce");
     expect_exit(&r, 0);
     for (int a = 0; a < 2; a++) {
         JsonObject *p = pair(&r, a, 1 - a);
@@ -330,6 +397,98 @@ static void test_corrupt_one_pair(void)
     res_clear(&r);
 }
 
+/*
+ * Copies out of GPU 1 take 4 times as long: bidirectional is nvbandwidth's
+ * _total, the sum of the two directions' bandwidths (each over its own
+ * time), so it equals the two unidirectional figures added; both bytes
+ * over the longer time (the old figure) would be 2 x the slower one.
+ */
+static void test_bidirectional_total(void)
+{
+    Res r = { 0 };
+    double uni01, uni10, bidir;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "slow-copy:1:4", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_memcpy_write_ce,"
+                "device_to_device_bidirectional_memcpy_write_ce");
+    expect_exit(&r, 0);
+    uni01 = median_or_none(pair(&r, 0, 1), "unidirectional_ce_gbps");
+    uni10 = median_or_none(pair(&r, 1, 0), "unidirectional_ce_gbps");
+    bidir = median_or_none(pair(&r, 0, 1), "bidirectional_ce_gbps");
+    g_assert_cmpfloat(uni01, >, 2 * uni10);
+    g_assert_cmpfloat(fabs(bidir - (uni01 + uni10)), <,
+                      0.001 * (uni01 + uni10));
+    g_assert_cmpfloat(median_or_none(pair(&r, 1, 0),
+                                     "bidirectional_ce_gbps"), ==, bidir);
+    res_clear(&r);
+}
+
+/*
+ * Copies queued on GPU 1's streams take 4 times as long. The copy-engine
+ * write a -> b is issued by a, the read a -> b by b (nvbandwidth's
+ * PREFER_DST_CONTEXT): so 0 -> 1 writes fast and reads slowly, 1 -> 0 the
+ * other way round.
+ */
+static void test_ce_read_issuer(void)
+{
+    Res r = { 0 };
+    JsonObject *p01, *p10;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "slow-issuer:1:4", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_memcpy_write_ce,"
+                "device_to_device_memcpy_read_ce");
+    expect_exit(&r, 0);
+    p01 = pair(&r, 0, 1);
+    p10 = pair(&r, 1, 0);
+    g_assert_cmpfloat(median_or_none(p01, "unidirectional_ce_gbps"), >,
+                      2 * median_or_none(p01, "unidirectional_ce_read_gbps"));
+    g_assert_cmpfloat(median_or_none(p10, "unidirectional_ce_read_gbps"), >,
+                      2 * median_or_none(p10, "unidirectional_ce_gbps"));
+    res_clear(&r);
+}
+
+/*
+ * Copies 0 -> 1 fail with CUDA error 220 (CUDA_ERROR_NVLINK_UNCORRECTABLE):
+ * an NVLink fault of that pair, named, on its link both ways; P2P broken
+ * (exit 1), but no GPU is lost and the other direction still verifies.
+ */
+static void test_nvlink_fault(void)
+{
+    Res r = { 0 };
+    JsonObject *bad, *back;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "fail-source:0-1:220", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    bad = pair(&r, 0, 1);
+    back = pair(&r, 1, 0);
+    g_assert_true(json_object_get_boolean_member(bad, "nvlink_fault"));
+    g_assert_true(json_object_get_boolean_member(back, "nvlink_fault"));
+    g_assert_cmpstr(str_member(bad, "verified_ce"), ==, "failed");
+    g_assert_true(g_str_has_prefix(str_member(bad, "problem"),
+                                   "NVLink fault between GPUs 0 and 1: "
+                                   "copy engine 0->1"));
+    g_assert_nonnull(strstr(str_member(bad, "problem"), "(220)"));
+    g_assert_cmpstr(str_member(back, "verified_ce"), ==, "ok");
+    g_assert_true(any_note(&r, "NVLink fault between GPUs 0 and 1 "
+                           "(uncorrectable NVLink error, CUDA error 220"));
+    for (int g = 0; g < 2; g++) {
+        g_assert_false(json_object_get_boolean_member(gpu_of(&r, g),
+                                                      "lost"));
+    }
+    res_clear(&r);
+    /* Any other error of a copy is no NVLink fault. */
+    run_standin(&r, fixture(), H200_BUS_IDS, "fail-source:0-1", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    g_assert_false(json_object_get_boolean_member(pair(&r, 0, 1),
+                                                  "nvlink_fault"));
+    g_assert_false(any_note(&r, "NVLink fault"));
+    res_clear(&r);
+}
+
 /* A copy that never completes ends within the watchdog, naming its pair. */
 static void test_hang_watchdog(void)
 {
@@ -408,6 +567,168 @@ static void test_memory_bound(void)
     res_clear(&r);
 }
 
+/*
+ * One GPU: no pair, so P2P is untested (exit 3), but host <-> device is
+ * measurable with one GPU and is measured (nvbandwidth's
+ * host_to_device_memcpy_ce and device_to_host_memcpy_ce).
+ */
+static void test_one_gpu_host_figures(void)
+{
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) one = flat_capture(1, &ids);
+    Res r = { 0 };
+
+    run_standin(&r, sb_root(one), ids, NULL, NULL,
+                "--size-mib 2 --samples 1");
+    expect_exit(&r, 3);
+    g_assert_true(any_note(&r, "fewer than 2 GPUs"));
+    g_assert_cmpint(json_array_get_length(
+        json_object_get_array_member(r.root, "pairs")), ==, 0);
+    g_assert_cmpfloat(median_or_none(gpu_of(&r, 0),
+                                     "host_to_device_ce_gbps"), >, 0);
+    g_assert_cmpfloat(median_or_none(gpu_of(&r, 0),
+                                     "device_to_host_ce_gbps"), >, 0);
+    res_clear(&r);
+}
+
+/*
+ * Copies from GPU 0 into host memory flip a byte: both host <-> device
+ * figures of GPU 0 come back bad (device -> host directly; host -> device
+ * through its pattern, staged out of GPU 0) and are left out, the run is
+ * untested (a host path, no P2P verdict); GPU 1's are measured.
+ */
+static void test_host_corrupt(void)
+{
+    Res r = { 0 };
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-host:0:100", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "host_to_device_memcpy_ce,device_to_host_memcpy_ce");
+    expect_exit(&r, 3);
+    g_assert_cmpfloat(median_or_none(gpu_of(&r, 0),
+                                     "host_to_device_ce_gbps"), ==, -1);
+    g_assert_cmpfloat(median_or_none(gpu_of(&r, 0),
+                                     "device_to_host_ce_gbps"), ==, -1);
+    g_assert_true(any_note(&r, "device to host copy, GPU 0: first bad byte "
+                           "at offset 100 (host path, not P2P)"));
+    g_assert_true(any_note(&r, "host to device copy, GPU 0: first bad byte "
+                           "at offset 100"));
+    g_assert_cmpfloat(median_or_none(gpu_of(&r, 1),
+                                     "device_to_host_ce_gbps"), >, 0);
+    /* P2P itself is fine: the data checks ran and passed. */
+    g_assert_cmpstr(str_member(pair(&r, 0, 1), "verified_ce"), ==, "ok");
+    res_clear(&r);
+}
+
+/* The names --list prints, in registry order. */
+static GPtrArray *listed_names(void)
+{
+    g_autofree char *cmd = g_strdup_printf("%s --list",
+                                           g_getenv("GPUP2P_VERIFY_CUDA"));
+    g_autofree char *out = NULL;
+    g_auto(GStrv) lines = NULL;
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    int ws;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+    g_assert_true(WIFEXITED(ws));
+    g_assert_cmpint(WEXITSTATUS(ws), ==, 0);
+    lines = g_strsplit(out, "\n", -1);
+    g_assert_true(g_str_has_prefix(lines[0], "# name\tnvbandwidth\tunit"));
+    for (guint i = 1; lines[i] && *lines[i]; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], "\t", -1);
+
+        /* name, counterpart, unit, per pair or GPU, quick, method */
+        g_assert_cmpuint(g_strv_length(f), ==, 6);
+        g_assert_true(!strcmp(f[2], "GB/s") || !strcmp(f[2], "us"));
+        g_assert_cmpuint(strlen(f[5]), >, 10);
+        /* One name, one figure. */
+        g_assert_false(g_ptr_array_find_with_equal_func(names, f[0],
+                                                        g_str_equal, NULL));
+        g_ptr_array_add(names, g_strdup(f[0]));
+    }
+    return names;
+}
+
+/*
+ * --list: every figure with its nvbandwidth counterpart, and the names a
+ * default run reports in "figures" are exactly the listed ones.
+ */
+static void test_list(void)
+{
+    g_autoptr(GPtrArray) names = listed_names();
+    JsonArray *asked;
+    Res r = { 0 };
+    static const char *const expect[] = {
+        "device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce",
+        "device_to_device_bidirectional_memcpy_write_ce",
+        "host_to_device_memcpy_ce", "device_to_host_memcpy_ce",
+        "all_to_one_write_ce", "one_to_all_write_ce",
+        "device_to_device_memcpy_write_sm", "device_to_device_memcpy_read_sm",
+        "device_to_device_latency_sm",
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(expect); i++) {
+        g_assert_true(g_ptr_array_find_with_equal_func(names, expect[i],
+                                                       g_str_equal, NULL));
+    }
+    run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL,
+                "--size-mib 1 --samples 1");
+    expect_exit(&r, 0);
+    asked = json_object_get_array_member(r.root, "figures");
+    g_assert_cmpuint(json_array_get_length(asked), ==, names->len);
+    for (guint i = 0; i < names->len; i++) {
+        g_assert_cmpstr(json_array_get_string_element(asked, i), ==,
+                        g_ptr_array_index(names, i));
+    }
+    res_clear(&r);
+}
+
+/*
+ * --figures measures only what it names (CE read, issued by the reading
+ * GPU, and host -> device here); the data checks run all the same.
+ */
+static void test_figures_select(void)
+{
+    Res r = { 0 };
+    JsonObject *p;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_memcpy_read_ce,host_to_device_memcpy_ce");
+    expect_exit(&r, 0);
+    for (int a = 0; a < 2; a++) {
+        p = pair(&r, a, 1 - a);
+        g_assert_cmpfloat(median_or_none(p, "unidirectional_ce_read_gbps"),
+                          >, 0);
+        g_assert_cmpfloat(median_or_none(p, "unidirectional_ce_gbps"), ==,
+                          -1);
+        g_assert_cmpfloat(median_or_none(p, "latency_sm_us"), ==, -1);
+        g_assert_cmpfloat(median_or_none(p, "bidirectional_ce_gbps"), ==,
+                          -1);
+        g_assert_cmpstr(str_member(p, "verified_ce"), ==, "ok");
+        g_assert_cmpstr(str_member(p, "verified_sm_write"), ==, "ok");
+        g_assert_cmpstr(str_member(p, "verified_sm_read"), ==, "ok");
+        g_assert_cmpfloat(median_or_none(gpu_of(&r, a),
+                                         "host_to_device_ce_gbps"), >, 0);
+        g_assert_cmpfloat(median_or_none(gpu_of(&r, a),
+                                         "device_to_host_ce_gbps"), ==, -1);
+        g_assert_cmpfloat(median_or_none(gpu_of(&r, a),
+                                         "all_to_one_ce_gbps"), ==, -1);
+    }
+    g_assert_cmpuint(json_array_get_length(
+        json_object_get_array_member(r.root, "figures")), ==, 2);
+    res_clear(&r);
+    /* A threshold on a figure left out is untested, not passed. */
+    run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL,
+                "--size-mib 1 --samples 1 --min-bandwidth 1 --figures "
+                "host_to_device_memcpy_ce");
+    expect_exit(&r, 3);
+    g_assert_true(any_note(&r, "--min-bandwidth was given, but no "
+                           "bandwidth was measured"));
+    res_clear(&r);
+}
+
 /* Bad values are usage errors (64) naming the option and its range. */
 static void test_usage(void)
 {
@@ -415,6 +736,9 @@ static void test_usage(void)
         { "--watchdog-s 0", "--watchdog-s must be a number from 0.1 to "
           "3600" },
         { "--watchdog-s 4000", "--watchdog-s must be" },
+        { "--figures device_to_device_memcpy_write_ce,nope",
+          "--figures: no figure named \"nope\"" },
+        { "--figures ,", "--figures: no figure named" },
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -439,13 +763,28 @@ int main(int argc, char **argv)
     g_test_add_func("/verify-cuda-standin/corrupt-byte", test_corrupt_byte);
     g_test_add_func("/verify-cuda-standin/untested", test_untested);
     g_test_add_func("/verify-cuda-standin/staged-48mib", test_staged_48mib);
+    g_test_add_func("/verify-cuda-standin/corrupt-non-last-copy",
+                    test_corrupt_non_last_copy);
+    g_test_add_func("/verify-cuda-standin/ce-latency-checked",
+                    test_ce_latency_checked);
     g_test_add_func("/verify-cuda-standin/fail-source-blame",
                     test_fail_source_blame);
     g_test_add_func("/verify-cuda-standin/corrupt-one-pair",
                     test_corrupt_one_pair);
     g_test_add_func("/verify-cuda-standin/hang-watchdog", test_hang_watchdog);
     g_test_add_func("/verify-cuda-standin/lost-gpu", test_lost_gpu);
+    g_test_add_func("/verify-cuda-standin/nvlink-fault", test_nvlink_fault);
+    g_test_add_func("/verify-cuda-standin/bidirectional-total",
+                    test_bidirectional_total);
+    g_test_add_func("/verify-cuda-standin/ce-read-issuer",
+                    test_ce_read_issuer);
     g_test_add_func("/verify-cuda-standin/usage", test_usage);
     g_test_add_func("/verify-cuda-standin/memory-bound", test_memory_bound);
+    g_test_add_func("/verify-cuda-standin/one-gpu-host-figures",
+                    test_one_gpu_host_figures);
+    g_test_add_func("/verify-cuda-standin/host-corrupt", test_host_corrupt);
+    g_test_add_func("/verify-cuda-standin/list", test_list);
+    g_test_add_func("/verify-cuda-standin/figures-select",
+                    test_figures_select);
     return g_test_run();
 }

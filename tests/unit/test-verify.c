@@ -250,6 +250,9 @@ static void test_json_header(void)
     g_assert_true(json_object_get_null_member(o, "driver_version"));
     g_assert_true(json_object_get_null_member(o, "cuda_driver_api_version"));
     g_assert_true(json_object_get_null_member(o, "loops"));
+    /* The PCI checks alone measure no figure. */
+    g_assert_cmpuint(json_array_get_length(
+        json_object_get_array_member(o, "figures")), ==, 0);
     gpus = json_object_get_array_member(o, "gpus");
     g_assert_cmpuint(json_array_get_length(gpus), ==, 2);
     g = json_array_get_object_element(gpus, 1);

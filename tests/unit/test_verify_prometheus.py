@@ -64,6 +64,7 @@ def model_checks():
         return tuple(sorted(pair + (("figure", name),)))
 
     ok(bw == {fig(pair01, "unidirectional_ce"): 380.5e9,
+              fig(pair01, "unidirectional_ce_read"): 370.25e9,
               fig(pair10, "unidirectional_ce"): 12.25e9},
        "bandwidth per ordered pair in bytes/s, unmeasured figures absent",
        bw)
@@ -73,11 +74,17 @@ def model_checks():
        "latency in seconds, only where measured", lat)
     ok(series("gpup2p_verify_pair_peer_access") == {pair01: 1},
        "peer access only where known")
+    ok(series("gpup2p_verify_pair_nvlink_fault") == {pair01: 1},
+       "an NVLink fault (CUDA error 220) on its pair; none where unknown")
     ok(series("gpup2p_verify_pair_link_limit_bytes_per_second") ==
        {pair01: 450e9}, "link limit only where known")
     agg = series("gpup2p_verify_gpu_bandwidth_bytes_per_second")
     ok(agg == {(("bus_id", "0000:01:00.0"), ("figure", "all_to_one_ce"),
-                ("gpu", "0")): 400e9}, "aggregate only where measured", agg)
+                ("gpu", "0")): 400e9,
+               (("bus_id", "0000:02:00.0"), ("figure", "host_to_device_ce"),
+                ("gpu", "1")): 55.5e9},
+       "per-GPU figures (aggregate, host to device) only where measured",
+       agg)
     st = series("gpup2p_verify_check_status")
     want = {
         (("bus_id", "0000:01:00.0"), ("check", "p2p_capability"),
@@ -148,6 +155,7 @@ def main():
                      "gpup2p_verify_gpu_bandwidth_bytes_per_second",
                      "gpup2p_verify_pair_peer_access",
                      "gpup2p_verify_pair_link_limit_bytes_per_second",
+                     "gpup2p_verify_pair_nvlink_fault",
                      "gpup2p_verify_gpu_clique"]:
             ok(not samples(name), "%s is absent: unknown here" % name,
                samples(name))

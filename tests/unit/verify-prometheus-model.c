@@ -38,6 +38,7 @@ int main(void)
     g_strlcpy(g.bdf, "0000:02:00.0", sizeof(g.bdf));
     g.cap_valid = false;
     memset(g.agg, 0, sizeof(g.agg));
+    figure(&g.agg[AGG_H2D], 55.5);
     g_array_append_val(r.gpus, g);
 
     p.a = 0;
@@ -48,6 +49,8 @@ int main(void)
     p.verified_sm = CHECK_FAILED;
     p.verified_sm_read = CHECK_UNTESTABLE;
     figure(&p.fig[FIG_UNI_CE], 380.5);
+    figure(&p.fig[FIG_UNI_CE_READ], 370.25);
+    p.nvlink_fault = true;
     figure(&p.fig[FIG_LAT_SM], 2.5);
     g_array_append_val(r.pairs, p);
     p.a = 1;
@@ -55,6 +58,7 @@ int main(void)
     p.peer_access = -1;
     p.link_limit_gbps = 0;
     p.verified_ce = p.verified_sm = p.verified_sm_read = CHECK_NOT_RUN;
+    p.nvlink_fault = false;
     memset(p.fig, 0, sizeof(p.fig));
     figure(&p.fig[FIG_UNI_CE], 12.25);
     g_array_append_val(r.pairs, p);

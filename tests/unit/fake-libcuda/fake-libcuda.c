@@ -28,11 +28,20 @@
  *                           pair. The rest are offered peer access.
  *   GPUP2P_FAKE_CUDA_FAULT=F,...  faults; GPU is a CUDA ordinal, "S-D"
  *                           narrows a fault to copies from S into D:
- *     corrupt-byte:GPU:OFFSET  a peer copy (copy engine or SM) out of GPU
- *                           flips the byte at OFFSET of what it writes
- *                           (copies shorter than OFFSET are left alone).
+ *     corrupt-byte:GPU:OFFSET[:N]  a peer copy (copy engine or SM) out of
+ *                           GPU flips the byte at OFFSET of what it writes
+ *                           (copies shorter than OFFSET are left alone);
+ *                           with N, only the Nth peer copy it matches
+ *                           (counted from 1, warm-up copies included).
  *     fail-source:GPU[:CODE]  a peer copy out of GPU returns CODE (default
  *                           1, CUDA_ERROR_INVALID_VALUE) and moves nothing.
+ *     corrupt-host:GPU:OFFSET  a copy out of GPU into pinned host memory
+ *                           (device to host) flips the byte at OFFSET.
+ *     slow-copy:GPU:FACTOR  a peer copy out of GPU takes FACTOR times as
+ *                           long on the clock (moves the same bytes).
+ *     slow-issuer:GPU:FACTOR  a peer copy queued on a stream of GPU
+ *                           (whichever way it moves) takes FACTOR times
+ *                           as long: shows which GPU issued a copy.
  *     hang-copy:GPU        a peer copy out of GPU never completes: its
  *                           stream, and every stream that waits on it,
  *                           stays busy; synchronizing on it blocks forever
@@ -116,10 +125,15 @@ static unsigned long long clock_ns;
 static __thread CUcontext current;
 
 /* Fault injection, from the environment. */
-enum { F_CORRUPT, F_FAIL, F_HANG, F_LOSE };
+enum {
+    F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_SLOW,
+    F_SLOW_ISSUER, F_KINDS
+};
 typedef struct {
     int kind, src, dst;         /* dst -1: any peer */
     long long arg;              /* byte offset, or the error code */
+    long long nth;              /* corrupt-byte: only the nth copy, 0 all */
+    long long seen;             /* copies it matched so far */
 } Fault;
 #define FAKE_MAX_FAULTS 8
 static Fault faults[FAKE_MAX_FAULTS];
@@ -163,21 +177,24 @@ static void parse_fault(const char *var, const char *v, const char *item)
     static const char *const kinds[] = {
         [F_CORRUPT] = "corrupt-byte:", [F_FAIL] = "fail-source:",
         [F_HANG] = "hang-copy:", [F_LOSE] = "lost-gpu:",
+        [F_CORRUPT_HOST] = "corrupt-host:", [F_SLOW] = "slow-copy:",
+        [F_SLOW_ISSUER] = "slow-issuer:",
     };
     Fault f = { .kind = -1, .arg = -1 };
     const char *at = NULL;
     char *end;
 
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < F_KINDS; k++) {
         if (!strncmp(item, kinds[k], strlen(kinds[k]))) {
             f.kind = k;
             at = item + strlen(kinds[k]);
         }
     }
     if (f.kind < 0 || nfaults == FAKE_MAX_FAULTS) {
-        die(var, v, "each fault is corrupt-byte:GPU:OFFSET, "
-            "fail-source:GPU[:CODE], hang-copy:GPU or lost-gpu:GPU[:CODE] "
-            "(at most 8)");
+        die(var, v, "each fault is corrupt-byte:GPU:OFFSET[:N], "
+            "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU,"
+            " lost-gpu:GPU[:CODE], slow-copy:GPU:FACTOR or "
+            "slow-issuer:GPU:FACTOR (at most 8)");
     }
     if (!(at = parse_gpus(at, &f.src, &f.dst))) {
         die(var, v, "GPU must be a CUDA ordinal (or S-D) of a stand-in GPU");
@@ -186,7 +203,13 @@ static void parse_fault(const char *var, const char *v, const char *item)
         f.arg = strtoll(at + 1, &end, 0);
         at = end;
     }
-    if ((*at && *at != ',') || (f.kind == F_CORRUPT && f.arg < 0)) {
+    if (*at == ':' && f.kind == F_CORRUPT) {
+        f.nth = strtoll(at + 1, &end, 0);
+        at = end;
+    }
+    if ((*at && *at != ',') ||
+        ((f.kind == F_CORRUPT || f.kind == F_CORRUPT_HOST) && f.arg < 0) ||
+        ((f.kind == F_SLOW || f.kind == F_SLOW_ISSUER) && f.arg < 1)) {
         die(var, v, "bad fault (corrupt-byte needs an OFFSET)");
     }
     if (f.kind == F_LOSE && f.arg >= 0) {
@@ -252,10 +275,10 @@ static void parse_env(void)
 }
 
 /* The first fault of @kind on a peer copy from @s into @d, or NULL. */
-static const Fault *fault(int kind, int s, int d)
+static Fault *fault(int kind, int s, int d)
 {
     for (int i = 0; i < nfaults; i++) {
-        const Fault *f = &faults[i];
+        Fault *f = &faults[i];
 
         if (f->kind == kind && f->src == s && (f->dst < 0 || f->dst == d)) {
             return f;
@@ -309,7 +332,7 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
                         struct CUstream_st *s, double gbps)
 {
     Alloc *as = find_alloc(src, bytes), *ad = find_alloc(dst, bytes);
-    const Fault *f;
+    Fault *f;
     int sd, dd;
     bool peer;
 
@@ -340,8 +363,19 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
         s->hung = dev_hung[s->dev] = true;
         return CUDA_SUCCESS;
     }
+    if (peer && (f = fault(F_SLOW, sd, dd))) {
+        gbps /= (double)f->arg;
+    }
+    if (peer && (f = fault(F_SLOW_ISSUER, s->dev, -1))) {
+        gbps /= (double)f->arg;
+    }
     memmove(dst, src, bytes);
     if (peer && (f = fault(F_CORRUPT, sd, dd)) &&
+        (++f->seen == f->nth || !f->nth) &&
+        (unsigned long long)f->arg < bytes) {
+        ((unsigned char *)dst)[f->arg] ^= 0x5a;
+    }
+    if (sd >= 0 && dd < 0 && (f = fault(F_CORRUPT_HOST, sd, -1)) &&
         (unsigned long long)f->arg < bytes) {
         ((unsigned char *)dst)[f->arg] ^= 0x5a;
     }
@@ -1145,6 +1179,8 @@ static CUresult fake_cuGetErrorString(CUresult r, const char **s)
         { 3, "initialization error" },
         { 101, "invalid device ordinal" },
         { 217, "peer access is not supported between these two devices" },
+        { 220, "uncorrectable NVLink error was detected during the "
+          "execution" },
         { 400, "invalid resource handle" },
         { 500, "named symbol not found" },
         { 600, "device not ready" },
