@@ -60,7 +60,9 @@ for n in $sets; do
     timed verify-quick "$verify" --quick --skip-rdma --json
     timed verify-1 "$verify" --skip-rdma --json --nccl-topo "$dir/nccl-topo.xml"
     # shellcheck disable=SC2086
-    timed nvbandwidth "$ref/nvbandwidth" -j -t $nvb_tests
+    # build-references.sh puts the boost library it links beside it.
+    LD_LIBRARY_PATH=$ref${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        timed nvbandwidth "$ref/nvbandwidth" -j -t $nvb_tests
     timed verify-2 "$verify" --skip-rdma --json
     if [ "$n" = "$total" ]; then
         timed p2pBandwidthLatencyTest "$ref/p2pBandwidthLatencyTest"
@@ -95,8 +97,9 @@ for n in $sets; do
     if [ "$n" = 1 ]; then
         # No pair: the default run must say untested (3), never all good.
         awk -F'\t' '$1 == "verify-1" || $1 == "verify-2" {
-            print $1 ": exit " $2 ($2 == 3 ? " (untested, as it must)" :
-                                    " WRONG: a one-GPU run must exit 3") }' \
+            if ($2 == 3) verdict = " (untested, as it must)"
+            else verdict = " WRONG: a one-GPU run must exit 3"
+            print $1 ": exit " $2 verdict }' \
             "$dir/runs.tsv" > "$dir/one-gpu-check.txt"
     fi
     python3 "$here/compare-references.py" "$dir" > "$dir/ratios.md"
