@@ -31,8 +31,10 @@ if [ ! -x "$root/usr/bin/qemu-system-x86_64" ]; then
     echo "deb $mirror trixie-backports main" \
         > "$work/root/etc/apt/sources.list.d/trixie-backports.list"
     chroot "$work/root" apt-get update -q >&2
+    # -t: its dependencies (qemu-system-common, -data, seabios) must come
+    # from trixie-backports too; apt would take trixie's older ones.
     chroot "$work/root" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -q --no-install-recommends \
+        apt-get install -y -q --no-install-recommends -t trixie-backports \
         "qemu-system-x86=$version" >&2
     rm -rf "$root"
     mv "$work/root" "$root"
