@@ -74,6 +74,8 @@ typedef struct {
     int src, dst;               /* ordinals */
     unsigned warmup;            /* untimed copies before the timed ones */
     gsize off, len;             /* at dst's inbox; len 0: the full size */
+    bool back_to_back;          /* timed copies queued at once, the last
+                                 * one checked (aggregates, as nvbandwidth) */
     CUevent start, stop;
     CUevent down[2], up[2];     /* staged copies */
     double ms;
@@ -510,9 +512,10 @@ static bool moves_data(XferKind k)
 }
 
 /* Bulk copies, each timed and checked on its own; the rest run once. */
-static bool copy_by_copy(XferKind k)
+static bool copy_by_copy(const Xfer *x)
 {
-    return k != XFER_CE_LATENCY && k != XFER_SM_LATENCY && k != XFER_STAGED;
+    return x->kind != XFER_CE_LATENCY && x->kind != XFER_SM_LATENCY &&
+           x->kind != XFER_STAGED && !x->back_to_back;
 }
 
 /* Between one GPU and pinned host memory: no peer, no P2P verdict. */
@@ -1006,7 +1009,7 @@ static bool run_batch_once(Run *run, Xfer *x, int nx, unsigned loops,
 static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
                            double *span_ms, GError **errp)
 {
-    unsigned copies = copy_by_copy(x[0].kind) ? loops : 1;
+    unsigned copies = copy_by_copy(&x[0]) ? loops : 1;
     g_autofree double *ms = g_new0(double, nx);
     g_autofree int64_t *bad = g_new(int64_t, nx);
     g_autofree unsigned *warm = g_new(unsigned, nx);
@@ -1502,8 +1505,12 @@ static void measure_aggregates(Run *run, int k)
                 nx = 0;
                 break;
             }
+            /* Back to back, as nvbandwidth times them: timed copy by
+             * copy, each round would add the senders' uneven finish to
+             * the span (0.79 of nvbandwidth's all-to-one on 4 H100s).
+             * Every copy on these paths is checked by the pair figures. */
             x[nx++] = (Xfer){ .kind = XFER_CE, .src = a, .dst = b,
-                              .warmup = run->warmup };
+                              .warmup = run->warmup, .back_to_back = true };
         }
         if (nx < 1) {
             continue;
