@@ -425,6 +425,34 @@ static void test_bidirectional_total(void)
 }
 
 /*
+ * On two GPUs all-to-one and one-to-all are one copy-engine write each:
+ * the span must hold the 16 timed copies alone, so each equals the pair's
+ * unidirectional figure (the stand-in's clock prices a copy the same
+ * whoever queues it). A span that also held the 4 warm-up copies gave
+ * 16/20 of it, as nvbandwidth's all-to-one on four H100s showed (0.80).
+ */
+static void test_aggregate_span(void)
+{
+    Res r = { 0 };
+    double uni;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_device_memcpy_write_ce,all_to_one_write_ce,"
+                "one_to_all_write_ce");
+    expect_exit(&r, 0);
+    uni = median_or_none(pair(&r, 0, 1), "unidirectional_ce_gbps");
+    g_assert_cmpfloat(uni, >, 0);
+    g_assert_cmpfloat(fabs(median_or_none(gpu_of(&r, 1),
+                                          "all_to_one_ce_gbps") - uni), <,
+                      0.01 * uni);
+    g_assert_cmpfloat(fabs(median_or_none(gpu_of(&r, 0),
+                                          "one_to_all_ce_gbps") - uni), <,
+                      0.01 * uni);
+    res_clear(&r);
+}
+
+/*
  * Copies queued on GPU 1's streams take 4 times as long. The copy-engine
  * write a -> b is issued by a, the read a -> b by b (nvbandwidth's
  * PREFER_DST_CONTEXT): so 0 -> 1 writes fast and reads slowly, 1 -> 0 the
@@ -784,6 +812,8 @@ int main(int argc, char **argv)
                     test_one_gpu_host_figures);
     g_test_add_func("/verify-cuda-standin/host-corrupt", test_host_corrupt);
     g_test_add_func("/verify-cuda-standin/list", test_list);
+    g_test_add_func("/verify-cuda-standin/aggregate-span",
+                    test_aggregate_span);
     g_test_add_func("/verify-cuda-standin/figures-select",
                     test_figures_select);
     return g_test_run();
