@@ -7,7 +7,11 @@ The daemon is libvirt's session daemon (qemu:///session), started here by
 hand with a private HOME and XDG directories, as an unprivileged user: as
 root, libvirt's session URI means the system daemon, whose paths are the
 machine's. It runs Debian's QEMU only to probe its capabilities; no domain
-is started. Two checks:
+is started. LIBVIRT_AUTOSTART=0: should that daemon die, virsh and
+gpup2p fail instead of starting a detached one of their own and passing
+against it; the first check, and each group of checks after it, asserts
+that the daemon started here still runs and its socket is there. Two
+checks:
 - define through the daemon: the read-back (the QEMU driver adds PCI
   addresses, controllers, a CPU model, and formats the XML its own way)
   keeps every clique override gpup2p wrote, and gpup2p says so (exit 0);
@@ -74,7 +78,11 @@ class Session:
                         XDG_CONFIG_HOME=os.path.join(top, "config"),
                         XDG_RUNTIME_DIR=os.path.join(top, "run"),
                         XDG_CACHE_HOME=os.path.join(top, "cache"),
-                        XDG_DATA_HOME=os.path.join(top, "data"), LC_ALL="C")
+                        XDG_DATA_HOME=os.path.join(top, "data"), LC_ALL="C",
+                        # Never let virsh or gpup2p start a daemon of their
+                        # own (libvirtd --timeout=120, detached, as USER)
+                        # when this one is gone: they would talk to it.
+                        LIBVIRT_AUTOSTART="0")
         # meson points LD_LIBRARY_PATH at the build's libraries, the
         # stand-in libvirt.so.0 among them: only the dropper run gets it.
         self.env.pop("LD_LIBRARY_PATH", None)
@@ -100,6 +108,18 @@ class Session:
         while not os.path.exists(self.sock) and time.time() < deadline and \
                 self.daemon.poll() is None:
             time.sleep(0.1)
+
+    def alive(self):
+        """Whether the daemon started here still runs and its socket is
+        there (with autostart off, nothing else answers on it)."""
+        return self.daemon.poll() is None and os.path.exists(self.sock)
+
+    def check_alive(self, t, before):
+        return t.ok(self.alive(), "the test's own libvirtd still runs "
+                    "(pid %d) before %s" % (self.daemon.pid, before),
+                    "exit status %r, socket %s %s" %
+                    (self.daemon.poll(), self.sock,
+                     "present" if os.path.exists(self.sock) else "missing"))
 
     def run(self, argv, env=None, **kw):
         return subprocess.run(self.prefix + argv, capture_output=True,
@@ -201,12 +221,21 @@ def main(t):
     s = Session(top)
     try:
         ver = s.virsh("version")
-        t.ok(ver.returncode == 0 and "Running hypervisor: QEMU" in ver.stdout,
-             "a libvirt session daemon with its QEMU driver runs here",
+        up = s.alive()
+        t.ok(up and ver.returncode == 0 and
+             "Running hypervisor: QEMU" in ver.stdout,
+             "the libvirt session daemon started here (pid %d) runs, its "
+             "socket is there, and its QEMU driver answers" % s.daemon.pid,
+             "daemon %s, socket %s\n" % (
+                 "running" if s.daemon.poll() is None else
+                 "exited %r" % s.daemon.poll(),
+                 "present" if os.path.exists(s.sock) else "missing") +
              ver.stdout + ver.stderr + open(s.log.name).read())
-        if ver.returncode == 0:
-            test_define(t, s)
-            test_dropped(t, s)
+        if up and ver.returncode == 0:
+            if s.check_alive(t, "the define checks"):
+                test_define(t, s)
+            if s.check_alive(t, "the dropper checks"):
+                test_dropped(t, s)
     finally:
         s.stop()
         shutil.rmtree(top, ignore_errors=True)
