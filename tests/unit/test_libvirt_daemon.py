@@ -10,8 +10,11 @@ machine's. It runs Debian's QEMU only to probe its capabilities; no domain
 is started. LIBVIRT_AUTOSTART=0: should that daemon die, virsh and
 gpup2p fail instead of starting a detached one of their own and passing
 against it; the first check, and each group of checks after it, asserts
-that the daemon started here still runs and its socket is there. Two
-checks:
+that the daemon started here still runs and its socket is there.
+Nothing is left behind when the test is stopped: SIGTERM (meson's
+timeout) runs the clean-up, which kills the daemon and removes its
+directory; each command gets 60 s; and libvirtd --timeout 30 makes the
+daemon leave by itself should the test be killed outright. Two checks:
 - define through the daemon: the read-back (the QEMU driver adds PCI
   addresses, controllers, a CPU model, and formats the XML its own way)
   keeps every clique override gpup2p wrote, and gpup2p says so (exit 0);
@@ -24,6 +27,7 @@ Skipped where libvirtd, its QEMU driver or QEMU are not installed."""
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +47,8 @@ QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/" \
               "libvirt_driver_qemu.so"
 URI = "qemu:///session"
 USER = "nobody"     # the session daemon's user when this runs as root
+RUN_TIMEOUT = 60    # s, for each virsh, gpup2p and readelf run
+DAEMON_IDLE = 30    # s: libvirtd --timeout, should nothing stop it
 
 # Two GPUs the capture's planner gives one clique (root ports of a host
 # bridge that forwards P2P), on Debian's QEMU: upstream's
@@ -70,10 +76,14 @@ DOMAIN = """<domain type='qemu'>
 
 
 class Session:
-    """A libvirt session daemon of its own, as USER (or as this user)."""
+    """A libvirt session daemon of its own, as USER (or as this user).
+    start() starts it; stop() ends it, and may be called whatever start()
+    got to."""
 
     def __init__(self, top):
         self.top = top
+        self.daemon = None
+        self.log = None
         self.env = dict(os.environ, HOME=os.path.join(top, "home"),
                         XDG_CONFIG_HOME=os.path.join(top, "config"),
                         XDG_RUNTIME_DIR=os.path.join(top, "run"),
@@ -93,15 +103,23 @@ class Session:
             ids = (pw.pw_uid, pw.pw_gid)
             self.prefix = ["setpriv", "--reuid=%d" % pw.pw_uid,
                            "--regid=%d" % pw.pw_gid, "--clear-groups"]
+        self.ids = ids
+        self.sock = os.path.join(self.env["XDG_RUNTIME_DIR"], "libvirt",
+                                 "libvirt-sock")
+
+    def start(self):
+        ids = self.ids
         for k in ("HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR",
                   "XDG_CACHE_HOME", "XDG_DATA_HOME"):
             os.makedirs(self.env[k], mode=0o700)
             if ids:
                 os.chown(self.env[k], *ids)
-        self.sock = os.path.join(self.env["XDG_RUNTIME_DIR"], "libvirt",
-                                 "libvirt-sock")
-        self.log = open(os.path.join(top, "libvirtd.log"), "w")
-        self.daemon = subprocess.Popen(self.prefix + [LIBVIRTD],
+        self.log = open(os.path.join(self.top, "libvirtd.log"), "w")
+        # --timeout: a backstop; should this test be killed before it
+        # stops the daemon, the daemon leaves once idle that long.
+        self.daemon = subprocess.Popen(self.prefix + [
+                                       LIBVIRTD, "--timeout",
+                                       str(DAEMON_IDLE)],
                                        env=self.env, stdout=self.log,
                                        stderr=subprocess.STDOUT)
         deadline = time.time() + 60
@@ -124,7 +142,7 @@ class Session:
     def run(self, argv, env=None, **kw):
         return subprocess.run(self.prefix + argv, capture_output=True,
                               text=True, env=dict(self.env, **(env or {})),
-                              cwd=self.top, **kw)
+                              cwd=self.top, timeout=RUN_TIMEOUT, **kw)
 
     def virsh(self, *args):
         return self.run(["virsh", "-c", URI] + list(args))
@@ -134,14 +152,23 @@ class Session:
                         URI, "--domain", "gpu-vm"] + list(args),
                         env=dict(asan_env(), **(env or {})))
 
-    def stop(self):
-        self.daemon.terminate()
-        try:
-            self.daemon.wait(10)
-        except subprocess.TimeoutExpired:
-            self.daemon.kill()
-            self.daemon.wait()
-        self.log.close()
+    def stop(self, hurry=False):
+        """End the daemon: SIGTERM and 10 s to leave, then SIGKILL; with
+        @hurry (this test is being terminated: meson's SIGTERM to the
+        process group reached the daemon too, and SIGKILL follows in
+        0.5 s) SIGKILL at once so that the temporary directory can go."""
+        if self.daemon is not None and self.daemon.poll() is None:
+            if hurry:
+                self.daemon.kill()
+            else:
+                self.daemon.terminate()
+            try:
+                self.daemon.wait(10)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait()
+        if self.log is not None:
+            self.log.close()
 
 
 def asan_env():
@@ -149,7 +176,8 @@ def asan_env():
     XDR functions (xdrmem_create...) to forward them to glibc's SunRPC,
     which Debian 12's glibc no longer has, so libvirt's RPC (libtirpc)
     calls a null pointer. libtirpc preloaded comes before the runtime."""
-    p = subprocess.run(["readelf", "-d", G], capture_output=True, text=True)
+    p = subprocess.run(["readelf", "-d", G], capture_output=True, text=True,
+                       timeout=RUN_TIMEOUT)
     if "libasan" not in p.stdout:
         return {}
     opts = os.environ.get("ASAN_OPTIONS", "")
@@ -210,16 +238,32 @@ def test_dropped(t, s):
          after)
 
 
+class Terminated(SystemExit):
+    """SIGTERM (meson's timeout, timeout(1), a CI runner giving up): raised
+    so that main's finally stops the daemon and removes its directory."""
+
+
+def on_sigterm(signum, frame):
+    # Once: timeout(1) signals the command and then its process group, and
+    # a second SIGTERM in the finally would cut the clean-up short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated(128 + signum)
+
+
 def main(t):
     missing = [f for f in (LIBVIRTD, QEMU, QEMU_DRIVER)
                if not os.path.exists(f)]
     if missing:
         print("1..0 # SKIP not installed: %s" % ", ".join(missing))
         sys.exit(0)
-    top = tempfile.mkdtemp(prefix="gpup2p-libvirtd-")
-    os.chmod(top, 0o755)
-    s = Session(top)
+    signal.signal(signal.SIGTERM, on_sigterm)
+    top = s = None
+    hurry = False
     try:
+        top = tempfile.mkdtemp(prefix="gpup2p-libvirtd-")
+        os.chmod(top, 0o755)
+        s = Session(top)
+        s.start()
         ver = s.virsh("version")
         up = s.alive()
         t.ok(up and ver.returncode == 0 and
@@ -236,9 +280,14 @@ def main(t):
                 test_define(t, s)
             if s.check_alive(t, "the dropper checks"):
                 test_dropped(t, s)
+    except Terminated:
+        hurry = True
+        raise
     finally:
-        s.stop()
-        shutil.rmtree(top, ignore_errors=True)
+        if s is not None:
+            s.stop(hurry)
+        if top is not None:
+            shutil.rmtree(top, ignore_errors=True)
 
 
 if __name__ == "__main__":
