@@ -22,7 +22,10 @@ daemon leave by itself should the test be killed outright. Two checks:
   libvirt-dropper/ leaves it out on the way to this same daemon): the
   read-back from the daemon lacks it, gpup2p exits 1 naming what is
   missing, and the daemon holds the previous definition again.
-Skipped where libvirtd, its QEMU driver or QEMU are not installed."""
+As root the daemon, virsh and gpup2p run as user nobody, or
+GPUP2P_TEST_USER. Skipped, saying why, where libvirtd, its QEMU driver,
+QEMU, virsh, readelf or setpriv is not installed, where that user does not
+exist, or where it cannot reach gpup2p, the fixtures or TMPDIR."""
 
 import os
 import pwd
@@ -38,15 +41,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from taplib import Tap  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-HOST = os.path.join(HERE, "..", "fixtures", "vhost-two-numa")
+HOST = os.path.normpath(os.path.join(HERE, "..", "fixtures",
+                                    "vhost-two-numa"))
 G = os.path.abspath(os.environ.get("GPUP2P", "gpup2p"))
+# Absolute: the dropper run's LD_LIBRARY_PATH, read in the daemon's
+# temporary directory (the commands' working directory).
 DROPPER = os.environ.get("LIBVIRT_DROPPER_DIR", "")
+DROPPER = os.path.abspath(DROPPER) if DROPPER else ""
 LIBVIRTD = shutil.which("libvirtd") or "/usr/sbin/libvirtd"
 QEMU = "/usr/bin/qemu-system-x86_64"
 QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/" \
               "libvirt_driver_qemu.so"
 URI = "qemu:///session"
-USER = "nobody"     # the session daemon's user when this runs as root
+# The session daemon's user (and virsh's, gpup2p's) when this runs as root.
+USER = os.environ.get("GPUP2P_TEST_USER") or "nobody"
 RUN_TIMEOUT = 60    # s, for each virsh, gpup2p and readelf run
 DAEMON_IDLE = 30    # s: libvirtd --timeout, should nothing stop it
 
@@ -75,12 +83,50 @@ DOMAIN = """<domain type='qemu'>
 """ % QEMU
 
 
+def user_prefix(pw):
+    return ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+            "--clear-groups"]
+
+
+def unreachable(pw, needs):
+    """What of @needs ((test(1) flag, path) pairs) USER cannot use, as
+    "path (-flag)" strings: tried as USER, as the daemon, virsh and gpup2p
+    will run."""
+    bad = []
+    for flag, path in needs:
+        p = subprocess.run(user_prefix(pw) + ["test", flag, path],
+                           capture_output=True, timeout=RUN_TIMEOUT)
+        if p.returncode != 0:
+            bad.append("%s (test %s)" % (path, flag))
+    return bad
+
+
+def preflight(t):
+    """Skip the whole test, saying why, where it cannot run: the tools it
+    needs missing, or (as root) USER missing or unable to reach what it
+    needs. Returns USER's passwd entry as root, else None."""
+    missing = [f for f in (LIBVIRTD, QEMU, QEMU_DRIVER)
+               if not os.path.exists(f)]
+    tools = ["virsh", "readelf"] + (["setpriv"] if os.geteuid() == 0 else [])
+    missing += [x for x in tools if not shutil.which(x)]
+    if missing:
+        t.skip_all("not installed: %s" % ", ".join(missing))
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(USER)
+    except KeyError:
+        t.skip_all("as root the daemon runs as user %s (GPUP2P_TEST_USER), "
+                   "and there is no such user" % USER)
+
+
 class Session:
     """A libvirt session daemon of its own, as USER (or as this user).
     start() starts it; stop() ends it, and may be called whatever start()
     got to."""
 
-    def __init__(self, top):
+    def __init__(self, top, pw):
+        """@pw: USER's passwd entry when running as root, else None."""
         self.top = top
         self.daemon = None
         self.log = None
@@ -97,13 +143,10 @@ class Session:
         # stand-in libvirt.so.0 among them: only the dropper run gets it.
         self.env.pop("LD_LIBRARY_PATH", None)
         self.prefix = []
-        ids = None
-        if os.geteuid() == 0:
-            pw = pwd.getpwnam(USER)
-            ids = (pw.pw_uid, pw.pw_gid)
-            self.prefix = ["setpriv", "--reuid=%d" % pw.pw_uid,
-                           "--regid=%d" % pw.pw_gid, "--clear-groups"]
-        self.ids = ids
+        self.ids = None
+        if pw is not None:
+            self.ids = (pw.pw_uid, pw.pw_gid)
+            self.prefix = user_prefix(pw)
         self.sock = os.path.join(self.env["XDG_RUNTIME_DIR"], "libvirt",
                                  "libvirt-sock")
 
@@ -251,18 +294,25 @@ def on_sigterm(signum, frame):
 
 
 def main(t):
-    missing = [f for f in (LIBVIRTD, QEMU, QEMU_DRIVER)
-               if not os.path.exists(f)]
-    if missing:
-        print("1..0 # SKIP not installed: %s" % ", ".join(missing))
-        sys.exit(0)
+    pw = preflight(t)
     signal.signal(signal.SIGTERM, on_sigterm)
     top = s = None
     hurry = False
     try:
         top = tempfile.mkdtemp(prefix="gpup2p-libvirtd-")
         os.chmod(top, 0o755)
-        s = Session(top)
+        if pw is not None:
+            devices = os.path.join(HOST, "sys", "bus", "pci", "devices")
+            bad = unreachable(pw, [("-x", top), ("-x", G), ("-r", G),
+                                   ("-r", devices), ("-x", devices)] +
+                              ([("-r", os.path.join(DROPPER,
+                                                    "libvirt.so.0"))]
+                               if DROPPER else []))
+            if bad:
+                t.skip_all("user %s (GPUP2P_TEST_USER), which the daemon, "
+                           "virsh and gpup2p run as, cannot reach: %s" %
+                           (USER, ", ".join(bad)))
+        s = Session(top, pw)
         s.start()
         ver = s.virsh("version")
         up = s.alive()
@@ -278,7 +328,10 @@ def main(t):
         if up and ver.returncode == 0:
             if s.check_alive(t, "the define checks"):
                 test_define(t, s)
-            if s.check_alive(t, "the dropper checks"):
+            if not DROPPER:
+                t.skip("a driver that drops <qemu:override>",
+                       "LIBVIRT_DROPPER_DIR is not set (meson sets it)")
+            elif s.check_alive(t, "the dropper checks"):
                 test_dropped(t, s)
     except Terminated:
         hurry = True
