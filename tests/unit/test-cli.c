@@ -734,6 +734,53 @@ static void test_snapshot_iommu_groups(void)
     sb_remove_tree(tmp);
 }
 
+/*
+ * A capture the reader refuses is no snapshot: GPU B's iommu_group link
+ * names group 11, which the source tree lacks (as when a device goes
+ * between the copy of bus/pci/devices and that of kernel/iommu_groups).
+ * The snapshot fails naming the group, writes nothing (no temporary
+ * directory left), and the previous generation beside it stays as it was.
+ */
+static void test_snapshot_refused_capture(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-snap-XXXXXX", NULL);
+    g_autofree char *group = NULL, *prev = NULL, *next = NULL;
+    g_autoptr(GDir) dir = NULL;
+    g_auto(Run) before = { 0 }, snap = { 0 }, after = { 0 };
+    const char *name;
+    guint n = 0;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_iommu_groups(sb);
+    prev = snapshot_of(sb, tmp);
+    run(&before, "topo", "--sysfs-root", prev, "--json", NULL);
+    g_assert_cmpint(before.status, ==, 0);
+
+    group = g_build_filename(sb_root(sb), "sys/kernel/iommu_groups/11",
+                             NULL);
+    sb_remove_tree(group);
+    next = g_build_filename(tmp, "next", NULL);
+    run(&snap, "snapshot", "--sysfs-root", sb_root(sb), next, NULL);
+    g_assert_cmpint(snap.status, ==, 1);
+    g_assert_cmpstr(snap.out, ==, "");
+    g_assert_nonnull(strstr(snap.err, "not one gpup2p can read"));
+    g_assert_nonnull(strstr(snap.err, SB_GPU_B "/iommu_group"));
+    g_assert_nonnull(strstr(snap.err, "names IOMMU group 11"));
+    g_assert_nonnull(strstr(snap.err, "no such group"));
+    g_assert_false(g_file_test(next, G_FILE_TEST_EXISTS));
+    dir = g_dir_open(tmp, 0, NULL);
+    while ((name = g_dir_read_name(dir))) {
+        g_assert_cmpstr(name, ==, "capture");     /* no .next.XXXXXX */
+        n++;
+    }
+    g_assert_cmpuint(n, ==, 1);
+    run(&after, "topo", "--sysfs-root", prev, "--json", NULL);
+    g_assert_cmpint(after.status, ==, 0);
+    g_assert_cmpstr(after.out, ==, before.out);
+    sb_remove_tree(tmp);
+}
+
 /* The item @name of a `check --json` report, or NULL. */
 static JsonObject *check_item(JsonParser *p, const char *out,
                               const char *name)
@@ -1248,6 +1295,8 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/snapshot/failure",
                     test_snapshot_failure_leaves_nothing);
     g_test_add_func("/cli/snapshot/iommu-groups", test_snapshot_iommu_groups);
+    g_test_add_func("/cli/snapshot/refused-capture",
+                    test_snapshot_refused_capture);
     g_test_add_func("/cli/usage/rules", test_usage_rules);
     g_test_add_func("/cli/check/capture", test_check_capture);
     g_test_add_func("/cli/check/advice", test_check_advice);
