@@ -131,6 +131,16 @@ char *verify_topo_cell(const VerifyReport *r, guint a, guint b)
                                &g_array_index(r->gpus, VerifyGpu, b)));
 }
 
+char *verify_topo_title(const VerifyReport *r)
+{
+    if (!r->nvml_status) {
+        return g_strdup("Topology (as nvidia-smi topo -m: NV# = # NVLinks, "
+                        "else the PCIe path class)");
+    }
+    return g_strdup_printf("Topology (the PCIe path class as nvidia-smi "
+                           "topo -m; NVLinks not read: %s)", r->nvml_status);
+}
+
 char *verify_topo_matrix(const VerifyReport *r)
 {
     GString *out = g_string_new("");

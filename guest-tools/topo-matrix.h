@@ -13,6 +13,13 @@
  * "?" where the uplinks may be cut short.
  */
 char *verify_topo_cell(const VerifyReport *r, guint a, guint b);
+/*
+ * The matrix's heading: nvidia-smi's legend where NVML was read (NVML's
+ * counts decide NV#), else that NVLinks were not read and why (@r's
+ * nvml_status: --pci-only, --sysfs-root, NVML not loaded...), since GPUs
+ * joined by NVLinks then show their PCIe class.
+ */
+char *verify_topo_title(const VerifyReport *r);
 /* The matrix, one row per GPU, as text. */
 char *verify_topo_matrix(const VerifyReport *r);
 

@@ -89,7 +89,7 @@ static void test_h200x2_vm_as_nvidia_smi(void)
     g_autofree char *p2p = meta("nvidia-smi-topo-p2p-r.txt");
     g_autofree char *smi = meta("nvidia-smi-topo-m.txt");
     g_auto(GStrv) rows = g_strsplit(smi, "\n", -1);
-    g_autofree char *text = NULL;
+    g_autofree char *text = NULL, *title = NULL;
     VerifyReport r;
     guint a, b, checked = 0;
 
@@ -120,6 +120,9 @@ static void test_h200x2_vm_as_nvidia_smi(void)
     g_assert_cmpstr(text, ==, "         GPU0   GPU1\n"
                               "GPU0        X   NV18\n"
                               "GPU1     NV18      X\n");
+    title = verify_topo_title(&r);
+    g_assert_cmpstr(title, ==, "Topology (as nvidia-smi topo -m: NV# = # "
+                    "NVLinks, else the PCIe path class)");
     verify_report_clear(&r);
 }
 
@@ -196,6 +199,29 @@ static void test_named_links_and_unknown(void)
     verify_report_clear(&r);
 }
 
+/* NVML not read: the PCIe class where NVLinks may join the GPUs, under a
+ * heading that says NVLinks were not read, and why; never NV#'s legend. */
+static void test_title_without_nvml(void)
+{
+    g_autofree char *root = g_test_build_filename(G_TEST_DIST, "..",
+                                                  "fixtures", "h200x2-vm",
+                                                  NULL);
+    g_autofree char *title = NULL, *text = NULL;
+    VerifyReport r;
+
+    read_gpus(&r, root);
+    r.nvml_status = g_strdup("not run (--pci-only)");
+    title = verify_topo_title(&r);
+    text = verify_topo_matrix(&r);
+    g_assert_cmpstr(title, ==, "Topology (the PCIe path class as nvidia-smi "
+                    "topo -m; NVLinks not read: not run (--pci-only))");
+    g_assert_null(strstr(title, "NV#"));
+    g_assert_cmpstr(text, ==, "         GPU0   GPU1\n"
+                              "GPU0        X    PHB\n"
+                              "GPU1      PHB      X\n");
+    verify_report_clear(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -205,5 +231,7 @@ int main(int argc, char **argv)
                     test_pcie_classes_as_library);
     g_test_add_func("/verify-topo/named-links-and-unknown",
                     test_named_links_and_unknown);
+    g_test_add_func("/verify-topo/title-without-nvml",
+                    test_title_without_nvml);
     return g_test_run();
 }
