@@ -390,6 +390,11 @@ static void test_exit_codes(void)
 typedef struct {
     const char *args[9];
     const char *says;
+    /* Where set, after @says in the same line: for a message GLib words
+     * itself, whose quotes differ between versions and locales ("Cannot
+     * parse integer value 'many'" has curly quotes in the GLib here), so
+     * the row names the parts either side of them. */
+    const char *then;
 } UsageRule;
 
 #define BDF "0000:01:00.0"
@@ -440,8 +445,8 @@ static const UsageRule usage_rules[] = {
       "--cpus must be 0 (one per NUMA cell) or more, not '-1'" },
     { { "qemu-args", "--mirror", BDF, "--memory", "0" },
       "--memory must be a positive number of MiB, not '0'" },
-    { { "qemu-args", "--mirror", BDF, "--cpus", "many" },
-      "many\xe2\x80\x9d for --cpus" },
+    { { "qemu-args", "--mirror", BDF, "--cpus", "many" }, "many",
+      "for --cpus" },
 #ifdef GP_HAVE_LIBVIRT
     { { "libvirt" }, "give FILE, - (standard input) or --domain NAME" },
     { { "libvirt", "a.xml", "b.xml" }, "one FILE only, not also 'b.xml'" },
@@ -501,6 +506,7 @@ static void test_usage_rules(void)
         const UsageRule *u = &usage_rules[i];
         g_autofree char *prefix = usage_prefix(u);
         g_autofree char *first = NULL;
+        const char *at;
         g_auto(Run) r = { 0 };
 
         run_argv(&r, u->args);
@@ -509,9 +515,11 @@ static void test_usage_rules(void)
         g_assert_cmpint(r.status, ==, 64);
         g_assert_cmpstr(r.out, ==, "");
         /* The rule's own line comes first: no catch-all sentence. */
-        if (!g_str_has_prefix(first, prefix) || !strstr(first, u->says)) {
-            g_error("row %zu: expected '%s...%s', got: %s", i, prefix,
-                    u->says, r.err);
+        at = strstr(first, u->says);
+        if (!g_str_has_prefix(first, prefix) || !at ||
+            (u->then && !strstr(at + strlen(u->says), u->then))) {
+            g_error("row %zu: expected '%s...%s...%s', got: %s", i, prefix,
+                    u->says, u->then ? u->then : "", r.err);
         }
     }
 }
