@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "gpup2p/p2p.h"
 #include "gpup2p/p2pcap.h"
 #include "gpup2p/topo.h"
 #include "verify.h"
@@ -59,12 +60,35 @@ static void add_nic(VerifyReport *r, const GpDevice *dev)
     g_array_append_val(r->nics, nic);
 }
 
+/* The path class of every ordered pair of @gpus (the devices of r->gpus
+ * from @first on, in order), by the core library's rule. */
+static void add_paths(VerifyReport *r, guint first, const GPtrArray *gpus)
+{
+    guint i, j;
+
+    for (i = 0; i < gpus->len; i++) {
+        for (j = 0; j < gpus->len; j++) {
+            VerifyPath p = { .a = first + i, .b = first + j };
+
+            if (i == j) {
+                continue;
+            }
+            g_strlcpy(p.cls, gp_path_type_name(gp_path_classify(
+                          g_ptr_array_index(gpus, i),
+                          g_ptr_array_index(gpus, j))), sizeof(p.cls));
+            g_array_append_val(r->paths, p);
+        }
+    }
+}
+
 bool verify_pci(const VerifyOptions *o, VerifyReport *r)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(GpTopology) topo = gp_topo_read(o->sysfs_root ? o->sysfs_root
                                                             : "/", &err);
     g_autoptr(GHashTable) rdma_fns = NULL;
+    g_autoptr(GPtrArray) gpu_devs = g_ptr_array_new();
+    guint first = r->gpus->len;
     guint i;
 
     if (!topo) {
@@ -123,7 +147,9 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
             r->p2p_broken = true;
         }
         g_array_append_val(r->gpus, g);
+        g_ptr_array_add(gpu_devs, (gpointer)dev);
     }
+    add_paths(r, first, gpu_devs);
     if (!r->gpus->len) {
         verify_note(r, "PCI: no NVIDIA display-class device under %s",
                     topo->sys);

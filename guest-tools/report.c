@@ -97,10 +97,24 @@ static const char *access_name(int v)
     return v < 0 ? "unknown" : v ? "yes" : "no";
 }
 
-void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
+/* The GPU matrix, as nvidia-smi topo -m, where there are GPU pairs. */
+static void print_topology(const VerifyReport *r)
+{
+    g_autofree char *title = NULL;
+    g_autofree char *topo = NULL;
+
+    if (r->gpus->len < 2) {
+        return;
+    }
+    title = verify_topo_title(r);
+    topo = verify_topo_matrix(r);
+    printf("\n%s\n%s", title, topo);
+}
+
+/* One line per GPU: address, CUDA's name, clique, P2P capability. */
+static void print_gpus(const VerifyReport *r)
 {
     guint i;
-    int fig;
 
     printf("GPUs\n");
     for (i = 0; i < r->gpus->len; i++) {
@@ -129,18 +143,21 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
             printf("    GPU LOST: %s\n", g->lost_why);
         }
     }
+}
+
+void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
+{
+    guint i;
+    int fig;
+
+    print_gpus(r);
     if (r->cuda_status) {
         printf("CUDA: %s\n", r->cuda_status);
     }
     if (r->nvml_status) {
         printf("NVML: %s\n", r->nvml_status);
     }
-    if (r->gpus->len > 1) {
-        g_autofree char *topo = verify_topo_matrix(r);
-
-        printf("\nTopology (as nvidia-smi topo -m: NV# = # NVLinks, else "
-               "the PCIe path class)\n%s", topo);
-    }
+    print_topology(r);
     if (r->pairs->len) {
         printf("\nPairs (a -> b)\n");
         for (i = 0; i < r->pairs->len; i++) {

@@ -13,6 +13,7 @@ void verify_report_init(VerifyReport *r)
     *r = (VerifyReport){ 0 };
     r->gpus = g_array_new(FALSE, TRUE, sizeof(VerifyGpu));
     r->pairs = g_array_new(FALSE, TRUE, sizeof(VerifyPair));
+    r->paths = g_array_new(FALSE, TRUE, sizeof(VerifyPath));
     r->rdma = g_array_new(FALSE, TRUE, sizeof(VerifyRdma));
     r->nics = g_array_new(FALSE, TRUE, sizeof(VerifyNic));
     r->notes = g_ptr_array_new_with_free_func(g_free);
@@ -22,6 +23,7 @@ void verify_report_clear(VerifyReport *r)
 {
     g_array_free(r->gpus, TRUE);
     g_array_free(r->pairs, TRUE);
+    g_array_free(r->paths, TRUE);
     g_array_free(r->rdma, TRUE);
     g_array_free(r->nics, TRUE);
     g_ptr_array_free(r->notes, TRUE);
@@ -49,6 +51,20 @@ VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b)
 
         if (p->a == a && p->b == b) {
             return p;
+        }
+    }
+    return NULL;
+}
+
+const char *verify_path_class(const VerifyReport *r, guint a, guint b)
+{
+    guint i;
+
+    for (i = 0; r->paths && i < r->paths->len; i++) {
+        const VerifyPath *p = &g_array_index(r->paths, VerifyPath, i);
+
+        if (p->a == a && p->b == b) {
+            return p->cls;
         }
     }
     return NULL;

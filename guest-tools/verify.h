@@ -172,9 +172,18 @@ typedef struct VerifyRdma {      /* one active port of one device */
     bool why_failed;            /* why names a failure, not a missing path */
 } VerifyRdma;
 
+/* Two GPUs' PCIe path class: the core library's gp_path_classify(), named
+ * as nvidia-smi topo -m names it (gp_path_type_name()). */
+typedef struct VerifyPath {
+    unsigned a, b;              /* indices into gpus, a != b */
+    char cls[8];                /* "PIX", "PXB", "PHB", "NODE", "SYS" */
+} VerifyPath;
+
 typedef struct VerifyReport {
     GArray *gpus;               /* VerifyGpu */
     GArray *pairs;              /* VerifyPair */
+    GArray *paths;              /* VerifyPath: every ordered pair of the
+                                 * GPUs verify_pci() read */
     GArray *rdma;               /* VerifyRdma */
     GArray *nics;               /* VerifyNic: RDMA-capable NICs on PCI */
     GPtrArray *notes;           /* char *: what could not be seen and why */
@@ -223,6 +232,9 @@ void verify_note(VerifyReport *r, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* --pci-only, or --sysfs-root without --with-cuda: no CUDA, NVML, RDMA. */
 bool verify_pci_checks_only(const VerifyOptions *o);
 VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b);
+/* The PCIe path class of GPUs @a and @b as verify_pci() recorded it, or
+ * NULL where it did not (a GPU not read from the PCI topology). */
+const char *verify_path_class(const VerifyReport *r, guint a, guint b);
 
 bool verify_pci(const VerifyOptions *o, VerifyReport *r);
 /* An RDMA NIC by PCI class: InfiniBand (0x0207), or Ethernet (0x0200)

@@ -170,21 +170,39 @@ static gboolean copy_device_config(const char *sys, const char *out_sys,
 }
 
 /*
+ * The capture in @tmp as its readers will read it, or NULL and why: a
+ * capture the reader refuses is no snapshot. Sysfs is read piece by piece
+ * (bus/pci/devices, then kernel/iommu_groups...), so a device that comes
+ * or goes meanwhile can leave, say, an iommu_group link to a group the
+ * capture lacks.
+ */
+static GpTopology *read_capture(const char *tmp, GError **errp)
+{
+    GpTopology *topo = gp_topo_read(tmp, errp);
+
+    if (!topo) {
+        g_prefix_error(errp, "the capture is not one gpup2p can read (did "
+                       "a device come or go while it was taken? take it "
+                       "again); nothing was written: ");
+    }
+    return topo;
+}
+
+/*
  * Config space only of the devices the reader reads it of (GPU and NIC
- * paths: gp_topo_read() run over the capture so far). Where the reader
- * refuses the capture, of every device, so that nothing is lost.
+ * paths: gp_topo_read() run over the capture so far). A capture the reader
+ * refuses fails here.
  */
 static gboolean copy_configs(const char *sys, const char *tmp, GError **errp)
 {
-    g_autoptr(GpTopology) topo = gp_topo_read(tmp, NULL);
+    g_autoptr(GpTopology) topo = read_capture(tmp, errp);
     g_autofree char *out_sys = g_build_filename(tmp, "sys", NULL);
-    g_autofree char *devdir = g_build_filename(out_sys, "bus/pci/devices",
-                                               NULL);
-    g_autoptr(GDir) dir = NULL;
-    const char *name;
     guint i;
 
-    for (i = 0; topo && i < topo->devices->len; i++) {
+    if (!topo) {
+        return FALSE;
+    }
+    for (i = 0; i < topo->devices->len; i++) {
         const GpDevice *dev = g_ptr_array_index(topo->devices, i);
 
         if (!dev->config_not_read &&
@@ -192,19 +210,16 @@ static gboolean copy_configs(const char *sys, const char *tmp, GError **errp)
             return FALSE;
         }
     }
-    dir = topo ? NULL : g_dir_open(devdir, 0, NULL);
-    while (dir && (name = g_dir_read_name(dir))) {
-        g_autofree char *link = g_build_filename(devdir, name, NULL);
-        g_autofree char *text = gp_sysfs_read_link_text(link);
-        g_autofree char *rel = text ? gp_sysfs_resolve("bus/pci/devices",
-                                                       text) : NULL;
-
-        if (rel && g_str_has_prefix(rel, "devices/pci") &&
-            !copy_device_config(sys, out_sys, rel, errp)) {
-            return FALSE;
-        }
-    }
     return TRUE;
+}
+
+/* The whole capture, config space and verdicts too, read once more before
+ * it takes its place. */
+static gboolean check_capture(const char *tmp, GError **errp)
+{
+    g_autoptr(GpTopology) topo = read_capture(tmp, errp);
+
+    return topo != NULL;
 }
 
 static gboolean copy_numa(const char *sys, const char *out_sys, GError **errp)
@@ -453,7 +468,8 @@ gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp)
         !copy_cpuinfo(root, tmp, errp) ||
         !copy_interrupts(root, tmp, errp) ||
         !copy_configs(sys, tmp, errp) ||
-        !copy_kernel_verdicts(root, tmp, errp)) {
+        !copy_kernel_verdicts(root, tmp, errp) ||
+        !check_capture(tmp, errp)) {
         gp_remove_tree(tmp);
         return FALSE;
     }

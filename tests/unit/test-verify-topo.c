@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * gpup2p-verify's topology matrix (guest-tools/topo-matrix.c, with pci.c
- * reading the GPUs as the tool does; no CUDA or NVML is loaded):
+ * gpup2p-verify's topology matrix (guest-tools/topo-matrix.c, formatting
+ * the report model that pci.c fills as the tool does, path classes
+ * included; no CUDA or NVML is loaded):
  * - on the real two-H200 VM capture (tests/fixtures/h200x2-vm), with the
  *   NVLink counts that VM's nvidia-smi gave, every GPU-GPU cell is the
  *   one of its `nvidia-smi topo -m` (meta/nvidia-smi-topo-m.txt);
  * - without NVLinks, the cells are the core library's path classes
- *   (gp_path_classify) on a host with every class, PXB included.
+ *   (gp_path_classify) on a host with every class, PXB included, and
+ *   with a GPU below more bridges than the model keeps of its uplinks.
+ * The NVLink counts are the test's (nvidia-smi's, by verify_nvml_pairs()'s
+ * rule); only how NV cells are written is compared with nvidia-smi.
  */
 #include <stdio.h>
 #include <string.h>
@@ -89,7 +93,7 @@ static void test_h200x2_vm_as_nvidia_smi(void)
     g_autofree char *p2p = meta("nvidia-smi-topo-p2p-r.txt");
     g_autofree char *smi = meta("nvidia-smi-topo-m.txt");
     g_auto(GStrv) rows = g_strsplit(smi, "\n", -1);
-    g_autofree char *text = NULL;
+    g_autofree char *text = NULL, *title = NULL;
     VerifyReport r;
     guint a, b, checked = 0;
 
@@ -120,6 +124,9 @@ static void test_h200x2_vm_as_nvidia_smi(void)
     g_assert_cmpstr(text, ==, "         GPU0   GPU1\n"
                               "GPU0        X   NV18\n"
                               "GPU1     NV18      X\n");
+    title = verify_topo_title(&r);
+    g_assert_cmpstr(title, ==, "Topology (as nvidia-smi topo -m: NV# = # "
+                    "NVLinks, else the PCIe path class)");
     verify_report_clear(&r);
 }
 
@@ -136,6 +143,25 @@ static void add_cascaded_gpu(SysfsBuilder *sb)
            0x030200, 0, 23, "vfio-pci");
 }
 
+/* Below GPU A's switch, five more switches: ten bridges above the GPU at
+ * 10:00.0, more than the VERIFY_MAX_UPLINKS the model keeps. */
+static void add_deep_gpu(SysfsBuilder *sb)
+{
+    char parent[16] = "0000:02:03.0", bdf[16];
+    unsigned bus = 0x0a, group = 30;
+
+    sb_add(sb, "0000:01:00.0", parent, SB_SWITCH_DOWN, 0x1000, 0xc010,
+           0x060400, 0, group++, "pcieport");
+    for (; bus < 0x10; bus++) {
+        g_snprintf(bdf, sizeof(bdf), "0000:%02x:00.0", bus);
+        sb_add(sb, parent, bdf, bus % 2 ? SB_SWITCH_DOWN : SB_SWITCH_UP,
+               0x1000, 0xc010, 0x060400, 0, group++, "pcieport");
+        g_strlcpy(parent, bdf, sizeof(parent));
+    }
+    sb_add(sb, parent, "0000:10:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           0x030200, 0, group, "vfio-pci");
+}
+
 static void test_pcie_classes_as_library(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -146,10 +172,12 @@ static void test_pcie_classes_as_library(void)
 
     sb_two_node_host(sb, 0x29c0);
     add_cascaded_gpu(sb);
+    add_deep_gpu(sb);
     topo = gp_topo_read(sb_root(sb), NULL);
     g_assert_nonnull(topo);
     read_gpus(&r, sb_root(sb));
-    g_assert_cmpuint(r.gpus->len, ==, 6);
+    g_assert_cmpuint(r.gpus->len, ==, 7);
+    g_assert_cmpuint(r.paths->len, ==, 7 * 6);
     for (a = 0; a < r.gpus->len; a++) {
         for (b = 0; b < r.gpus->len; b++) {
             const VerifyGpu *ga = &g_array_index(r.gpus, VerifyGpu, a);
@@ -160,6 +188,7 @@ static void test_pcie_classes_as_library(void)
 
             g_test_message("%s %s: %s", ga->bdf, gb->bdf, ours);
             g_assert_cmpstr(ours, ==, lib);
+            g_assert_cmpstr(ours, !=, "?");
             g_hash_table_add(seen, (gpointer)lib);
         }
     }
@@ -169,7 +198,8 @@ static void test_pcie_classes_as_library(void)
 }
 
 /* Links named by their far end, without pairs (--pci-only, or a GPU CUDA
- * does not see); uplinks that may be cut short give "?", not a guess. */
+ * does not see); a pair whose class the model lacks gives "?", not a
+ * guess. */
 static void test_named_links_and_unknown(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -190,9 +220,32 @@ static void test_named_links_and_unknown(void)
     ba = verify_topo_cell(&r, 1, 0);
     g_assert_cmpstr(ab, ==, "NV4");
     g_assert_cmpstr(ba, ==, "NV4");
-    a->n_uplinks = VERIFY_MAX_UPLINKS;
+    g_array_set_size(r.paths, 0);
     cut = verify_topo_cell(&r, 0, 2);
     g_assert_cmpstr(cut, ==, "?");
+    verify_report_clear(&r);
+}
+
+/* NVML not read: the PCIe class where NVLinks may join the GPUs, under a
+ * heading that says NVLinks were not read, and why; never NV#'s legend. */
+static void test_title_without_nvml(void)
+{
+    g_autofree char *root = g_test_build_filename(G_TEST_DIST, "..",
+                                                  "fixtures", "h200x2-vm",
+                                                  NULL);
+    g_autofree char *title = NULL, *text = NULL;
+    VerifyReport r;
+
+    read_gpus(&r, root);
+    r.nvml_status = g_strdup("not run (--pci-only)");
+    title = verify_topo_title(&r);
+    text = verify_topo_matrix(&r);
+    g_assert_cmpstr(title, ==, "Topology (the PCIe path class as nvidia-smi "
+                    "topo -m; NVLinks not read: not run (--pci-only))");
+    g_assert_null(strstr(title, "NV#"));
+    g_assert_cmpstr(text, ==, "         GPU0   GPU1\n"
+                              "GPU0        X    PHB\n"
+                              "GPU1      PHB      X\n");
     verify_report_clear(&r);
 }
 
@@ -205,5 +258,7 @@ int main(int argc, char **argv)
                     test_pcie_classes_as_library);
     g_test_add_func("/verify-topo/named-links-and-unknown",
                     test_named_links_and_unknown);
+    g_test_add_func("/verify-topo/title-without-nvml",
+                    test_title_without_nvml);
     return g_test_run();
 }

@@ -269,6 +269,30 @@ static void test_json_header(void)
  * PCI part, says "could not test" and never "all good"; RDMA left
  * untested counts too unless --skip-rdma asks for that.
  */
+/* The text report without NVML (--sysfs-root): the H200s, joined by
+ * NVLinks on their host, show PHB under a heading that says NVLinks were
+ * not read and why, not nvidia-smi's NV# legend. */
+static void test_text_topology_without_nvml(void)
+{
+    g_autofree char *root = g_test_build_filename(G_TEST_DIST, "..",
+                                                  "fixtures", "h200x2-vm",
+                                                  NULL);
+    g_autofree char *cmd = g_strdup_printf("%s --sysfs-root %s",
+                                           g_getenv("GPUP2P_VERIFY"), root);
+    g_autofree char *out = NULL;
+    int ws;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+    g_assert_true(WIFEXITED(ws));
+    g_assert_nonnull(strstr(out, "\nTopology (the PCIe path class as "
+                            "nvidia-smi topo -m; NVLinks not read: not run "
+                            "(--sysfs-root))\n"
+                            "         GPU0   GPU1\n"
+                            "GPU0        X    PHB\n"
+                            "GPU1      PHB      X\n"));
+    g_assert_null(strstr(out, "NV# = # NVLinks"));
+}
+
 static void test_without_cuda(void)
 {
     void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
@@ -324,5 +348,7 @@ int main(int argc, char **argv)
     g_test_add_func("/verify/usage", test_usage);
     g_test_add_func("/verify/json-header", test_json_header);
     g_test_add_func("/verify/without-cuda", test_without_cuda);
+    g_test_add_func("/verify/text-topology-without-nvml",
+                    test_text_topology_without_nvml);
     return g_test_run();
 }

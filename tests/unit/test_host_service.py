@@ -180,6 +180,44 @@ def test_snapshot_script(t, d):
          "a failed capture fails and keeps the current snapshot", p.stderr)
 
 
+def snapshot_modes(script, run_dir, group):
+    """The modes the script gives the run directory, a directory of the
+    snapshot and a file of it, with @group."""
+    p = snapshot(script, run_dir, group=group)
+    snap = os.path.join(run_dir, "host", "sys", "bus", "pci")
+    return p, tuple(stat.S_IMODE(os.stat(x).st_mode) for x in
+                    (run_dir, snap, os.path.join(snap, "devices",
+                                                 "0000:03:00.0", "vendor")))
+
+
+def test_guide_modes(t, d):
+    """The operator guide states the modes the script makes, with the
+    group gpup2p (nogroup stands in) and without it."""
+    script = executable_copy(os.path.join(DATA, "gpup2p-host-snapshot"),
+                             os.path.join(d, "snap-modes"))
+    _, grouped = snapshot_modes(script, os.path.join(d, "g"), "nogroup")
+    _, plain = snapshot_modes(script, os.path.join(d, "p"),
+                              "no-such-group-here")
+    with open(os.path.join(SRC, "docs", "operator-guide.md")) as f:
+        guide = f.read()
+    item = guide.split("**The host topology service.**", 1)[-1]
+    item = " ".join(item.split("2. **", 1)[0].split())
+    with_group = re.search(r"where the group `gpup2p` exists.*?"
+                           r"directories are (\d{4}) and its files (\d{4})",
+                           item)
+    without = re.search(r"where it does not.*?directories are (\d{4}) and "
+                        r"files (\d{4})", item)
+    said = [tuple(int(x, 8) for x in m.groups()) if m else None
+            for m in (with_group, without)]
+    t.ok(grouped[0] == grouped[1] and plain[0] == plain[1] and
+         said == [grouped[1:], plain[1:]],
+         "the operator guide states the snapshot's modes with the group "
+         "gpup2p and without it, as the script makes them",
+         "script: with the group %s, without %s; guide says %s" %
+         (["%04o" % m for m in grouped], ["%04o" % m for m in plain],
+          said))
+
+
 def test_unit(t, d):
     # systemd's own parser judges the unit; the script path is made an
     # executable copy, since the build tree's is not installed.
@@ -445,7 +483,8 @@ def test_hook(t, d):
 # (the hook and the AppArmor snippet, built only with libvirt). The
 # arguments name the parts to run; none runs both.
 PARTS = {
-    "service": ([test_snapshot_script, test_snapshot_group, test_unit],
+    "service": ([test_snapshot_script, test_snapshot_group,
+                 test_guide_modes, test_unit],
                 ["setpriv", "systemd-analyze"]),
     "libvirt": ([test_hook, test_apparmor], ["apparmor_parser"]),
 }

@@ -7,7 +7,14 @@ The daemon is libvirt's session daemon (qemu:///session), started here by
 hand with a private HOME and XDG directories, as an unprivileged user: as
 root, libvirt's session URI means the system daemon, whose paths are the
 machine's. It runs Debian's QEMU only to probe its capabilities; no domain
-is started. Two checks:
+is started. LIBVIRT_AUTOSTART=0: should that daemon die, virsh and
+gpup2p fail instead of starting a detached one of their own and passing
+against it; the first check, and each group of checks after it, asserts
+that the daemon started here still runs and its socket is there.
+Nothing is left behind when the test is stopped: SIGTERM (meson's
+timeout) runs the clean-up, which kills the daemon and removes its
+directory; each command gets 60 s; and libvirtd --timeout 30 makes the
+daemon leave by itself should the test be killed outright. Two checks:
 - define through the daemon: the read-back (the QEMU driver adds PCI
   addresses, controllers, a CPU model, and formats the XML its own way)
   keeps every clique override gpup2p wrote, and gpup2p says so (exit 0);
@@ -15,11 +22,15 @@ is started. Two checks:
   libvirt-dropper/ leaves it out on the way to this same daemon): the
   read-back from the daemon lacks it, gpup2p exits 1 naming what is
   missing, and the daemon holds the previous definition again.
-Skipped where libvirtd, its QEMU driver or QEMU are not installed."""
+As root the daemon, virsh and gpup2p run as user nobody, or
+GPUP2P_TEST_USER. Skipped, saying why, where libvirtd, its QEMU driver,
+QEMU, virsh, readelf or setpriv is not installed, where that user does not
+exist, or where it cannot reach gpup2p, the fixtures or TMPDIR."""
 
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,15 +41,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from taplib import Tap  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-HOST = os.path.join(HERE, "..", "fixtures", "vhost-two-numa")
+HOST = os.path.normpath(os.path.join(HERE, "..", "fixtures",
+                                    "vhost-two-numa"))
 G = os.path.abspath(os.environ.get("GPUP2P", "gpup2p"))
+# Absolute: the dropper run's LD_LIBRARY_PATH, read in the daemon's
+# temporary directory (the commands' working directory).
 DROPPER = os.environ.get("LIBVIRT_DROPPER_DIR", "")
+DROPPER = os.path.abspath(DROPPER) if DROPPER else ""
 LIBVIRTD = shutil.which("libvirtd") or "/usr/sbin/libvirtd"
 QEMU = "/usr/bin/qemu-system-x86_64"
 QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/" \
               "libvirt_driver_qemu.so"
 URI = "qemu:///session"
-USER = "nobody"     # the session daemon's user when this runs as root
+# The session daemon's user (and virsh's, gpup2p's) when this runs as root.
+USER = os.environ.get("GPUP2P_TEST_USER") or "nobody"
+RUN_TIMEOUT = 60    # s, for each virsh, gpup2p and readelf run
+DAEMON_IDLE = 30    # s: libvirtd --timeout, should nothing stop it
 
 # Two GPUs the capture's planner gives one clique (root ports of a host
 # bridge that forwards P2P), on Debian's QEMU: upstream's
@@ -65,35 +83,86 @@ DOMAIN = """<domain type='qemu'>
 """ % QEMU
 
 
-class Session:
-    """A libvirt session daemon of its own, as USER (or as this user)."""
+def user_prefix(pw):
+    return ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+            "--clear-groups"]
 
-    def __init__(self, top):
+
+def unreachable(pw, needs):
+    """What of @needs ((test(1) flag, path) pairs) USER cannot use, as
+    "path (-flag)" strings: tried as USER, as the daemon, virsh and gpup2p
+    will run."""
+    bad = []
+    for flag, path in needs:
+        p = subprocess.run(user_prefix(pw) + ["test", flag, path],
+                           capture_output=True, timeout=RUN_TIMEOUT)
+        if p.returncode != 0:
+            bad.append("%s (test %s)" % (path, flag))
+    return bad
+
+
+def preflight(t):
+    """Skip the whole test, saying why, where it cannot run: the tools it
+    needs missing, or (as root) USER missing or unable to reach what it
+    needs. Returns USER's passwd entry as root, else None."""
+    missing = [f for f in (LIBVIRTD, QEMU, QEMU_DRIVER)
+               if not os.path.exists(f)]
+    tools = ["virsh", "readelf"] + (["setpriv"] if os.geteuid() == 0 else [])
+    missing += [x for x in tools if not shutil.which(x)]
+    if missing:
+        t.skip_all("not installed: %s" % ", ".join(missing))
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(USER)
+    except KeyError:
+        t.skip_all("as root the daemon runs as user %s (GPUP2P_TEST_USER), "
+                   "and there is no such user" % USER)
+
+
+class Session:
+    """A libvirt session daemon of its own, as USER (or as this user).
+    start() starts it; stop() ends it, and may be called whatever start()
+    got to."""
+
+    def __init__(self, top, pw):
+        """@pw: USER's passwd entry when running as root, else None."""
         self.top = top
+        self.daemon = None
+        self.log = None
         self.env = dict(os.environ, HOME=os.path.join(top, "home"),
                         XDG_CONFIG_HOME=os.path.join(top, "config"),
                         XDG_RUNTIME_DIR=os.path.join(top, "run"),
                         XDG_CACHE_HOME=os.path.join(top, "cache"),
-                        XDG_DATA_HOME=os.path.join(top, "data"), LC_ALL="C")
+                        XDG_DATA_HOME=os.path.join(top, "data"), LC_ALL="C",
+                        # Never let virsh or gpup2p start a daemon of their
+                        # own (libvirtd --timeout=120, detached, as USER)
+                        # when this one is gone: they would talk to it.
+                        LIBVIRT_AUTOSTART="0")
         # meson points LD_LIBRARY_PATH at the build's libraries, the
         # stand-in libvirt.so.0 among them: only the dropper run gets it.
         self.env.pop("LD_LIBRARY_PATH", None)
         self.prefix = []
-        ids = None
-        if os.geteuid() == 0:
-            pw = pwd.getpwnam(USER)
-            ids = (pw.pw_uid, pw.pw_gid)
-            self.prefix = ["setpriv", "--reuid=%d" % pw.pw_uid,
-                           "--regid=%d" % pw.pw_gid, "--clear-groups"]
+        self.ids = None
+        if pw is not None:
+            self.ids = (pw.pw_uid, pw.pw_gid)
+            self.prefix = user_prefix(pw)
+        self.sock = os.path.join(self.env["XDG_RUNTIME_DIR"], "libvirt",
+                                 "libvirt-sock")
+
+    def start(self):
+        ids = self.ids
         for k in ("HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR",
                   "XDG_CACHE_HOME", "XDG_DATA_HOME"):
             os.makedirs(self.env[k], mode=0o700)
             if ids:
                 os.chown(self.env[k], *ids)
-        self.sock = os.path.join(self.env["XDG_RUNTIME_DIR"], "libvirt",
-                                 "libvirt-sock")
-        self.log = open(os.path.join(top, "libvirtd.log"), "w")
-        self.daemon = subprocess.Popen(self.prefix + [LIBVIRTD],
+        self.log = open(os.path.join(self.top, "libvirtd.log"), "w")
+        # --timeout: a backstop; should this test be killed before it
+        # stops the daemon, the daemon leaves once idle that long.
+        self.daemon = subprocess.Popen(self.prefix + [
+                                       LIBVIRTD, "--timeout",
+                                       str(DAEMON_IDLE)],
                                        env=self.env, stdout=self.log,
                                        stderr=subprocess.STDOUT)
         deadline = time.time() + 60
@@ -101,10 +170,22 @@ class Session:
                 self.daemon.poll() is None:
             time.sleep(0.1)
 
+    def alive(self):
+        """Whether the daemon started here still runs and its socket is
+        there (with autostart off, nothing else answers on it)."""
+        return self.daemon.poll() is None and os.path.exists(self.sock)
+
+    def check_alive(self, t, before):
+        return t.ok(self.alive(), "the test's own libvirtd still runs "
+                    "(pid %d) before %s" % (self.daemon.pid, before),
+                    "exit status %r, socket %s %s" %
+                    (self.daemon.poll(), self.sock,
+                     "present" if os.path.exists(self.sock) else "missing"))
+
     def run(self, argv, env=None, **kw):
         return subprocess.run(self.prefix + argv, capture_output=True,
                               text=True, env=dict(self.env, **(env or {})),
-                              cwd=self.top, **kw)
+                              cwd=self.top, timeout=RUN_TIMEOUT, **kw)
 
     def virsh(self, *args):
         return self.run(["virsh", "-c", URI] + list(args))
@@ -114,14 +195,23 @@ class Session:
                         URI, "--domain", "gpu-vm"] + list(args),
                         env=dict(asan_env(), **(env or {})))
 
-    def stop(self):
-        self.daemon.terminate()
-        try:
-            self.daemon.wait(10)
-        except subprocess.TimeoutExpired:
-            self.daemon.kill()
-            self.daemon.wait()
-        self.log.close()
+    def stop(self, hurry=False):
+        """End the daemon: SIGTERM and 10 s to leave, then SIGKILL; with
+        @hurry (this test is being terminated: meson's SIGTERM to the
+        process group reached the daemon too, and SIGKILL follows in
+        0.5 s) SIGKILL at once so that the temporary directory can go."""
+        if self.daemon is not None and self.daemon.poll() is None:
+            if hurry:
+                self.daemon.kill()
+            else:
+                self.daemon.terminate()
+            try:
+                self.daemon.wait(10)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait()
+        if self.log is not None:
+            self.log.close()
 
 
 def asan_env():
@@ -129,7 +219,8 @@ def asan_env():
     XDR functions (xdrmem_create...) to forward them to glibc's SunRPC,
     which Debian 12's glibc no longer has, so libvirt's RPC (libtirpc)
     calls a null pointer. libtirpc preloaded comes before the runtime."""
-    p = subprocess.run(["readelf", "-d", G], capture_output=True, text=True)
+    p = subprocess.run(["readelf", "-d", G], capture_output=True, text=True,
+                       timeout=RUN_TIMEOUT)
     if "libasan" not in p.stdout:
         return {}
     opts = os.environ.get("ASAN_OPTIONS", "")
@@ -190,26 +281,66 @@ def test_dropped(t, s):
          after)
 
 
+class Terminated(SystemExit):
+    """SIGTERM (meson's timeout, timeout(1), a CI runner giving up): raised
+    so that main's finally stops the daemon and removes its directory."""
+
+
+def on_sigterm(signum, frame):
+    # Once: timeout(1) signals the command and then its process group, and
+    # a second SIGTERM in the finally would cut the clean-up short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated(128 + signum)
+
+
 def main(t):
-    missing = [f for f in (LIBVIRTD, QEMU, QEMU_DRIVER)
-               if not os.path.exists(f)]
-    if missing:
-        print("1..0 # SKIP not installed: %s" % ", ".join(missing))
-        sys.exit(0)
-    top = tempfile.mkdtemp(prefix="gpup2p-libvirtd-")
-    os.chmod(top, 0o755)
-    s = Session(top)
+    pw = preflight(t)
+    signal.signal(signal.SIGTERM, on_sigterm)
+    top = s = None
+    hurry = False
     try:
+        top = tempfile.mkdtemp(prefix="gpup2p-libvirtd-")
+        os.chmod(top, 0o755)
+        if pw is not None:
+            devices = os.path.join(HOST, "sys", "bus", "pci", "devices")
+            bad = unreachable(pw, [("-x", top), ("-x", G), ("-r", G),
+                                   ("-r", devices), ("-x", devices)] +
+                              ([("-r", os.path.join(DROPPER,
+                                                    "libvirt.so.0"))]
+                               if DROPPER else []))
+            if bad:
+                t.skip_all("user %s (GPUP2P_TEST_USER), which the daemon, "
+                           "virsh and gpup2p run as, cannot reach: %s" %
+                           (USER, ", ".join(bad)))
+        s = Session(top, pw)
+        s.start()
         ver = s.virsh("version")
-        t.ok(ver.returncode == 0 and "Running hypervisor: QEMU" in ver.stdout,
-             "a libvirt session daemon with its QEMU driver runs here",
+        up = s.alive()
+        t.ok(up and ver.returncode == 0 and
+             "Running hypervisor: QEMU" in ver.stdout,
+             "the libvirt session daemon started here (pid %d) runs, its "
+             "socket is there, and its QEMU driver answers" % s.daemon.pid,
+             "daemon %s, socket %s\n" % (
+                 "running" if s.daemon.poll() is None else
+                 "exited %r" % s.daemon.poll(),
+                 "present" if os.path.exists(s.sock) else "missing") +
              ver.stdout + ver.stderr + open(s.log.name).read())
-        if ver.returncode == 0:
-            test_define(t, s)
-            test_dropped(t, s)
+        if up and ver.returncode == 0:
+            if s.check_alive(t, "the define checks"):
+                test_define(t, s)
+            if not DROPPER:
+                t.skip("a driver that drops <qemu:override>",
+                       "LIBVIRT_DROPPER_DIR is not set (meson sets it)")
+            elif s.check_alive(t, "the dropper checks"):
+                test_dropped(t, s)
+    except Terminated:
+        hurry = True
+        raise
     finally:
-        s.stop()
-        shutil.rmtree(top, ignore_errors=True)
+        if s is not None:
+            s.stop(hurry)
+        if top is not None:
+            shutil.rmtree(top, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,9 @@ bool gp_cli_bdf_arg(const char *cmd, const char *what, const char *arg);
 bool gp_cli_policy(const char *cmd, const char *text, GpPlanPolicy *policy);
 /* No positional argument after the options: argv[1] is named. */
 bool gp_cli_no_args(const char *cmd, int argc, char **argv);
+/* A usage message, "gpup2p CMD: message" on stderr, for the command to
+ * exit GP_EXIT_USAGE; returns false, for a check to return. */
+bool gp_cli_usage(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* "gpup2p CMD: message" on stderr; returns @code. */
 int gp_cli_fail(const char *cmd, int code, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4);

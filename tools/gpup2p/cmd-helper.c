@@ -309,22 +309,20 @@ static void print_pairs(GPtrArray *pairs, guint agree,
 static bool verdict_args_valid(gboolean all, int argc, char **argv)
 {
     if (all && argc > 1) {
-        gp_cli_fail("verdict", GP_EXIT_USAGE, "--all compares every pair: "
-                    "it takes no device, not '%s'", argv[1]);
-        return false;
+        return gp_cli_usage("verdict", "--all compares every pair: "
+                            "it takes no device, not '%s'", argv[1]);
     }
     if (all) {
         return true;
     }
     if (argc < 3) {
-        gp_cli_fail("verdict", GP_EXIT_USAGE, "give two devices A B, or "
-                    "--all (%s)", argc < 2 ? "none given" : "B missing");
-        return false;
+        return gp_cli_usage("verdict", "give two devices A B, or "
+                            "--all (%s)",
+                            argc < 2 ? "none given" : "B missing");
     }
     if (argc > 3) {
-        gp_cli_fail("verdict", GP_EXIT_USAGE, "two devices only, not also "
-                    "'%s'", argv[3]);
-        return false;
+        return gp_cli_usage("verdict", "two devices only, not also "
+                            "'%s'", argv[3]);
     }
     return gp_cli_bdf_arg("verdict", "device A", argv[1]) &&
            gp_cli_bdf_arg("verdict", "device B", argv[2]);

@@ -481,19 +481,6 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
     return GP_EXIT_OK;
 }
 
-/* A usage message of `gpup2p libvirt`; false, for the caller to return. */
-static G_GNUC_PRINTF(1, 2) bool usage(const char *fmt, ...)
-{
-    g_autofree char *msg = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    gp_cli_fail("libvirt", GP_EXIT_USAGE, "%s", msg);
-    return false;
-}
-
 /* The input: one FILE, "-" or --domain NAME (with --connect). */
 static bool input_valid(int argc, char **argv, const char *domain,
                         const char *uri)
@@ -501,18 +488,22 @@ static bool input_valid(int argc, char **argv, const char *domain,
     const char *file = argc > 1 ? argv[1] : NULL;
 
     if (argc > 2) {
-        return usage("one FILE only, not also '%s'", argv[2]);
+        return gp_cli_usage("libvirt",
+                            "one FILE only, not also '%s'", argv[2]);
     }
     if (!file && !domain) {
-        return usage("give FILE, - (standard input) or --domain NAME");
+        return gp_cli_usage("libvirt",
+                            "give FILE, - (standard input) or --domain NAME");
     }
     if (file && domain) {
-        return usage("FILE '%s' and --domain '%s' exclude each other", file,
-                     domain);
+        return gp_cli_usage("libvirt",
+                            "FILE '%s' and --domain '%s' exclude each other",
+                            file, domain);
     }
     if (uri && !domain) {
-        return usage("--connect '%s' goes with --domain NAME; FILE '%s' is "
-                     "read from disk", uri, file);
+        return gp_cli_usage("libvirt",
+                            "--connect '%s' goes with --domain NAME; FILE '%s' "
+                            "is read from disk", uri, file);
     }
     return true;
 }
@@ -531,31 +522,39 @@ static bool options_valid(const LibvirtOpts *o, int argc, char **argv,
         return false;
     }
     if (o->in_place && domain) {
-        return usage("--in-place rewrites a FILE, not --domain '%s' (use "
-                     "--define)", domain);
+        return gp_cli_usage("libvirt",
+                            "--in-place rewrites a FILE, not --domain '%s' "
+                            "(use --define)", domain);
     }
     if (o->in_place && !strcmp(argv[1], "-")) {
-        return usage("--in-place needs a FILE to rewrite, not - (standard "
-                     "input)");
+        return gp_cli_usage("libvirt",
+                            "--in-place needs a FILE to rewrite, not - "
+                            "(standard input)");
     }
     if (o->define && !domain) {
-        return usage("--define goes with --domain NAME, not FILE '%s'",
-                     argv[1]);
+        return gp_cli_usage("libvirt",
+                            "--define goes with --domain NAME, not FILE '%s'",
+                            argv[1]);
     }
     if (o->stock && o->qemu_auto) {
-        return usage("--qemu-stock and --qemu-default-auto exclude each "
-                     "other");
+        return gp_cli_usage("libvirt",
+                            "--qemu-stock and --qemu-default-auto exclude each "
+                            "other");
     }
     if (o->snapshot && (o->stock || o->qemu_auto)) {
-        return usage("--host-snapshot and %s exclude each other",
-                     o->stock ? "--qemu-stock" : "--qemu-default-auto");
+        return gp_cli_usage("libvirt",
+                            "--host-snapshot and %s exclude each other",
+                            o->stock ? "--qemu-stock" : "--qemu-default-auto");
     }
     if (o->nccl_topo && !o->mirror) {
-        return usage("--nccl-topo '%s' goes with --mirror", o->nccl_topo);
+        return gp_cli_usage("libvirt",
+                            "--nccl-topo '%s' goes with --mirror",
+                            o->nccl_topo);
     }
     if (o->check && writer) {
-        return usage("--check only reads the domain: it excludes %s",
-                     writer);
+        return gp_cli_usage("libvirt",
+                            "--check only reads the domain: it excludes %s",
+                            writer);
     }
     return true;
 }

@@ -83,14 +83,12 @@ static bool qemu_args_valid(gboolean mirror, int argc, char **argv,
     int i;
 
     if (!mirror) {
-        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "give --mirror (the only "
-                    "mode): qemu-args --mirror BDF...");
-        return false;
+        return gp_cli_usage("qemu-args", "give --mirror (the only "
+                            "mode): qemu-args --mirror BDF...");
     }
     if (argc < 2) {
-        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--mirror needs the host "
-                    "devices, BDFs like %s", GP_CLI_BDF_EXAMPLE);
-        return false;
+        return gp_cli_usage("qemu-args", "--mirror needs the host "
+                            "devices, BDFs like %s", GP_CLI_BDF_EXAMPLE);
     }
     for (i = 1; i < argc; i++) {
         if (!gp_cli_bdf_arg("qemu-args", "each device", argv[i])) {
@@ -98,19 +96,16 @@ static bool qemu_args_valid(gboolean mirror, int argc, char **argv,
         }
     }
     if (nccl && strchr(nccl, ',')) {
-        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--nccl-topo '%s': a comma "
-                    "in the path would split QEMU's option", nccl);
-        return false;
+        return gp_cli_usage("qemu-args", "--nccl-topo '%s': a comma "
+                            "in the path would split QEMU's option", nccl);
     }
     if (cpus < 0) {
-        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--cpus must be 0 (one per "
-                    "NUMA cell) or more, not '%d'", cpus);
-        return false;
+        return gp_cli_usage("qemu-args", "--cpus must be 0 (one per "
+                            "NUMA cell) or more, not '%d'", cpus);
     }
     if (memory <= 0) {
-        gp_cli_fail("qemu-args", GP_EXIT_USAGE, "--memory must be a "
-                    "positive number of MiB, not '%d'", memory);
-        return false;
+        return gp_cli_usage("qemu-args", "--memory must be a "
+                            "positive number of MiB, not '%d'", memory);
     }
     return true;
 }

@@ -80,9 +80,8 @@ bool gp_cli_bdf_arg(const char *cmd, const char *what, const char *arg)
     char norm[GP_BDF_LEN];
 
     if (!gp_bdf_normalize(arg, norm)) {
-        gp_cli_fail(cmd, GP_EXIT_USAGE, "%s needs a BDF like %s, not '%s'",
-                    what, GP_CLI_BDF_EXAMPLE, arg);
-        return false;
+        return gp_cli_usage(cmd, "%s needs a BDF like %s, not '%s'",
+                            what, GP_CLI_BDF_EXAMPLE, arg);
     }
     return true;
 }
@@ -99,15 +98,13 @@ bool gp_cli_bdf_list(const char *cmd, const char *option, const char *text,
         return true;
     }
     if (!list[0]) {
-        gp_cli_fail(cmd, GP_EXIT_USAGE, "%s needs at least one BDF, like "
-                    "%s, not '%s'", option, GP_CLI_BDF_EXAMPLE, text);
-        return false;
+        return gp_cli_usage(cmd, "%s needs at least one BDF, like "
+                            "%s, not '%s'", option, GP_CLI_BDF_EXAMPLE, text);
     }
     for (i = 0; list[i]; i++) {
         if (!gp_bdf_normalize(list[i], norm)) {
-            gp_cli_fail(cmd, GP_EXIT_USAGE, "%s needs BDFs like %s, not "
-                        "'%s'", option, GP_CLI_BDF_EXAMPLE, list[i]);
-            return false;
+            return gp_cli_usage(cmd, "%s needs BDFs like %s, not "
+                                "'%s'", option, GP_CLI_BDF_EXAMPLE, list[i]);
         }
     }
     *bdfs = g_steal_pointer(&list);
@@ -119,8 +116,7 @@ bool gp_cli_policy(const char *cmd, const char *text, GpPlanPolicy *policy)
     g_autoptr(GError) err = NULL;
 
     if (text && !gp_plan_policy_parse(text, policy, &err)) {
-        gp_cli_fail(cmd, GP_EXIT_USAGE, "--policy %s", err->message);
-        return false;
+        return gp_cli_usage(cmd, "--policy %s", err->message);
     }
     return true;
 }
@@ -128,22 +124,37 @@ bool gp_cli_policy(const char *cmd, const char *text, GpPlanPolicy *policy)
 bool gp_cli_no_args(const char *cmd, int argc, char **argv)
 {
     if (argc > 1) {
-        gp_cli_fail(cmd, GP_EXIT_USAGE, "unexpected argument '%s' (%s "
-                    "takes options only)", argv[1], cmd);
-        return false;
+        return gp_cli_usage(cmd, "unexpected argument '%s' (%s "
+                            "takes options only)", argv[1], cmd);
     }
     return true;
+}
+
+static G_GNUC_PRINTF(2, 0) void vsay(const char *cmd, const char *fmt,
+                                     va_list ap)
+{
+    fprintf(stderr, "gpup2p %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+bool gp_cli_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsay(cmd, fmt, ap);
+    va_end(ap);
+    return false;
 }
 
 int gp_cli_fail(const char *cmd, int code, const char *fmt, ...)
 {
     va_list ap;
 
-    fprintf(stderr, "gpup2p %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsay(cmd, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return code;
 }
 
