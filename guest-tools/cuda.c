@@ -409,15 +409,40 @@ static bool allocate(Run *run, GError **errp)
                             CU_MEMHOSTALLOC_PORTABLE), "pinned results");
     if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_H2D) ||
         verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_D2H)) {
-        /* As nvbandwidth's host buffer: pinned, portable, the full size;
-         * one for all GPUs, measured one at a time. */
-        CU_TRY(p_cuMemHostAlloc(&run->host, run->bytes,
-                                CU_MEMHOSTALLOC_PORTABLE),
-               "pinned host memory of %" G_GSIZE_FORMAT " bytes",
-               run->bytes);
+        /* Pinned, portable, the full size; one for all GPUs, measured
+         * one at a time, allocated in GPU 0's context with no NUMA
+         * placement (nvbandwidth pins its thread near each GPU first).
+         * Without it only the host figures are missing. */
+        CUresult res = p_cuMemHostAlloc(&run->host, run->bytes,
+                                        CU_MEMHOSTALLOC_PORTABLE);
+
+        if (res) {
+            run->host = NULL;
+            run->r->untested = true;
+            verify_note(run->r, "host <-> device figures not measured: "
+                        "pinning %" G_GSIZE_FORMAT " bytes of host memory "
+                        "failed: %s", run->bytes, cu_err(res));
+        }
     }
     return true;
 }
+
+/* Word @i of the pattern for @seed: the kernels' pattern() (kernels.cu),
+ * so that the host can fill a buffer and name an exact bad byte. */
+static uint32_t host_pattern(uint64_t i, uint32_t seed)
+{
+    uint64_t v = i * 0x9E3779B97F4A7C15ull + seed;
+
+    v ^= v >> 31;
+    v *= 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(v ^ (v >> 29));
+}
+
+/* GPU @g (ordinal) is unusable from now on: lost, or hung. */
+static void mark_gone(Run *run, int g, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+/* GPU @g's context has an error of its own (or it is gone already). */
+static bool gpu_probe_lost(Run *run, int g);
 
 /* The pointer-chase chain in every GPU's memory, built once. */
 static bool build_chains(Run *run, GError **errp)
@@ -449,22 +474,32 @@ static bool build_chains(Run *run, GError **errp)
     }
     for (g = 0; g < run->n; g++) {
         Gpu *gp = &run->gpus[g];
+        g_autoptr(GError) err = NULL;
         CUresult res;
 
+        if (run->gone[g]) {
+            continue;   /* lost in the data checks: nothing more on it */
+        }
         p_cuCtxSetCurrent(gp->ctx);
         /* Stream-ordered from pinned memory: no race with later work. */
         if ((res = p_cuMemAlloc(&gp->chain, bytes)) ||
             (res = p_cuMemcpyHtoDAsync(gp->chain, chain, bytes, gp->gate))) {
-            p_cuMemFreeHost(chain);
-            g_set_error(errp, GP_ERROR, GP_ERROR_IO, "GPU %d: latency chain:"
-                        " %s", g, cu_err(res));
-            return false;
+            g_set_error(&err, GP_ERROR, GP_ERROR_IO, "GPU %d: latency "
+                        "chain: %s", g, cu_err(res));
+        } else if (wait_done(run, NULL, gp->gate, "latency chain", &err)) {
+            gp->chain_bytes = bytes;
+            continue;
+        } else {
+            res = cu_last;
         }
-        if (!wait_done(run, NULL, gp->gate, "latency chain", errp)) {
-            p_cuMemFreeHost(chain);
-            return false;
+        if (gpu_probe_lost(run, g) || res == CUDA_ERROR_NOT_READY) {
+            /* Lost or hung: that GPU is out, the others go on. */
+            mark_gone(run, g, "%s", err->message);
+            continue;
         }
-        gp->chain_bytes = bytes;
+        p_cuMemFreeHost(chain);
+        g_propagate_error(errp, g_steal_pointer(&err));
+        return false;
     }
     p_cuMemFreeHost(chain);
     return true;
@@ -647,10 +682,6 @@ static void xfer_events_free(Run *run, Xfer *x, int nx)
     }
 }
 
-/* GPU @g (ordinal) is unusable from now on: lost, or hung. */
-static void mark_gone(Run *run, int g, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-
 static void mark_gone(Run *run, int g, const char *fmt, ...)
 {
     VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
@@ -714,12 +745,13 @@ static bool prepare_host(Run *run, const Xfer *x, GError **errp)
         WAIT(run, NULL, g->gate, "GPU %d: poisoning host memory", x->src);
         run->host_pattern = -1;
     } else if (x->kind == XFER_H2D && run->host_pattern != x->src) {
-        /* Host -> device copies leave it as it is: filled once. */
-        CU_TRY(p_cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
-        CU_TRY(p_cuMemcpyDtoHAsync(run->host, g->src, xfer_len(run, x),
-                                   g->gate), "GPU %d: pattern to host",
-               x->src);
-        WAIT(run, NULL, g->gate, "GPU %d: pattern to host", x->src);
+        /* Filled by the CPU, so that host -> device does not rest on
+         * device -> host; host -> device copies leave it as it is. */
+        uint32_t *w = run->host, seed = 0x5eed0000u | (uint32_t)x->src;
+
+        for (gsize i = 0; i < xfer_len(run, x) / 4; i++) {
+            w[i] = host_pattern(i, seed);
+        }
         run->host_pattern = x->src;
     }
     return true;
@@ -875,8 +907,9 @@ static bool queue_timed(Run *run, Xfer *x, unsigned loops, CUevent begin,
  * Each transfer: warm-up, start, @loops, stop. With a span (aggregates),
  * the span starts on the observer once every warm-up is done and every
  * timed copy waits for it, so the span holds the timed copies alone,
- * started together, as nvbandwidth's start event does; before, it held
- * the warm-up copies too (4 of 20: 0.80 of nvbandwidth's figure).
+ * started together (nvbandwidth waits for its first sender's warm-up
+ * only); before, it held the warm-up copies too (4 of 20: 0.80 of
+ * nvbandwidth's figure).
  */
 static bool queue_xfers(Run *run, Xfer *x, int nx, unsigned loops,
                         CUevent *span, GError **errp)
@@ -926,6 +959,28 @@ static bool read_times(Run *run, Xfer *x, int nx, CUevent *span,
     return true;
 }
 
+/* The first bad byte of @x, from its first bad word @w: the word is read
+ * back and compared byte by byte (the offset of the word where it cannot
+ * be read). */
+static int64_t first_bad_byte(Run *run, const Xfer *x, uint64_t w)
+{
+    Gpu *gd = &run->gpus[x->dst];
+    uint32_t want = host_pattern(w, 0x5eed0000u | (uint32_t)x->src), got;
+    const unsigned char *a = (const unsigned char *)&want;
+    const unsigned char *b = (const unsigned char *)&got;
+
+    if (p_cuMemcpyDtoHAsync(&got, slot(run, x) + 4 * w, 4, gd->gate) ||
+        !wait_done(run, NULL, gd->gate, "bad word", NULL)) {
+        return (int64_t)(w * 4);
+    }
+    for (int k = 0; k < 4; k++) {
+        if (a[k] != b[k]) {
+            return (int64_t)(w * 4 + k);
+        }
+    }
+    return (int64_t)(w * 4);
+}
+
 /* Where @x's check writes its first bad word, on the host. */
 static uint64_t *check_result(Run *run, const Xfer *x)
 {
@@ -973,7 +1028,7 @@ static bool read_checks(Run *run, Xfer *x, int nx, GError **errp)
         if (moves_data(x[i].kind)) {
             CU_TRY(p_cuCtxSetCurrent(gd->ctx), "cuCtxSetCurrent");
             WAIT(run, NULL, gd->gate, "GPU %d: check_pattern", x[i].dst);
-            x[i].bad = *res == ~0ull ? -1 : (int64_t)(*res * 4);
+            x[i].bad = *res == ~0ull ? -1 : first_bad_byte(run, &x[i], *res);
         } else if (x[i].kind == XFER_SM_LATENCY) {
             uint64_t *ns = &run->results[x[i].src * (run->n + 2) + run->n];
 
@@ -992,8 +1047,9 @@ static bool read_checks(Run *run, Xfer *x, int nx, GError **errp)
  * Run @x together: prepare, hold every executing GPU with a spin kernel,
  * queue all work behind the holds, release, then time and check. With
  * @span_ms, the whole batch is also timed on one GPU (the first
- * transfer's destination): from its own release to the last transfer's
- * end, waited for across GPUs. Several streams of one GPU can share its
+ * transfer's destination): from the start every transfer's timed copies
+ * wait for (after all warm-ups) to the last transfer's end, waited for
+ * across GPUs. Several streams of one GPU can share its
  * copy engines, so per-stream events alone do not give the span of an
  * aggregate.
  */
@@ -1280,7 +1336,9 @@ static bool gpu_probe_lost(Run *run, int g)
     }
     p_cuCtxSetCurrent(run->gpus[g].ctx);
     res = p_cuStreamQuery(run->gpus[g].gate);
-    return cu_sticky(res);
+    /* A stream query fails only for its context's own trouble: any error
+     * (220 after the driver took the context down included) is lost. */
+    return res != CUDA_SUCCESS && res != CUDA_ERROR_NOT_READY;
 }
 
 /*
@@ -1330,7 +1388,8 @@ static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
                 x->kind == XFER_SM_READ;
 
     xfer_label(run, x, label, sizeof(label));
-    if (code == CUDA_ERROR_NVLINK_UNCORRECTABLE && p) {
+    if (code == CUDA_ERROR_NVLINK_UNCORRECTABLE && p &&
+        !host_path(x->kind) && !run->gone[x->src] && !run->gone[x->dst]) {
         blame_nvlink(run, x, p, label, err);
         return;
     }
@@ -1523,12 +1582,54 @@ static void measure_pairs(Run *run, GPtrArray *rounds, int fig)
 }
 
 /* All-to-one and one-to-all copy-engine figures for GPU @k. */
+/*
+ * The samples of aggregate @which at GPU @k into @v; false (no figure)
+ * where a batch failed or a byte came back bad. A failed batch is retried
+ * transfer by transfer, blaming only those failing alone; where all pass
+ * alone, the note says the aggregate alone failed.
+ */
+static bool aggregate_samples(Run *run, int which, int k, Xfer *x, int nx,
+                              double *v)
+{
+    unsigned loops = run->loops;
+
+    for (unsigned s = 0; s < run->o->samples; s++) {
+        g_autoptr(GError) err = NULL;
+        g_autofree bool *ok = g_new0(bool, nx);
+        double span = 0;
+        bool bad = false, all_ok = true;
+
+        if (!run_batch_span(run, x, nx, loops, &span, &err)) {
+            retry_each(run, x, nx, 1, loops, err, cu_last, ok);
+            for (int i = 0; i < nx; i++) {
+                all_ok &= ok[i];
+            }
+            if (all_ok) {
+                verify_note(run->r, "GPU %d: %s not measured: its transfers "
+                            "failed together (%s) and passed one by one",
+                            run->report_of[k], verify_gpu_figures[which].key,
+                            err->message);
+            }
+            return false;
+        }
+        for (int i = 0; i < nx; i++) {
+            judge_bytes(run, &x[i], verify_gpu_figures[which].key);
+            bad |= x[i].bad >= 0;
+        }
+        if (bad) {
+            return false;   /* the pair is failed; no figure of bad bytes */
+        }
+        /* All bytes over the span on one GPU's clock. */
+        v[s] = (double)xfer_len(run, &x[0]) * loops * nx / (span / 1e3) / 1e9;
+    }
+    return true;
+}
+
 static void measure_aggregates(Run *run, int k)
 {
     VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
                                    run->report_of[k]);
     const VerifyFigureInfo *ce = &verify_pair_figures[FIG_UNI_CE];
-    unsigned loops = run->loops, s;
 
     for (int which = 0; which <= AGG_ONE_TO_ALL; which++) {
         g_autofree Xfer *x = NULL;
@@ -1561,24 +1662,9 @@ static void measure_aggregates(Run *run, int k)
             x[i].len = MAX((run->bytes / nx) & ~(gsize)255, (gsize)256);
             x[i].off = i * x[i].len;
         }
-        for (s = 0; s < run->o->samples; s++) {
-            g_autoptr(GError) err = NULL;
-            g_autofree bool *ok = g_new0(bool, nx);
-            double span = 0;
-
-            if (!run_batch_span(run, x, nx, loops, &span, &err)) {
-                /* Each transfer alone: blame only the failing ones. */
-                retry_each(run, x, nx, 1, loops, err, cu_last, ok);
-                return;
-            }
-            for (int i = 0; i < nx; i++) {
-                judge_bytes(run, &x[i], verify_gpu_figures[which].key);
-            }
-            /* All bytes over the span on one GPU's clock. */
-            v[s] = (double)xfer_len(run, &x[0]) * loops * nx /
-                   (span / 1e3) / 1e9;
+        if (aggregate_samples(run, which, k, x, nx, v)) {
+            figure_set(&vg->agg[which], v, run->o->samples);
         }
-        figure_set(&vg->agg[which], v, run->o->samples);
     }
 }
 
@@ -1599,7 +1685,8 @@ static void measure_host(Run *run, int k)
         double v[16];
         unsigned s;
 
-        if (!verify_figure_wanted(run->o, FIG_PAIR_COUNT + which)) {
+        if (!verify_figure_wanted(run->o, FIG_PAIR_COUNT + which) ||
+            !run->host) {
             continue;
         }
         for (s = 0; s < run->o->samples && !run->gone[k]; s++) {

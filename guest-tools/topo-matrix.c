@@ -47,12 +47,15 @@ char *verify_topo_cell(const VerifyReport *r, guint a, guint b)
 
 char *verify_topo_title(const VerifyReport *r)
 {
-    if (!r->nvml_status) {
+    if (!r->nvml_status && !r->cuda_status) {
         return g_strdup("Topology (as nvidia-smi topo -m: NV# = # NVLinks, "
                         "else the PCIe path class)");
     }
+    /* NVML runs only after CUDA found its GPUs. */
     return g_strdup_printf("Topology (the PCIe path class as nvidia-smi "
-                           "topo -m; NVLinks not read: %s)", r->nvml_status);
+                           "topo -m; NVLinks not read: %s)",
+                           r->nvml_status ? r->nvml_status :
+                           "not used (CUDA unavailable)");
 }
 
 char *verify_topo_matrix(const VerifyReport *r)

@@ -246,6 +246,15 @@ static void test_title_without_nvml(void)
     g_assert_cmpstr(text, ==, "         GPU0   GPU1\n"
                               "GPU0        X    PHB\n"
                               "GPU1      PHB      X\n");
+    /* CUDA failed, so NVML never ran: its status is unset, and the title
+     * must still not promise NV cells. */
+    g_clear_pointer(&r.nvml_status, g_free);
+    r.cuda_status = g_strdup("CUDA sees no GPU");
+    g_free(title);
+    title = verify_topo_title(&r);
+    g_assert_cmpstr(title, ==, "Topology (the PCIe path class as nvidia-smi "
+                    "topo -m; NVLinks not read: not used (CUDA "
+                    "unavailable))");
     verify_report_clear(&r);
 }
 
