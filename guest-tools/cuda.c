@@ -81,6 +81,13 @@ typedef struct {
     unsigned bad_copy, copies;  /* which copy of how many came back bad */
 } Xfer;
 
+/* The pattern seed of GPU @ordinal's source buffer, fixed for the run:
+ * the fill and check kernels and the host all use it. */
+static uint32_t pattern_seed(int ordinal)
+{
+    return 0x5eed0000u | (uint32_t)ordinal;
+}
+
 static const char *cu_err(CUresult r)
 {
     const char *s = NULL;
@@ -352,9 +359,8 @@ static bool gpu_open(Run *run, Gpu *g, GError **errp)
     }
 #ifdef VERIFY_HAVE_KERNELS
     {
-        /* The source pattern is fixed for the run: seed = ordinal. */
         uint64_t words = run->bytes / 4;
-        uint32_t seed = 0x5eed0000u | (uint32_t)g->ordinal;
+        uint32_t seed = pattern_seed(g->ordinal);
         void *args[] = { &g->src, &words, &seed };
 
         CU_TRY(launch(g->fill, g->sms * 4, 512, g->gate, args),
@@ -545,10 +551,9 @@ static bool moves_data(XferKind k)
 }
 
 /* Bulk copies, each timed and checked on its own; the rest run once. */
-static bool copy_by_copy(const Xfer *x)
+static bool copy_by_copy(XferKind k)
 {
-    return x->kind != XFER_CE_LATENCY && x->kind != XFER_SM_LATENCY &&
-           x->kind != XFER_STAGED;
+    return k != XFER_CE_LATENCY && k != XFER_SM_LATENCY && k != XFER_STAGED;
 }
 
 /* Between one GPU and pinned host memory: no peer, no P2P verdict. */
@@ -747,7 +752,7 @@ static bool prepare_host(Run *run, const Xfer *x, GError **errp)
     } else if (x->kind == XFER_H2D && run->host_pattern != x->src) {
         /* Filled by the CPU, so that host -> device does not rest on
          * device -> host; host -> device copies leave it as it is. */
-        uint32_t *w = run->host, seed = 0x5eed0000u | (uint32_t)x->src;
+        uint32_t *w = run->host, seed = pattern_seed(x->src);
 
         for (gsize i = 0; i < xfer_len(run, x) / 4; i++) {
             w[i] = host_pattern(i, seed);
@@ -965,7 +970,7 @@ static bool read_times(Run *run, Xfer *x, int nx, CUevent *span,
 static int64_t first_bad_byte(Run *run, const Xfer *x, uint64_t w)
 {
     Gpu *gd = &run->gpus[x->dst];
-    uint32_t want = host_pattern(w, 0x5eed0000u | (uint32_t)x->src), got;
+    uint32_t want = host_pattern(w, pattern_seed(x->src)), got;
     const unsigned char *a = (const unsigned char *)&want;
     const unsigned char *b = (const unsigned char *)&got;
 
@@ -995,7 +1000,7 @@ static bool queue_checks(Run *run, Xfer *x, int nx, GError **errp)
         CUdeviceptr word = gd->scratch + 8 * x[i].src;
         CUdeviceptr buf = slot(run, &x[i]);
         uint64_t words = xfer_len(run, &x[i]) / 4;
-        uint32_t seed = 0x5eed0000u | (uint32_t)x[i].src;
+        uint32_t seed = pattern_seed(x[i].src);
         void *args[] = { &buf, &words, &seed, &word };
 
         if (!moves_data(x[i].kind)) {
@@ -1110,7 +1115,7 @@ static bool run_batch_once(Run *run, Xfer *x, int nx, unsigned loops,
 static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
                            double *span_ms, GError **errp)
 {
-    unsigned copies = copy_by_copy(&x[0]) ? loops : 1;
+    unsigned copies = copy_by_copy(x[0].kind) ? loops : 1;
     g_autofree double *ms = g_new0(double, nx);
     g_autofree int64_t *bad = g_new(int64_t, nx);
     g_autofree unsigned *warm = g_new(unsigned, nx);

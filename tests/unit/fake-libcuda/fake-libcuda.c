@@ -327,20 +327,33 @@ static void advance(size_t bytes, double gbps, unsigned long long fixed_ns)
 /*
  * A copy of @bytes from @src to @dst queued on @s: host memory moves now,
  * unless a fault says otherwise; @gbps: the made-up speed of the clock.
+ * Both sides are allocations of the stand-in, except that @host_side (of
+ * a host <-> device copy) may be the caller's pageable memory: the driver
+ * takes that too, so the stand-in does; the other side must be a GPU's.
  */
 static CUresult do_copy(void *dst, const void *src, size_t bytes,
-                        struct CUstream_st *s, double gbps)
+                        struct CUstream_st *s, double gbps,
+                        const void *host_side)
 {
     Alloc *as = find_alloc(src, bytes), *ad = find_alloc(dst, bytes);
     Fault *f;
     int sd, dd;
     bool peer;
 
-    if (!as || !ad || !s) {
-        return CUDA_ERROR_INVALID_VALUE;
+    if (host_side && !find_alloc(host_side, bytes)) {
+        Alloc *gpu = host_side == src ? ad : as;
+
+        if (!gpu || gpu->dev < 0 || !s) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        sd = dd = gpu->dev;     /* pageable: no fault of a peer copy */
+    } else {
+        if (!as || !ad || !s) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        sd = as->dev;
+        dd = ad->dev;
     }
-    sd = as->dev;
-    dd = ad->dev;
     peer = sd >= 0 && dd >= 0 && sd != dd;
     if (peer) {
         for (int i = 0; i < nfaults; i++) {
@@ -449,7 +462,7 @@ static CUresult run_kernel(int kind, struct CUstream_st *s, void **args)
             lost[dev] = true;
             return FAKE_ERROR_ILLEGAL_ADDRESS;
         }
-        return do_copy(dst, src, n * 16, s, 350);
+        return do_copy(dst, src, n * 16, s, 350, NULL);
     }
     case K_SPIN:
         /* Holds nothing: work here runs as it is queued. */
@@ -849,7 +862,7 @@ static CUresult peer_copy(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
         return CUDA_ERROR_INVALID_VALUE;
     }
     return do_copy((void *)(uintptr_t)dst, (void *)(uintptr_t)src, bytes,
-                   stream_of(s), 400);
+                   stream_of(s), 400, NULL);
 }
 
 static CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx,
@@ -859,48 +872,18 @@ static CUresult fake_cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx,
     LOCKED(peer_copy(dst, dctx, src, sctx, bytes, s));
 }
 
-/*
- * A copy between GPU memory and host memory that may be pageable: the
- * driver takes pageable memory too (it stages it, returning once the
- * source may be reused), so the stand-in copies at once where the host
- * side is no allocation of its own; pinned memory goes the async way.
- */
-static CUresult host_copy(void *dst, const void *src, size_t bytes,
-                          struct CUstream_st *s, bool to_device)
-{
-    const void *dev_side = to_device ? dst : src;
-    const void *host_side = to_device ? src : dst;
-    Alloc *ad = find_alloc(dev_side, bytes);
-
-    if (!ad || ad->dev < 0 || !s || !host_side) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (find_alloc(host_side, bytes)) {
-        return do_copy(dst, src, bytes, s, 50);
-    }
-    if (is_lost(ad->dev) || is_lost(s->dev)) {
-        return lose_code;
-    }
-    if (s->hung) {
-        return CUDA_SUCCESS;
-    }
-    memmove(dst, src, bytes);
-    advance(bytes, 50, 2000);
-    return CUDA_SUCCESS;
-}
-
 static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src,
                                        size_t bytes, CUstream s)
 {
-    LOCKED(host_copy(dst, (void *)(uintptr_t)src, bytes, stream_of(s),
-                     false));
+    LOCKED(do_copy(dst, (void *)(uintptr_t)src, bytes, stream_of(s), 50,
+                   dst));
 }
 
 static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
                                        size_t bytes, CUstream s)
 {
-    LOCKED(host_copy((void *)(uintptr_t)dst, src, bytes, stream_of(s),
-                     true));
+    LOCKED(do_copy((void *)(uintptr_t)dst, src, bytes, stream_of(s), 50,
+                   src));
 }
 
 static CUresult memset32(CUdeviceptr p, unsigned v, size_t n, CUstream s)
