@@ -50,6 +50,11 @@ if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     tests/vhost/build-linux.sh 7.3 >/dev/null
     tests/vhost/stock-qemu-newer.sh >/dev/null
     suite build integration --num-processes 1
+    # Each retry of a virtual host (a stalled boot, the outer emulator's
+    # own crash) is counted and named; evidence: build/vhost-runs/.
+    retries=$(grep -c '^# vhost retry' build/meson-logs/testlog.txt || true)
+    echo "virtual host retries: ${retries:-0}"
+    grep '^# vhost retry' build/meson-logs/testlog.txt || true
 fi
 
 # Builds the Debian packages and installs them in a throwaway overlay, and

@@ -4,6 +4,7 @@ runner as a function."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,11 +68,33 @@ def prepare():
     subprocess.run([sys.executable, VHOST, "prepare"], check=True)
 
 
+RUNS = os.path.join(PROJECT, "build", "vhost-runs")
+_scenarios = {}
+
+
+def scenario_dir(topology):
+    """build/vhost-runs/TEST-TOPOLOGY[-N]: each scenario of a test keeps
+    its latest run's evidence (console, emulator stderr, results) there."""
+    test = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    if test.startswith("test_"):
+        test = test[len("test_"):]
+    name = "%s-%s" % (test, os.path.splitext(os.path.basename(topology))[0])
+    _scenarios[name] = _scenarios.get(name, 0) + 1
+    if _scenarios[name] > 1:
+        name += "-%d" % _scenarios[name]
+    path = os.path.join(RUNS, name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
 def vhost_run(topology, script, timeout=240, append="", out=None,
               extra=None):
     """Boot @topology, run @script (shell text) inside. Returns
-    (rc, stdout, stderr, outdir)."""
-    out = out or tempfile.mkdtemp(prefix="vhost-test-")
+    (rc, stdout, stderr, outdir). A retry of the virtual host (a stalled
+    boot, the outer emulator's own crash) and, on failure, the runner's
+    evidence are printed as TAP diagnostics, so the test's log has them."""
+    out = out or scenario_dir(topology)
     cmd = [sys.executable, VHOST, "run",
            os.path.join(TOPOLOGIES, topology) if "/" not in topology
            else topology, "--timeout", str(timeout), "--out", out, "-v"]
@@ -80,6 +103,18 @@ def vhost_run(topology, script, timeout=240, append="", out=None,
     cmd += extra or []
     cmd += ["--", "sh", "-ec", script]
     p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        with open(os.path.join(out, "retries.log")) as f:
+            for line in f:
+                print("# vhost retry (%s): %s" % (os.path.basename(out),
+                                                  line.strip()), flush=True)
+    except FileNotFoundError:
+        pass
+    if p.returncode != 0:
+        print("# vhost run %s ended %d; its stderr:" % (out, p.returncode))
+        for line in p.stderr.splitlines():
+            print("#   " + line)
+        sys.stdout.flush()
     return p.returncode, p.stdout, p.stderr, out
 
 

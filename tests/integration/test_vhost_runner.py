@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The virtual host runner itself: a failing command fails with its output,
 a hung guest is killed and reported, a stalled boot is retried once and
-logged, bad topology files are named."""
+logged, the outer emulator's own crash is retried once in an empty results
+directory and named, a panic or a command's failure inside is never
+retried, bad topology files are named."""
 
 import json
 import os
@@ -10,15 +12,99 @@ import subprocess
 import sys
 import tempfile
 
-from taplib import Tap, prepare, vhost_run, VHOST
+from taplib import Tap, prepare, vhost_run, PROJECT, VHOST
+
+
+# A stand-in for the outer emulator that aborts itself (SIGABRT, as a
+# failed assertion does) once the command inside has written "mark" to
+# the results directory, on the first start only (FAULT_TIMES: on every
+# start). It is Debian's QEMU, killed from outside: the fault injected is
+# exactly "the emulator died by a signal of its own".
+ABORTING_QEMU = r"""#!/bin/sh
+if [ "$FAULT_TIMES" = always ] || [ ! -e "$FAULT_STATE" ]; then
+    touch "$FAULT_STATE"
+    (while [ ! -e "$FAULT_OUT/mark" ]; do sleep 0.2; done
+     kill -ABRT $$) &
+fi
+exec qemu-system-x86_64 "$@"
+"""
+
+# The command: the first attempt writes "mark" and waits to be aborted; a
+# retry that could still see the first attempt's files would say "stale".
+MARKING = ("if [ -e $VHOST_OUT/mark ]; then echo stale; exit 7; fi; "
+           "touch $VHOST_OUT/mark; sleep 2; echo ran")
+
+
+def emulator_faults(t):
+    with tempfile.TemporaryDirectory() as d:
+        wrapper = os.path.join(d, "qemu")
+        with open(wrapper, "w") as f:
+            f.write(ABORTING_QEMU)
+        os.chmod(wrapper, 0o755)
+        for times in ("once", "always"):
+            out = os.path.join(d, "out-" + times)
+            os.environ.update(FAULT_TIMES=times, FAULT_OUT=out,
+                              FAULT_STATE=os.path.join(d, "state-" + times))
+            try:
+                rc, got, err, _ = vhost_run(
+                    "two-numa.json", MARKING, timeout=180, out=out,
+                    extra=["--qemu", wrapper])
+            finally:
+                for k in ("FAULT_TIMES", "FAULT_OUT", "FAULT_STATE"):
+                    del os.environ[k]
+            retries = read(os.path.join(out, "retries.log"))
+            if times == "once":
+                t.eq(rc, 0, "the outer emulator aborting once: the "
+                     "scenario is retried and passes")
+                t.ok("ran" in got and "stale" not in got,
+                     "the retry ran in an empty results directory", got)
+                t.ok("died of SIGABRT" in err and
+                     "retry 1 of 1" in err and "console tail" in err,
+                     "the fault is named with the signal, the console and "
+                     "the count", err)
+                t.ok(len(retries.splitlines()) == 1 and
+                     os.path.exists(os.path.join(out, "attempt-1",
+                                                 "console.log")),
+                     "retries.log keeps it; the attempt's console is kept "
+                     "in attempt-1/", retries)
+            else:
+                t.eq(rc, 125, "aborting again on the retry: the run fails")
+                t.ok(err.count("retrying once") == 1 and
+                     "died of SIGABRT, again" in err and
+                     "evidence kept in" in err,
+                     "one retry, then the failure with its evidence", err)
+
+    # Ours is never retried: a command's own status, a kernel panic or a
+    # reset of the virtual host after the command started.
+    rc, got, err, outdir = vhost_run("two-numa.json",
+                                     "echo c > /proc/sysrq-trigger")
+    t.eq(rc, 125, "a kernel panic inside the virtual host fails the run")
+    t.ok("kernel panicked" in err and "sysrq" in err.lower() and
+         "retry" not in err,
+         "named by its panic line, never retried", err)
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def test(t):
     prepare()
-    rc, out, err, _ = vhost_run("two-numa.json",
-                                "echo about-to-fail; exit 3")
+    rc, out, err, outdir = vhost_run("two-numa.json",
+                                     "echo about-to-fail; exit 3")
     t.eq(rc, 3, "a failing command's status comes back")
     t.ok("about-to-fail" in out, "its output comes back", out + err)
+    t.ok("retry" not in err and
+         not os.path.exists(os.path.join(outdir, "retries.log")),
+         "a failing command is never retried", err)
+    t.ok(outdir.startswith(os.path.join(PROJECT, "build", "vhost-runs")) and
+         os.path.getsize(os.path.join(outdir, "console.log")) > 0 and
+         "evidence kept in %s" % outdir in err,
+         "its evidence is kept under build/vhost-runs/ and named", err)
 
     rc, out, err, _ = vhost_run("two-numa.json", "echo hanging; sleep 600",
                                 timeout=25)
@@ -43,8 +129,10 @@ def test(t):
         if os.path.exists(os.path.join(outdir, "retries.log")) else ""
     t.ok(len(retries.splitlines()) == 1, "retries.log keeps the one retry",
          retries)
-    t.ok(os.path.exists(os.path.join(outdir, "console.log.stalled")),
-         "and the stalled boot's console")
+    t.ok(os.path.exists(os.path.join(outdir, "attempt-1", "console.log")),
+         "and the stalled boot's console, in attempt-1/")
+
+    emulator_faults(t)
 
     with tempfile.TemporaryDirectory() as d:
         bad = os.path.join(d, "bad.json")

@@ -37,6 +37,8 @@ CACHE = os.path.abspath(os.environ.get("VHOST_CACHE",
 # rule (cpu_supports_p2pdma(): AMD family 17h and later), as an EPYC
 # host's does; plain "max" reports family 6, which no rule lets forward.
 VHOST_CPU = os.environ.get("VHOST_CPU", "max,family=25,model=1")
+# TCG's threading for the virtual host's vCPUs (tcg,thread=...).
+VHOST_TCG_THREAD = os.environ.get("VHOST_TCG_THREAD", "multi")
 GUEST_OUT = "/run/vhost-out"
 
 # Modules the initramfs loads before it can mount the root share.
@@ -376,6 +378,7 @@ def prepare_outdir(args, kdir, version, modules):
     outdir = os.path.abspath(args.out) if args.out else \
         tempfile.mkdtemp(prefix="vhost-")
     os.makedirs(outdir, exist_ok=True)
+    args.out = outdir       # a retry's setup comes back to the same place
     for f in ["rc", "output.log", ".started", "console.log"]:
         try:
             os.unlink(os.path.join(outdir, f))
@@ -457,7 +460,10 @@ def cmd_inner(args):
         qemu += ["-device", dev]
     qemu += args.qemu_arg
     write_cmdline(outdir, qemu)
-    return boot(qemu, outdir, args)
+    # The emulator here is our QEMU: its death is ours, never retried.
+    return boot(qemu, outdir, args,
+                lambda: prepare_outdir(args, kdir, version, []),
+                retry_emulator=False)
 
 
 def cmd_run(args):
@@ -468,21 +474,29 @@ def cmd_run(args):
     except FileNotFoundError:
         die("run: no kernel prepared; run 'vhost.py prepare' first")
     topo = Topology(args.topology)
-    outdir = prepare_outdir(args, kdir, version, LATE_MODULES + args.modules)
-    qargs = topo.qemu_args(outdir)
-    with open(os.path.join(outdir, "topology.json"), "w") as f:
-        json.dump(topo.manifest(), f, indent=2)
 
+    def setup():
+        """A fresh results directory: the runner, the topology and new
+        backing files (a retry must not see what an attempt left)."""
+        out = prepare_outdir(args, kdir, version,
+                             LATE_MODULES + args.modules)
+        qargs = topo.qemu_args(out)
+        with open(os.path.join(out, "topology.json"), "w") as f:
+            json.dump(topo.manifest(), f, indent=2)
+        return out, qargs
+
+    outdir, qargs = setup()
     qemu = [args.qemu] + base_qemu_args(
         vmlinuz, initrd, outdir,
         "intel_iommu=on %s %s" % (topo.desc.get("kernel_args", ""),
                                   args.append)) + [
-        "-accel", "tcg,thread=multi", "-cpu", VHOST_CPU,
+        "-accel", "tcg,thread=%s" % VHOST_TCG_THREAD, "-cpu", VHOST_CPU,
         "-M", "q35,kernel-irqchip=split",
         "-device", "intel-iommu,intremap=on,caching-mode=on"] + \
         qargs + args.qemu_arg
     write_cmdline(outdir, qemu)
-    return boot(qemu, outdir, args)
+    return boot(qemu, outdir, args, lambda: setup()[0],
+                retry_emulator=True)
 
 
 # What a kernel prints when TCG on a busy host starves its timers: the
@@ -537,12 +551,62 @@ def stall_reason(console, waited):
     return "the command had not started after %.0f s" % waited
 
 
-def boot(qemu, outdir, args, attempt=1):
+def set_aside(outdir, attempt):
+    """Move everything an attempt left into attempt-N/, so that a retry
+    starts from an empty directory and can read nothing the failed
+    attempt wrote; the evidence stays beside it."""
+    dest = os.path.join(outdir, "attempt-%d" % attempt)
+    os.makedirs(dest)
+    for name in os.listdir(outdir):
+        if not name.startswith("attempt-"):
+            os.rename(os.path.join(outdir, name), os.path.join(dest, name))
+    return dest
+
+
+def emulator_fault(returncode, qemu_out):
+    """Why the outer emulator ended by its own fault, or None: killed by a
+    signal we did not send (an assertion aborts it), or an assertion or
+    internal error on its stderr."""
+    lines = [l for l in qemu_out.splitlines()
+             if "Assertion" in l or "assertion" in l or
+             "internal error" in l.lower() or "Aborted" in l]
+    said = (": " + lines[0].strip()) if lines else ""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "signal %d" % -returncode
+        return "the outer emulator died of %s%s" % (name, said)
+    if lines:
+        return "the outer emulator failed (exit %d)%s" % (returncode, said)
+    return None
+
+
+def vhost_end(console):
+    """How the virtual host ended without its command's status, from its
+    console: its kernel's panic line, or a reset with no panic printed."""
+    text = read(console).splitlines()
+    for i, l in enumerate(text):
+        if "Kernel panic - not syncing" in l:
+            return "the virtual host's kernel panicked: %s" % \
+                l.split("]", 1)[-1].strip()
+    return "the virtual host reset or powered off with no kernel panic " \
+           "on its console (a triple fault, or the command's runner killed)"
+
+
+def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
     """Start QEMU, wait for it (killing it at the time limit), print the
-    command's output; return the command's status. A boot that stalls
-    before the command starts (a busy host starving TCG: RCU stall
-    reports, or no start within boot_limit()) is retried once, the
-    reason logged and kept in retries.log."""
+    command's output; return the command's status.
+
+    Retried once, the reason logged, kept in retries.log and the failed
+    attempt's files moved to attempt-1/ (the retry starts empty): a boot
+    that stalls before the command starts (a busy host starving TCG: RCU
+    stall reports, or no start within boot_limit()), and, with
+    @retry_emulator (the outer emulator is Debian's, not ours), an
+    emulator that dies by its own fault (a signal we did not send, an
+    assertion). Anything the virtual host itself does after the command
+    started (a status, a panic, a reset) is never retried: it may be
+    ours."""
     console = os.path.join(outdir, "console.log")
     kind = "inner" if getattr(args, "cmd", "") == "inner" else "run"
     limit = boot_limit(kind, args.timeout)
@@ -567,56 +631,71 @@ def boot(qemu, outdir, args, attempt=1):
             proc.wait()
             break
         time.sleep(0.05)
-    if not stalled and not timed_out and started is None and \
-            not os.path.exists(os.path.join(outdir, "rc")):
-        # Dead before the command (under nested TCG a guest may reset in
-        # early boot): as much a stalled boot as one that hangs.
-        stalled = "the guest ended before the command started (QEMU " \
-                  "exit %d)" % proc.returncode
-    if stalled and attempt == 1:
-        why = "boot stalled (%s, limit %.0f s); retrying once" % (stalled,
-                                                                  limit)
-        log(why)
-        with open(os.path.join(outdir, "retries.log"), "a") as f:
-            f.write(why + "\n")
-        os.replace(console, console + ".stalled")
-        for name in (".started", "output.log", "rc"):
-            try:
-                os.unlink(os.path.join(outdir, name))
-            except FileNotFoundError:
-                pass
-        return boot(qemu, outdir, args, attempt=2)
     total = time.monotonic() - t0
     qemu_out = proc.stdout.read().decode(errors="replace")
     with open(os.path.join(outdir, "qemu-output.log"), "w") as f:
         f.write(qemu_out)
+    has_rc = os.path.exists(os.path.join(outdir, "rc"))
+    fault = None
+    if not stalled and not timed_out:
+        if retry_emulator:
+            fault = emulator_fault(proc.returncode, qemu_out)
+        if not fault and not has_rc and \
+                not os.path.exists(os.path.join(outdir, ".started")):
+            # Dead before the command (under nested TCG a guest may reset
+            # in early boot): as much a stalled boot as one that hangs.
+            stalled = "the guest ended before the command started " \
+                      "(QEMU exit %d)" % proc.returncode
+    if (stalled or fault) and attempt == 1:
+        why = ("boot stalled (%s, limit %.0f s)" % (stalled, limit)
+               if stalled else fault)
+        why += "; retrying once (retry 1 of 1)"
+        log(why)
+        if fault:
+            tail(console, qemu_out)
+        kept = set_aside(outdir, attempt)
+        setup()
+        with open(os.path.join(outdir, "retries.log"), "a") as f:
+            f.write(why + "\n")
+        log("the failed attempt's files are in %s" % kept)
+        return boot(qemu, outdir, args, setup, retry_emulator, attempt=2)
 
     output = read(os.path.join(outdir, "output.log"))
     sys.stdout.write(output)
     sys.stdout.flush()
-    timing = {"boot_to_command_s": started, "total_s": total}
+    timing = {"boot_to_command_s": started, "total_s": total,
+              "attempt": attempt}
     with open(os.path.join(outdir, "timing.json"), "w") as f:
         json.dump(timing, f)
     rc_text = read(os.path.join(outdir, "rc")).strip()
     if stalled:
         log("boot stalled again (%s); killed the virtual host" % stalled)
-        tail(console, qemu_out)
-        return 124
+        return evidence(outdir, console, qemu_out, 124)
     if timed_out:
         log("timed out after %.0f s; killed the virtual host" % args.timeout)
-        tail(console, qemu_out)
-        return 124
+        return evidence(outdir, console, qemu_out, 124)
+    if fault:
+        log("%s, again: no status from the virtual host" % fault)
+        return evidence(outdir, console, qemu_out, 125)
     if proc.returncode != 0 or not rc_text:
         log("the virtual host ended without the command's status "
-            "(QEMU exit %d)" % proc.returncode)
-        tail(console, qemu_out)
-        return 125
+            "(QEMU exit %d): %s" % (proc.returncode, vhost_end(console)))
+        return evidence(outdir, console, qemu_out, 125)
     rc = int(rc_text)
     if rc != 0 or args.verbose:
         log("command exited %d; boot to command %.1f s, whole run %.1f s"
             % (rc, started or -1, total))
         if rc != 0:
-            tail(console, qemu_out)
+            return evidence(outdir, console, qemu_out, rc)
+    return rc
+
+
+def evidence(outdir, console, qemu_out, rc):
+    """The failure's evidence on stderr, and where all of it is kept."""
+    tail(console, qemu_out)
+    log("evidence kept in %s (console.log: the virtual host's console; "
+        "qemu-output.log: the emulator's stderr; qemu-cmdline; "
+        "output.log)" % outdir)
     return rc
 
 
@@ -628,11 +707,11 @@ def read(path):
         return ""
 
 
-def tail(console, qemu_out, lines=40):
+def tail(console, qemu_out, lines=50):
     text = read(console).splitlines()[-lines:]
-    log("console tail:\n" + "\n".join(text))
+    log("console tail (last %d lines):\n" % lines + "\n".join(text))
     if qemu_out.strip():
-        log("qemu said:\n" + qemu_out.strip())
+        log("the emulator's stderr:\n" + qemu_out.strip()[-8000:])
 
 
 def sh_quote(s):
