@@ -78,6 +78,7 @@ def scenario_dir(topology):
     test = os.path.splitext(os.path.basename(sys.argv[0]))[0]
     if test.startswith("test_"):
         test = test[len("test_"):]
+    test = test.strip("-") or "run"
     name = "%s-%s" % (test, os.path.splitext(os.path.basename(topology))[0])
     _scenarios[name] = _scenarios.get(name, 0) + 1
     if _scenarios[name] > 1:

@@ -305,6 +305,22 @@ def nested_guest(t, r):
          json.dumps(w))
 
 
+def phases(t, outdir):
+    """Where the run's time went, as a diagnostic: boot, the qtest
+    scenarios, the nested guest."""
+    try:
+        at = {p: float(open(os.path.join(outdir, "phase-" + p)).read())
+              for p in ("qtest", "nested", "end")}
+        timing = load_json(os.path.join(outdir, "timing.json"))
+        t.diag("timing: boot to command %.0f s, qtest scenarios %.0f s, "
+               "nested guest %.0f s, whole virtual host %.0f s" % (
+                   timing["boot_to_command_s"] or -1,
+                   at["nested"] - at["qtest"], at["end"] - at["nested"],
+                   timing["total_s"]))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        t.diag("timing: not all phases recorded (%s)" % e)
+
+
 def test(t):
     prepare()
     qemu = our_qemu()
@@ -315,9 +331,13 @@ def test(t):
     rc, out, err, outdir = vhost_run(
         "vfio-gpus.json",
         "export GPUP2P_QEMU=%s VHOST_CACHE=%s; "
+        "date +%%s.%%N > $VHOST_OUT/phase-qtest; "
         "python3 tests/integration/inner_qtest.py; "
-        "python3 tests/integration/inner_qemu.py" % (qemu, vhost_cache()),
+        "date +%%s.%%N > $VHOST_OUT/phase-nested; "
+        "python3 tests/integration/inner_qemu.py; "
+        "date +%%s.%%N > $VHOST_OUT/phase-end" % (qemu, vhost_cache()),
         timeout=1500, extra=VIRTIO_GPU)
+    phases(t, outdir)
     if not t.ok(rc == 0, "the scenarios ran inside the virtual host",
                 out[-3000:] + err[-3000:]):
         return

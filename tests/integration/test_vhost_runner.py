@@ -14,19 +14,23 @@ import tempfile
 
 from taplib import Tap, prepare, vhost_run, PROJECT, VHOST
 
+OUTER_QEMU = os.path.join(PROJECT, "build", "qemu-outer",
+                          "qemu-system-x86_64")
+
 
 # A stand-in for the outer emulator that aborts itself (SIGABRT, as a
 # failed assertion does) once the command inside has written "mark" to
 # the results directory, on the first start only (FAULT_TIMES: on every
 # start). It is Debian's QEMU, killed from outside: the fault injected is
-# exactly "the emulator died by a signal of its own".
+# exactly "the emulator died by a signal of its own". FAULT_QEMU: the
+# virtual host's own emulator (vhost.py's default).
 ABORTING_QEMU = r"""#!/bin/sh
 if [ "$FAULT_TIMES" = always ] || [ ! -e "$FAULT_STATE" ]; then
     touch "$FAULT_STATE"
     (while [ ! -e "$FAULT_OUT/mark" ]; do sleep 0.2; done
      kill -ABRT $$) &
 fi
-exec qemu-system-x86_64 "$@"
+exec "$FAULT_QEMU" "$@"
 """
 
 # The command: the first attempt writes "mark" and waits to be aborted; a
@@ -44,13 +48,16 @@ def emulator_faults(t):
         for times in ("once", "always"):
             out = os.path.join(d, "out-" + times)
             os.environ.update(FAULT_TIMES=times, FAULT_OUT=out,
+                              FAULT_QEMU=os.environ.get("VHOST_QEMU",
+                                                        OUTER_QEMU),
                               FAULT_STATE=os.path.join(d, "state-" + times))
             try:
                 rc, got, err, _ = vhost_run(
                     "two-numa.json", MARKING, timeout=180, out=out,
                     extra=["--qemu", wrapper])
             finally:
-                for k in ("FAULT_TIMES", "FAULT_OUT", "FAULT_STATE"):
+                for k in ("FAULT_TIMES", "FAULT_OUT", "FAULT_STATE",
+                          "FAULT_QEMU"):
                     del os.environ[k]
             retries = read(os.path.join(out, "retries.log"))
             if times == "once":
@@ -73,6 +80,14 @@ def emulator_faults(t):
                      "died of SIGABRT, again" in err and
                      "evidence kept in" in err,
                      "one retry, then the failure with its evidence", err)
+
+    # A command line the emulator refuses is not a fault to retry.
+    rc, got, err, outdir = vhost_run(
+        "two-numa.json", "true",
+        extra=["--qemu-arg=-device", "--qemu-arg=no-such-device"])
+    t.ok(rc == 125 and "refused to start" in err and "no-such-device" in err
+         and "retry" not in err,
+         "an emulator that refuses its command line: named, not retried", err)
 
     # Ours is never retried: a command's own status, a kernel panic or a
     # reset of the virtual host after the command started.

@@ -40,6 +40,11 @@ VHOST_CPU = os.environ.get("VHOST_CPU", "max,family=25,model=1")
 # TCG's threading for the virtual host's vCPUs (tcg,thread=...).
 VHOST_TCG_THREAD = os.environ.get("VHOST_TCG_THREAD", "multi")
 GUEST_OUT = "/run/vhost-out"
+# The virtual host's emulator: Debian 13's QEMU 10.0.13 (outer-qemu.sh,
+# run by "prepare"), not bookworm-backports' 10.0.2, whose TCG aborts or
+# corrupts the virtual host at random (docs/testbed.md, "Reliability").
+OUTER_QEMU = os.path.join(PROJECT, "build", "qemu-outer",
+                          "qemu-system-x86_64")
 
 # Modules the initramfs loads before it can mount the root share.
 EARLY_MODULES = ["netfs", "9pnet", "9pnet_virtio", "9p"]
@@ -138,6 +143,9 @@ echo $? > %(out)s/rc
 
 def cmd_prepare(args):
     os.makedirs(CACHE, exist_ok=True)
+    # The virtual host's emulator (cached per machine once made).
+    subprocess.run([os.path.join(HERE, "outer-qemu.sh")], check=True,
+                   stdout=subprocess.DEVNULL)
     built = os.path.join(CACHE, "kernel-source")
     if os.path.exists(built):
         # A kernel built from source (tests/kernel/build-kasan-kernel.sh),
@@ -473,6 +481,10 @@ def cmd_run(args):
         version, vmlinuz, kdir, initrd = kernel_paths()
     except FileNotFoundError:
         die("run: no kernel prepared; run 'vhost.py prepare' first")
+    if not shutil.which(args.qemu):
+        die("run: the virtual host's emulator %s is missing; run "
+            "'vhost.py prepare' (tests/vhost/outer-qemu.sh) first, or set "
+            "VHOST_QEMU" % args.qemu)
     topo = Topology(args.topology)
 
     def setup():
@@ -640,6 +652,13 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
     if not stalled and not timed_out:
         if retry_emulator:
             fault = emulator_fault(proc.returncode, qemu_out)
+        refused = [l for l in qemu_out.splitlines()
+                   if l.startswith(os.path.basename(qemu[0]) + ":")]
+        if not fault and proc.returncode == 1 and refused and \
+                read(console) == "":
+            # The emulator refused its command line: nothing to retry.
+            log("the emulator refused to start: %s" % refused[0])
+            return evidence(outdir, console, qemu_out, 125)
         if not fault and not has_rc and \
                 not os.path.exists(os.path.join(outdir, ".started")):
             # Dead before the command (under nested TCG a guest may reset
@@ -762,8 +781,9 @@ def main():
     r.add_argument("--append", default="", help="more kernel arguments")
     r.add_argument("--module", dest="modules", action="append", default=[],
                    help="another kernel module to load inside")
-    r.add_argument("--qemu", default=os.environ.get(
-        "VHOST_QEMU", "qemu-system-x86_64"), help="outer QEMU binary")
+    r.add_argument("--qemu", default=os.environ.get("VHOST_QEMU", OUTER_QEMU),
+                   help="outer QEMU binary (default: Debian 13's 10.0.13, "
+                   "tests/vhost/outer-qemu.sh)")
     r.add_argument("--qemu-arg", action="append", default=[],
                    help="extra QEMU argument (repeat)")
     r.add_argument("-v", "--verbose", action="store_true")
