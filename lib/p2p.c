@@ -11,11 +11,23 @@ static const GpDevice *upstream(const GpDevice *dev)
     return (dev->physfn ? dev->physfn : dev)->parent;
 }
 
-/* Two functions of one device (one slot of one bus). */
+/*
+ * One device where the paths do not show it: functions of one slot on a
+ * root bus (no link joins them), a PF and its VFs, or VFs of one PF. Below
+ * a root or downstream port the shared link decides, whatever the slot
+ * numbers (gp_p2p_share_link() in the rule header).
+ */
 static bool gp_same_device(const GpDevice *a, const GpDevice *b)
 {
-    return a != b && a->domain == b->domain && a->bus == b->bus &&
-           a->slot == b->slot;
+    const GpDevice *pa = a->physfn ? a->physfn : a;
+    const GpDevice *pb = b->physfn ? b->physfn : b;
+
+    if (a == b) {
+        return false;
+    }
+    return pa == pb || (!upstream(a) && !upstream(b) && a->host == b->host &&
+                        a->domain == b->domain && a->bus == b->bus &&
+                        a->slot == b->slot);
 }
 
 static bool is_ancestor_or_self(const GpDevice *anc, const GpDevice *dev)
@@ -170,25 +182,52 @@ static const char *device_untrusted(const GpDevice *d)
     return d->config_unreadable ? d->config_unreadable : d->attr_invalid;
 }
 
-/* What a hop is for routing; hop 0 is the device itself. */
+/*
+ * What a hop is, by the types pci_acs_enabled() tells apart; hop 0 is the
+ * device itself. Without its whole standard config space (an unprivileged
+ * read) a missing PCIe capability says nothing: a bridge is then unknown,
+ * and the device itself is taken as the endpoint it was found as.
+ */
 static unsigned char hop_port(const GpDevice *d, bool first)
 {
     if (device_untrusted(d)) {
         return GP_P2P_PORT_UNKNOWN;
     }
-    if (first) {
-        return GP_P2P_PORT_ENDPOINT;
+    if (d->pcie.type == GP_PCIE_TYPE_NONE &&
+        d->config->len < GP_PCICFG_STD_SIZE) {
+        return first ? GP_P2P_PORT_ENDPOINT : GP_P2P_PORT_UNKNOWN;
     }
     switch (d->pcie.type) {
+    case GP_PCIE_TYPE_NONE:
+        return GP_P2P_PORT_CONVENTIONAL;
+    case GP_PCIE_TYPE_ENDPOINT:
+    case GP_PCIE_TYPE_LEGACY_ENDPOINT:
+    case GP_PCIE_TYPE_RC_INTEGRATED:
+        return GP_P2P_PORT_ENDPOINT;
     case GP_PCIE_TYPE_ROOT_PORT:
         return GP_P2P_PORT_ROOT;
     case GP_PCIE_TYPE_UPSTREAM_PORT:
         return GP_P2P_PORT_SWITCH_UP;
     case GP_PCIE_TYPE_DOWNSTREAM_PORT:
         return GP_P2P_PORT_SWITCH_DOWN;
+    case GP_PCIE_TYPE_PCIE_TO_PCI_BRIDGE:
+        return GP_P2P_PORT_PCI_BRIDGE;
     default:
-        return GP_P2P_PORT_OTHER_BRIDGE;
+        return first ? GP_P2P_PORT_ENDPOINT : GP_P2P_PORT_OTHER_BRIDGE;
     }
+}
+
+/*
+ * Linux's pci_dev.multifunction: the header type's multi-function bit, or
+ * any function but the first of a slot (pci_scan_slot() sets it on those).
+ */
+static bool hop_multifunction(const GpDevice *d)
+{
+    uint8_t ht = 0;
+
+    return d->function != 0 ||
+           (gp_pcicfg_read8(d->config, GP_PCI_HEADER_TYPE, &ht) &&
+            (ht & 0x80));
 }
 
 static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
@@ -209,7 +248,9 @@ static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
                        GP_P2P_ACS_UNKNOWN :
                        d->acs.present ? GP_P2P_ACS_PRESENT : GP_P2P_ACS_ABSENT;
         h->acs_ctrl = d->acs.present ? d->acs.ctrl : 0;
+        h->acs_cap = d->acs.present ? d->acs.cap : 0;
         h->port = hop_port(d, d == dev);
+        h->multifunction = hop_multifunction(d);
     }
     rp->path.host.domain = dev->host->domain;
     rp->path.host.bus = dev->host->bus;
@@ -381,7 +422,29 @@ static void reason_text(const GpTopology *topo, const GpDevice *a,
     host_reason_text(topo, a, b, out, why);
 }
 
-/* "bdf (no ACS)" / "bdf (ACS: RR)" for each hop of @rp in @mask. */
+/* What a hop is, in a reason's words. */
+static const char *port_words(const struct gp_p2p_hop *h)
+{
+    switch (h->port) {
+    case GP_P2P_PORT_ROOT:
+        return "root port";
+    case GP_P2P_PORT_SWITCH_DOWN:
+        return "switch downstream port";
+    case GP_P2P_PORT_SWITCH_UP:
+        return h->multifunction ? "multifunction switch upstream port" :
+               "switch upstream port";
+    case GP_P2P_PORT_ENDPOINT:
+        return h->multifunction ? "multifunction device" : "device";
+    default:
+        return "bridge";
+    }
+}
+
+/*
+ * Each hop of @rp in @mask and why pci_acs_enabled(REQ_ACS_FLAGS) fails
+ * there: "bdf (no ACS capability)", "bdf (root port, ACS Control SV,
+ * needs SV RR CR UF)", or the bus type that never isolates.
+ */
 static void append_bypass_ports(GString *out, const RulePath *rp,
                                 unsigned mask)
 {
@@ -389,21 +452,42 @@ static void append_bypass_ports(GString *out, const RulePath *rp,
 
     for (i = 0; i < rp->path.nhops; i++) {
         const struct gp_p2p_hop *h = &rp->path.hops[i];
+        g_autofree char *bits = NULL;
+        g_autofree char *need = NULL;
 
         if (!(mask & (1u << i))) {
             continue;
         }
         g_string_append_printf(out, "%s%s", out->len ? ", " : "",
                                rp->dev[i]->bdf);
-        if (h->acs_state != GP_P2P_ACS_PRESENT) {
-            g_string_append(out, " (no ACS capability)");
-        } else {
-            g_autofree char *bits = gp_acs_bits_string(
-                h->acs_ctrl & GP_ACS_REDIRECT_MASK);
-
-            g_string_append_printf(out, " (ACS Control %s, needs RR CR)",
-                                   bits);
+        switch (h->port) {
+        case GP_P2P_PORT_CONVENTIONAL:
+            g_string_append(out, " (conventional PCI: a shared bus, no ACS)");
+            continue;
+        case GP_P2P_PORT_PCI_BRIDGE:
+            g_string_append(out, " (PCIe-to-PCI bridge: the conventional "
+                            "PCI bus below it is shared, no ACS)");
+            continue;
+        case GP_P2P_PORT_OTHER_BRIDGE:
+            g_string_append(out, " (a PCI-to-PCIe bridge or event "
+                            "collector: Linux never counts it as "
+                            "isolating)");
+            continue;
+        default:
+            break;
         }
+        if (h->acs_state != GP_P2P_ACS_PRESENT) {
+            g_string_append_printf(out, " (%sno ACS capability)",
+                                   h->multifunction ? "multifunction, " :
+                                   "");
+            continue;
+        }
+        bits = gp_acs_bits_string(h->acs_ctrl & (GP_P2P_ACS_ISOLATE |
+                                                 GP_ACS_EC));
+        need = gp_acs_bits_string(GP_P2P_ACS_ISOLATE &
+                                  (h->acs_cap | GP_P2P_ACS_EC));
+        g_string_append_printf(out, " (%s, ACS Control %s, needs %s)",
+                               port_words(h), bits, need);
     }
 }
 
@@ -437,21 +521,23 @@ static void vm_reason_text(const GpTopology *topo, const GpDevice *a,
         if (vm->same_device) {
             g_string_append_printf(why, "bypasses the IOMMU: %s and %s are "
                                    "functions of one device that routes "
-                                   "between them; not redirected: %s",
+                                   "between them; not isolated: %s",
                                    a->bdf, b->bdf, ports->str);
         } else {
-            g_string_append_printf(why, "bypasses the IOMMU: the switch "
-                                   "routes the guest-physical address on "
-                                   "host windows at %s", ports->str);
+            g_string_append_printf(why, "bypasses the IOMMU: not isolated "
+                                   "on the way to the root port (Linux's "
+                                   "pci_acs_enabled() with SV RR CR UF "
+                                   "fails), so a port can route the "
+                                   "guest-physical address on host "
+                                   "windows; at %s", ports->str);
         }
         return;
     case GP_VM_P2P_OK:
     case GP_VM_P2P_NONE:
         break;
     }
-    g_string_append(why, v->common ?
-                    "every switch port redirects to the IOMMU; " :
-                    "no switch port routes below the root complex; ");
+    g_string_append(why, "isolated up to the root port (ACS SV RR CR UF, "
+                    "Linux's pci_acs_path_enabled()); ");
     host_reason_text(topo, a, b, &vm->host, why);
 }
 

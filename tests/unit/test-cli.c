@@ -259,9 +259,12 @@ static void test_topo_text(void)
     g_assert_nonnull(strstr(r.out, "HOST    GPU0"));
     g_assert_true(strstr(r.out, "GUEST   GPU0") <
                   strstr(r.out, "HOST    GPU0"));
-    g_assert_nonnull(strstr(r.out, "  BY GPU0-GPU1: bypasses the IOMMU: the "
-                                   "switch routes the guest-physical "
-                                   "address on host windows at 0000:02:00.0"));
+    g_assert_nonnull(strstr(r.out, "  BY GPU0-GPU1: bypasses the IOMMU: not "
+                                   "isolated on the way to the root port "
+                                   "(Linux's pci_acs_enabled() with SV RR "
+                                   "CR UF fails), so a port can route the "
+                                   "guest-physical address on host "
+                                   "windows; at 0000:02:00.0"));
     g_assert_nonnull(strstr(r.out, "  OK GPU0-GPU1: common upstream bridge "
                                    "0000:01:00.0"));
     g_assert_null(strstr(r.out, "0000:01:00.0  "));     /* no bridges */
@@ -577,6 +580,8 @@ static void test_too_many_cliques_exit(void)
                NULL);
         sb_add(sb, rp1, g1, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0, -1,
                NULL);
+        sb_set_acs(sb, rp0, 0x5f, SB_ACS_LINUX);
+        sb_set_acs(sb, rp1, 0x5f, SB_ACS_LINUX);
     }
     sb_cpu(sb, "GenuineIntel", 6);
     run(&r, "plan", "--sysfs-root", sb_root(sb), NULL);
@@ -904,7 +909,7 @@ static void test_check_advice(void)
     g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
                             "bypasses the IOMMU"));
     fix = json_object_get_string_member(o, "fix");
-    g_assert_nonnull(strstr(fix, "turn ACS redirect on"));
+    g_assert_nonnull(strstr(fix, "turn ACS (SV RR CR UF) on"));
     g_assert_null(strstr(fix, "boot with pci=disable_acs_redir"));
 
     /* GPU A and B under one switch whose ports redirect: through the

@@ -165,7 +165,8 @@ static const char *p2p_fix(const Check *c, const GpDevice *a,
                "guest one of them, or a device whose functions support ACS";
     }
     if (v->vm_kind == GP_VM_P2P_BYPASS) {
-        return "turn ACS redirect on at the named switch ports (Linux does "
+        return "turn ACS (SV RR CR UF) on at the named ports, root ports "
+               "included (Linux does "
                "when an IOMMU is on and the port has ACS, unless a "
                "disable_acs_redir or config_acs kernel argument turns it "
                "off: remove it); a switch without ACS cannot carry a "
