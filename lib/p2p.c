@@ -592,6 +592,58 @@ static void prefer_kernel(const GpTopology *topo, const GpDevice *a,
     }
 }
 
+/*
+ * The kernel's IOMMU groups as witness of the guest verdict. VFIO hands a
+ * guest whole groups, and Linux's pci_device_group() (drivers/iommu/
+ * iommu.c) puts devices it cannot isolate from each other in one: so a
+ * "yes" needs both devices in groups, and different ones. Groups are
+ * necessary, not sufficient: the subtrees of sibling downstream ports
+ * without ACS get groups of their own, so where the groups differ the
+ * config-space rule still decides. Where the two disagree the more
+ * cautious answer is kept, and the reason says which decided.
+ */
+static void witness_groups(const GpDevice *a, const GpDevice *b,
+                           GpP2pVerdict *v)
+{
+    const GpDevice *none = a->iommu_group < 0 ? a :
+                           b->iommu_group < 0 ? b : NULL;
+    char *old = v->vm_reason;
+
+    if (none && v->vm_kind == GP_VM_P2P_OK) {
+        v->vm_reason = g_strdup_printf(
+            "%s is in no IOMMU group (no IOMMU, or the capture lacks its "
+            "iommu_group link), so nothing shows the kernel isolates it; "
+            "the config-space rule alone said through-iommu: %s",
+            none->bdf, old);
+        v->vm_kind = GP_VM_P2P_UNKNOWN;
+        v->group_decided = true;
+    } else if (!none && a->iommu_group == b->iommu_group) {
+        if (v->vm_kind == GP_VM_P2P_BYPASS) {
+            v->vm_reason = g_strdup_printf("%s; the kernel's IOMMU group %d "
+                                           "holds both", old, a->iommu_group);
+        } else {
+            v->vm_reason = g_strdup_printf(
+                "bypasses the IOMMU: the kernel put %s and %s in one IOMMU "
+                "group (%d): Linux does not isolate them from each other "
+                "(pci_device_group()), and the group decides over the "
+                "config-space rule, which said %s: %s", a->bdf, b->bdf,
+                a->iommu_group, gp_vm_p2p_kind_name(v->vm_kind), old);
+            v->vm_kind = GP_VM_P2P_BYPASS;
+            v->group_decided = true;
+        }
+    } else if (!none && v->vm_kind == GP_VM_P2P_BYPASS) {
+        v->vm_reason = g_strdup_printf(
+            "%s; the kernel gave them different IOMMU groups (%d, %d), "
+            "which is necessary, not sufficient (pci_device_group() gives "
+            "the subtrees of sibling ports without ACS groups of their "
+            "own): the config-space rule, the more cautious, decides", old,
+            a->iommu_group, b->iommu_group);
+    } else {
+        return;
+    }
+    g_free(old);
+}
+
 /* The shared rules (gpup2p/p2p-rule.h) over this model's paths. */
 void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
                     const GpDevice *b, GpP2pVerdict *v)
@@ -629,4 +681,5 @@ void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
     vm_reason_text(topo, a, b, pa, pb, v, why);
     v->vm_reason = g_string_free(g_steal_pointer(&why), FALSE);
     prefer_kernel(topo, a, b, v);
+    witness_groups(a, b, v);
 }

@@ -574,12 +574,14 @@ static void test_too_many_cliques_exit(void)
         g_snprintf(g1, sizeof(g1), "0000:%02x:00.0", bus + 2);
         sb_add(sb, NULL, hb, SB_HOST_BRIDGE, 0x8086, 0x3c00, 0x060000, 0, -1,
                NULL);
-        sb_add(sb, NULL, rp0, SB_ROOT_PORT, 0x8086, 1, 0x060400, 0, -1, NULL);
-        sb_add(sb, NULL, rp1, SB_ROOT_PORT, 0x8086, 1, 0x060400, 0, -1, NULL);
-        sb_add(sb, rp0, g0, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0, -1,
-               NULL);
-        sb_add(sb, rp1, g1, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0, -1,
-               NULL);
+        sb_add(sb, NULL, rp0, SB_ROOT_PORT, 0x8086, 1, 0x060400, 0,
+               (int)s * 4, NULL);
+        sb_add(sb, NULL, rp1, SB_ROOT_PORT, 0x8086, 1, 0x060400, 0,
+               (int)s * 4 + 1, NULL);
+        sb_add(sb, rp0, g0, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0,
+               (int)s * 4 + 2, NULL);
+        sb_add(sb, rp1, g1, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0,
+               (int)s * 4 + 3, NULL);
         sb_set_acs(sb, rp0, 0x5f, SB_ACS_LINUX);
         sb_set_acs(sb, rp1, 0x5f, SB_ACS_LINUX);
     }

@@ -6,6 +6,7 @@
  * it (Linux's host bridge rule). Plans and the VM verdict agree.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "gpup2p/p2p.h"
 #include "gpup2p/plan.h"
@@ -259,6 +260,20 @@ static void test_functions_of_one_device(void)
 #define GPU_CLASS  0x030200
 #define PORT_CLASS 0x060400
 
+/* Point @bdf's iommu_group link at @group; below 0, remove the link. */
+static void set_group(SysfsBuilder *sb, const char *bdf, int group)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *link = g_build_filename(dir, "iommu_group", NULL);
+    g_autofree char *target = g_strdup_printf(
+        "../../../kernel/iommu_groups/%d", group);
+
+    g_assert_cmpint(unlink(link), ==, 0);
+    if (group >= 0) {
+        g_assert_cmpint(symlink(target, link), ==, 0);
+    }
+}
+
 static void add_gpu(SysfsBuilder *sb, const char *parent, const char *bdf,
                     int group)
 {
@@ -314,6 +329,8 @@ static void test_cascaded_switches(void)
                     GP_VM_P2P_BYPASS);
     assert_has(why, "0000:11:00.0 (no ACS capability)");
     g_assert_null(strstr(why, "0000:13:0"));
+    /* Linux groups the lower switch whole, as the rule refuses it. */
+    assert_has(why, "the kernel's IOMMU group 3 holds both");
     g_clear_pointer(&why, g_free);
     g_assert_cmpint(vm(t, "0000:14:00.0", "0000:16:00.0", NULL, &why), ==,
                     GP_VM_P2P_BYPASS);
@@ -354,6 +371,9 @@ static void test_multifunction_root_port(void)
     g_clear_pointer(&t, gp_topo_free);
     sb_set_acs(sb, "0000:00:1c.0", 0x5f, SB_ACS_LINUX);
     sb_set_acs(sb, "0000:00:1c.1", 0x5f, SB_ACS_LINUX);
+    /* ... and Linux then gives each side a group of its own. */
+    set_group(sb, "0000:00:1c.1", 2);
+    set_group(sb, "0000:02:00.0", 2);
     t = read_ok(sb_root(sb));
     g_assert_cmpint(vm(t, "0000:01:00.0", "0000:02:00.0", NULL, NULL), ==,
                     GP_VM_P2P_OK);
@@ -455,8 +475,50 @@ static void test_one_device_by_link(void)
     g_clear_pointer(&t, gp_topo_free);
     sb_set_acs(sb, SB_GPU_C, 0x5f, SB_ACS_LINUX);
     sb_set_acs(sb, ari, 0x5f, SB_ACS_LINUX);
+    set_group(sb, ari, 16);     /* isolated functions: groups of their own */
     t = read_ok(sb_root(sb));
     g_assert_cmpint(vm(t, SB_GPU_C, ari, NULL, NULL), ==, GP_VM_P2P_OK);
+}
+
+/*
+ * The kernel's IOMMU groups witness the guest verdict: a "yes" needs both
+ * devices in groups, and different ones. Where the groups and config space
+ * disagree, the more cautious decides and the reason says which.
+ */
+static void test_iommu_groups_witness(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_two_node_host(sb, 0x2020);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, NULL), ==,
+                    GP_VM_P2P_OK);
+    /* Separate groups under sibling ports without ACS: config decides. */
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "different IOMMU groups (10, 11)");
+    assert_has(why, "the config-space rule, the more cautious, decides");
+    g_clear_pointer(&why, g_free);
+    g_clear_pointer(&t, gp_topo_free);
+
+    /* One group: never a clique, whatever config space says. */
+    set_group(sb, SB_GPU_F, 12);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "one IOMMU group (12)");
+    assert_has(why, "which said through-iommu");
+    g_clear_pointer(&why, g_free);
+    g_clear_pointer(&t, gp_topo_free);
+
+    /* No group: nothing shows the kernel isolates it. */
+    set_group(sb, SB_GPU_F, -1);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, &why), ==,
+                    GP_VM_P2P_UNKNOWN);
+    assert_has(why, SB_GPU_F " is in no IOMMU group");
 }
 
 /* The planner follows the VM rule: switch peers without ACS stay apart. */
@@ -585,6 +647,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vm-rule/linux/conventional-pci", test_conventional_pci);
     g_test_add_func("/vm-rule/linux/one-device-by-link",
                     test_one_device_by_link);
+    g_test_add_func("/vm-rule/iommu-groups", test_iommu_groups_witness);
     g_test_add_func("/vm-rule/plan", test_plan_follows_vm_rule);
     g_test_add_func("/vm-rule/kernel-verdicts",
                     test_kernel_verdicts_preferred);

@@ -132,6 +132,18 @@ static bool unreadable_on_path(const GpDevice *d, const GpDevice *stop)
 static const char *p2p_fix(const Check *c, const GpDevice *a,
                            const GpDevice *b, const GpP2pVerdict *v)
 {
+    if (v->group_decided && v->vm_kind == GP_VM_P2P_UNKNOWN) {
+        return c->captured ?
+            "a device is in no IOMMU group: capture with 'gpup2p "
+            "snapshot', which keeps each device's iommu_group link, on a "
+            "host with the IOMMU on" :
+            "a device is in no IOMMU group: turn the IOMMU on "
+            "(intel_iommu=on; AMD's is on by default), which VFIO needs";
+    }
+    if (v->group_decided) {
+        return "the kernel puts both in one IOMMU group, so it cannot keep "
+               "their DMA apart: give the guest GPUs in different groups";
+    }
     if (v->vm_kind == GP_VM_P2P_UNKNOWN &&
         (invalid_on_path(a, NULL) || invalid_on_path(b, NULL))) {
         return c->captured ?
