@@ -234,6 +234,68 @@ static void test_acs_unknown(void)
                     GP_VM_P2P_OK);
 }
 
+/* Overwrite @len bytes of @bdf's config file at @off with 0xff. */
+static void config_all_ones(SysfsBuilder *sb, const char *bdf, size_t off,
+                            size_t len)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *path = g_build_filename(dir, "config", NULL);
+    g_autofree gchar *cfg = NULL;
+    gsize n;
+
+    g_assert_true(g_file_get_contents(path, &cfg, &n, NULL));
+    g_assert_cmpuint(off + len, <=, n);
+    memset(cfg + off, 0xff, len);
+    g_assert_true(g_file_set_contents(path, cfg, (gssize)n, NULL));
+}
+
+/*
+ * ACS registers that read all ones (a port that stopped answering, or in
+ * D3cold) are unknown: all ones has RR and CR set, and must never read as
+ * "redirects"; nor may extended space of all ones read as "no ACS".
+ */
+static void test_acs_all_ones(void)
+{
+    static const struct {
+        const char *port;
+        size_t off, len;
+        const char *words;
+    } cases[] = {
+        /* The ACS Capability and Control registers. */
+        { DOWN_B, 0x104, 4, "ACS Control at 0x106 reads all ones" },
+        { "0000:00:02.0", 0x104, 4, "ACS Control at 0x106 reads all ones" },
+        /* The whole extended space, header included. */
+        { DOWN_B, 0x100, 0xf00, "extended config space reads all ones" },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(SysfsBuilder) sb = sb_new();
+        g_autoptr(GpTopology) t = NULL;
+        g_autofree char *why = NULL;
+        const char *peer = i == 1 ? SB_GPU_C : SB_GPU_B;
+        const char *other = i == 1 ? SB_GPU_F : SB_GPU_A;
+        GpP2pKind bare;
+
+        sb_two_node_host(sb, 0x2020);
+        sb_set_acs(sb, DOWN_A, 0x5f, SB_ACS_LINUX);
+        sb_set_acs(sb, DOWN_B, 0x5f, SB_ACS_LINUX);
+        config_all_ones(sb, cases[i].port, cases[i].off, cases[i].len);
+        t = read_ok(sb_root(sb));
+        if (vm(t, other, peer, &bare, &why) != GP_VM_P2P_UNKNOWN ||
+            !strstr(why, cases[i].port) || !strstr(why, cases[i].words) ||
+            /* p2pdma reads ACS only up to a common bridge. */
+            (i != 1 && bare != GP_P2P_UNKNOWN)) {
+            g_error("case %zu (%s): %s (bare %s): %s", i, cases[i].port,
+                    gp_vm_p2p_kind_name(vm(t, other, peer, NULL, NULL)),
+                    gp_p2p_kind_name(bare), why);
+        }
+        /* Only the pairs through it: the rest of the host is judged. */
+        g_assert_cmpint(vm(t, SB_GPU_D, SB_GPU_F, NULL, NULL), !=,
+                        GP_VM_P2P_UNKNOWN);
+    }
+}
+
 /* Two functions of one device route between themselves unless both
  * redirect, whatever the port above them does. */
 static void test_functions_of_one_device(void)
@@ -637,6 +699,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vm-rule/root-complex", test_root_complex);
     g_test_add_func("/vm-rule/root-complex/google", test_google_root_complex);
     g_test_add_func("/vm-rule/acs-unknown", test_acs_unknown);
+    g_test_add_func("/vm-rule/acs-all-ones", test_acs_all_ones);
     g_test_add_func("/vm-rule/functions", test_functions_of_one_device);
     g_test_add_func("/vm-rule/linux/cascaded-switches",
                     test_cascaded_switches);
