@@ -174,12 +174,16 @@ static unsigned hop_id(const GpDevice *dev)
 }
 
 /*
- * Why @d cannot be judged: config space unusable, or an attribute holding
- * a value the kernel never writes; NULL when it can.
+ * Why @d cannot be judged: config space unusable, or (for the device
+ * itself, @first) an attribute holding a value the kernel never writes,
+ * which marks the capture of it as edited or broken; NULL when it can. A
+ * bridge's odd link speed is not taken against it: the rule reads its ACS
+ * and port type from config space, and nothing from its link attributes.
  */
-static const char *device_untrusted(const GpDevice *d)
+static const char *device_untrusted(const GpDevice *d, bool first)
 {
-    return d->config_unreadable ? d->config_unreadable : d->attr_invalid;
+    return d->config_unreadable ? d->config_unreadable :
+           first ? d->attr_invalid : NULL;
 }
 
 /*
@@ -190,7 +194,7 @@ static const char *device_untrusted(const GpDevice *d)
  */
 static unsigned char hop_port(const GpDevice *d, bool first)
 {
-    if (device_untrusted(d)) {
+    if (device_untrusted(d, first)) {
         return GP_P2P_PORT_UNKNOWN;
     }
     if (d->pcie.type == GP_PCIE_TYPE_NONE &&
@@ -244,7 +248,7 @@ static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
         rp->dev[rp->path.nhops] = d;
         h = &rp->path.hops[rp->path.nhops++];
         h->addr = hop_id(d);
-        h->acs_state = !d->acs_known || device_untrusted(d) ?
+        h->acs_state = !d->acs_known || device_untrusted(d, d == dev) ?
                        GP_P2P_ACS_UNKNOWN :
                        d->acs.present ? GP_P2P_ACS_PRESENT : GP_P2P_ACS_ABSENT;
         h->acs_ctrl = d->acs.present ? d->acs.ctrl : 0;
@@ -300,8 +304,8 @@ static const char *first_unreadable(const RulePath *rp, unsigned mask)
     unsigned i;
 
     for (i = 0; i < rp->path.nhops; i++) {
-        if ((mask & (1u << i)) && device_untrusted(rp->dev[i])) {
-            return device_untrusted(rp->dev[i]);
+        if ((mask & (1u << i)) && device_untrusted(rp->dev[i], i == 0)) {
+            return device_untrusted(rp->dev[i], i == 0);
         }
     }
     return NULL;
@@ -441,12 +445,27 @@ static const char *port_words(const struct gp_p2p_hop *h)
 }
 
 /*
- * Each hop of @rp in @mask and why pci_acs_enabled(REQ_ACS_FLAGS) fails
- * there: "bdf (no ACS capability)", "bdf (root port, ACS Control SV,
+ * Each hop of @rp in @mask, less those of @seen in @seen_mask (already
+ * named), and why pci_acs_enabled(REQ_ACS_FLAGS) fails there: "bdf (no ACS capability)", "bdf (root port, ACS Control SV,
  * needs SV RR CR UF)", or the bus type that never isolates.
  */
+/* Is @d one of the hops of @rp in @mask? */
+static bool hop_in_mask(const RulePath *rp, unsigned mask,
+                         const GpDevice *d)
+{
+    unsigned i;
+
+    for (i = 0; i < rp->path.nhops; i++) {
+        if ((mask & (1u << i)) && rp->dev[i] == d) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void append_bypass_ports(GString *out, const RulePath *rp,
-                                unsigned mask)
+                                unsigned mask, const RulePath *seen,
+                                unsigned seen_mask)
 {
     unsigned i;
 
@@ -455,7 +474,9 @@ static void append_bypass_ports(GString *out, const RulePath *rp,
         g_autofree char *bits = NULL;
         g_autofree char *need = NULL;
 
-        if (!(mask & (1u << i))) {
+        /* A hop both paths share is named once, with the first path. */
+        if (!(mask & (1u << i)) ||
+            (seen && hop_in_mask(seen, seen_mask, rp->dev[i]))) {
             continue;
         }
         g_string_append_printf(out, "%s%s", out->len ? ", " : "",
@@ -516,8 +537,8 @@ static void vm_reason_text(const GpTopology *topo, const GpDevice *a,
         }
         break;
     case GP_VM_P2P_BYPASS:
-        append_bypass_ports(ports, pa, vm->bypass_a);
-        append_bypass_ports(ports, pb, vm->bypass_b);
+        append_bypass_ports(ports, pa, vm->bypass_a, NULL, 0);
+        append_bypass_ports(ports, pb, vm->bypass_b, pa, vm->bypass_a);
         if (vm->same_device) {
             g_string_append_printf(why, "bypasses the IOMMU: %s and %s are "
                                    "functions of one device that routes "

@@ -296,6 +296,43 @@ static void test_acs_all_ones(void)
     }
 }
 
+/*
+ * A link speed Linux never writes on a bridge is named (topo shows it),
+ * but the rule reads nothing from a bridge's link attributes: the pairs
+ * through it are judged. On the device itself it still marks the device.
+ */
+/* Write "fast", a link speed Linux never writes, as @bdf's current one. */
+static void odd_link_speed(SysfsBuilder *sb, const char *bdf)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *path = g_build_filename(dir, "current_link_speed", NULL);
+
+    g_assert_true(g_file_set_contents(path, "fast\n", -1, NULL));
+}
+
+static void test_bridge_link_speed(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_two_node_host(sb, 0x2020);
+    sb_set_acs(sb, DOWN_A, 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, DOWN_B, 0x5f, SB_ACS_LINUX);
+    odd_link_speed(sb, DOWN_B);
+    t = read_ok(sb_root(sb));
+    g_assert_nonnull(gp_topo_find(t, DOWN_B)->attr_invalid);
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
+                    GP_VM_P2P_OK);
+    g_clear_pointer(&t, gp_topo_free);
+    g_clear_pointer(&why, g_free);
+    odd_link_speed(sb, SB_GPU_B);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
+                    GP_VM_P2P_UNKNOWN);
+    assert_has(why, "'fast'");
+}
+
 /* Two functions of one device route between themselves unless both
  * redirect, whatever the port above them does. */
 static void test_functions_of_one_device(void)
@@ -390,6 +427,8 @@ static void test_cascaded_switches(void)
     g_assert_cmpint(vm(t, "0000:14:00.0", "0000:15:00.0", NULL, &why), ==,
                     GP_VM_P2P_BYPASS);
     assert_has(why, "0000:11:00.0 (no ACS capability)");
+    /* Named once, though both paths cross it. */
+    g_assert_null(strstr(strstr(why, "0000:11:00.0") + 1, "0000:11:00.0"));
     g_assert_null(strstr(why, "0000:13:0"));
     /* Linux groups the lower switch whole, as the rule refuses it. */
     assert_has(why, "the kernel's IOMMU group 3 holds both");
@@ -700,6 +739,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vm-rule/root-complex/google", test_google_root_complex);
     g_test_add_func("/vm-rule/acs-unknown", test_acs_unknown);
     g_test_add_func("/vm-rule/acs-all-ones", test_acs_all_ones);
+    g_test_add_func("/vm-rule/bridge-link-speed", test_bridge_link_speed);
     g_test_add_func("/vm-rule/functions", test_functions_of_one_device);
     g_test_add_func("/vm-rule/linux/cascaded-switches",
                     test_cascaded_switches);

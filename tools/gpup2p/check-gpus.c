@@ -105,18 +105,6 @@ static bool acs_unknown_on_path(const GpDevice *d, const GpDevice *stop)
     return false;
 }
 
-/* The first device from @d up to @stop whose attributes hold garbage. */
-static const GpDevice *invalid_on_path(const GpDevice *d,
-                                       const GpDevice *stop)
-{
-    for (; d && d != stop; d = d->physfn ? d->physfn : d->parent) {
-        if (d->attr_invalid) {
-            return d;
-        }
-    }
-    return NULL;
-}
-
 /* Does any device on the way from @d up to @stop not answer config reads? */
 static bool unreadable_on_path(const GpDevice *d, const GpDevice *stop)
 {
@@ -144,8 +132,10 @@ static const char *p2p_fix(const Check *c, const GpDevice *a,
         return "the kernel puts both in one IOMMU group, so it cannot keep "
                "their DMA apart: give the guest GPUs in different groups";
     }
+    /* Only the devices' own attributes decide (lib/p2p.c); a bridge's
+     * odd link speed is named by topo, not blamed here. */
     if (v->vm_kind == GP_VM_P2P_UNKNOWN &&
-        (invalid_on_path(a, NULL) || invalid_on_path(b, NULL))) {
+        (a->attr_invalid || b->attr_invalid)) {
         return c->captured ?
             "a sysfs attribute holds a value Linux never writes (see the "
             "reason): capture the host again with 'gpup2p snapshot'" :
