@@ -136,6 +136,9 @@ typedef struct GpTopology {
      */
     GHashTable *kernel_verdicts;
     char *kernel_verdicts_note;
+    /* char *: devices listed in bus/pci/devices whose directory was gone
+     * when read, each naming it; they are not in devices. */
+    GPtrArray *devices_gone;
 } GpTopology;
 
 /*
