@@ -542,6 +542,8 @@ static void test_conventional_pci(void)
            0x2335, GPU_CLASS, 0, 2, "vfio-pci");
     add_port(sb, NULL, "0000:00:02.0", SB_ROOT_PORT, 3);
     add_gpu(sb, "0000:00:02.0", "0000:03:00.0", 4);
+    sb_add(sb, NULL, "0000:00:1f.0", SB_PCI_ENDPOINT, 0x10de, 0x2335,
+           GPU_CLASS, 0, 5, "vfio-pci");
     sb_set_acs(sb, "0000:00:01.0", 0x5f, SB_ACS_LINUX);
     sb_set_acs(sb, "0000:00:02.0", 0x5f, SB_ACS_LINUX);
     sb_cpu(sb, "GenuineIntel", 6);
@@ -549,11 +551,15 @@ static void test_conventional_pci(void)
     g_assert_cmpint(vm(t, "0000:02:01.0", "0000:02:02.0", NULL, &why), ==,
                     GP_VM_P2P_BYPASS);
     assert_has(why, "0000:01:00.0 (PCIe-to-PCI bridge");
-    assert_has(why, "0000:02:01.0 (conventional PCI");
     g_clear_pointer(&why, g_free);
     g_assert_cmpint(vm(t, "0000:02:01.0", "0000:03:00.0", NULL, &why), ==,
                     GP_VM_P2P_BYPASS);
     assert_has(why, "0000:01:00.0 (PCIe-to-PCI bridge");
+    /* A conventional device integrated on the root bus is behind no
+     * conventional bus: Linux checks no ACS for it (its path has no
+     * bridge) and gives it a group of its own. */
+    g_assert_cmpint(vm(t, "0000:00:1f.0", "0000:03:00.0", NULL, NULL), ==,
+                    GP_VM_P2P_OK);
 }
 
 /*

@@ -448,10 +448,11 @@ static inline int gp_p2p_share_link(const struct gp_p2p_path *a,
 /*
  * Marks the hops of @p that do not isolate in @bypass, those that cannot
  * be judged in @unknown: pci_acs_path_enabled() from the device's
- * upstream bridge to the root bus; the device itself when it is
- * conventional PCI, or when it is one device with its peer (then its own
- * ACS must isolate its functions from each other, as for a multifunction
- * device).
+ * upstream bridge to the root bus (a conventional bus on the way fails at
+ * its bridge); the device itself only when it is one device with its
+ * peer (then its own ACS must isolate its functions from each other, as
+ * for a multifunction device). A conventional device on a root bus is
+ * behind no shared bus: Linux checks nothing for it either.
  */
 static inline void gp_p2p_vm_scan_path(const struct gp_p2p_path *p,
 				       int one_device, unsigned int *bypass,
@@ -467,8 +468,6 @@ static inline void gp_p2p_vm_scan_path(const struct gp_p2p_path *p,
 			ok = gp_p2p_acs_enabled(hop, GP_P2P_ACS_ISOLATE);
 		else if (hop->port == GP_P2P_PORT_UNKNOWN)
 			ok = -1;
-		else if (hop->port == GP_P2P_PORT_CONVENTIONAL)
-			ok = 0;
 		else if (one_device)
 			ok = gp_p2p_acs_flags_enabled(hop, GP_P2P_ACS_ISOLATE);
 		else
@@ -491,8 +490,8 @@ static inline void gp_p2p_vm_scan_path(const struct gp_p2p_path *p,
  *
  * Each device must be isolated as Linux's IOMMU grouping requires: every
  * bridge up to and including its root port passes pci_acs_enabled() with
- * SV RR CR UF, nothing on either path is conventional PCI, and two
- * functions of one device both isolate. Then every peer request reaches
+ * SV RR CR UF (a PCIe-to-PCI bridge, with its conventional bus, never
+ * does), and two functions of one device both isolate. Then every peer request reaches
  * the IOMMU, and the root complex must forward it: p2pdma's host bridge
  * rule. A hop that cannot be judged makes the pair unknown, which is
  * never a clique either, and names what to read.
