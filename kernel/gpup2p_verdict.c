@@ -104,9 +104,12 @@ static void gpup2p_host_gather(struct pci_dev *pdev,
 	pci_dev_put(root);
 }
 
-/* What @hop is for routing a peer request (hop 0: the device itself). */
+/* What @hop is, by the types pci_acs_enabled() tells apart (hop 0: the
+ * device itself). */
 static unsigned char gpup2p_hop_port(struct pci_dev *hop, bool first)
 {
+	if (!pci_is_pcie(hop))
+		return GP_P2P_PORT_CONVENTIONAL;
 	if (first)
 		return GP_P2P_PORT_ENDPOINT;
 	switch (pci_pcie_type(hop)) {
@@ -116,6 +119,8 @@ static unsigned char gpup2p_hop_port(struct pci_dev *hop, bool first)
 		return GP_P2P_PORT_SWITCH_UP;
 	case PCI_EXP_TYPE_DOWNSTREAM:
 		return GP_P2P_PORT_SWITCH_DOWN;
+	case PCI_EXP_TYPE_PCI_BRIDGE:
+		return GP_P2P_PORT_PCI_BRIDGE;
 	default:
 		return GP_P2P_PORT_OTHER_BRIDGE;
 	}
@@ -138,7 +143,7 @@ static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
 	path->nhops = 0;
 	for (hop = pdev; hop; hop = pci_upstream_bridge(hop)) {
 		struct gp_p2p_hop *h;
-		u16 ctrl = 0;
+		u16 ctrl = 0, cap = 0;
 
 		if (path->nhops == GP_P2P_MAX_HOPS)
 			return -ELOOP;
@@ -149,11 +154,16 @@ static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
 		h->addr = gpup2p_pci_addr(hop);
 		h->acs_state = hop->acs_cap ? GP_P2P_ACS_PRESENT :
 					      GP_P2P_ACS_ABSENT;
-		if (hop->acs_cap)
+		if (hop->acs_cap) {
 			pci_read_config_word(hop, hop->acs_cap + PCI_ACS_CTRL,
 					     &ctrl);
+			pci_read_config_word(hop, hop->acs_cap + PCI_ACS_CAP,
+					     &cap);
+		}
 		h->acs_ctrl = ctrl;
+		h->acs_cap = cap;
 		h->port = gpup2p_hop_port(hop, hop == pdev);
+		h->multifunction = hop->multifunction;
 	}
 	gpup2p_host_gather(pdev, &path->host);
 	return 0;

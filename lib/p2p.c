@@ -11,11 +11,23 @@ static const GpDevice *upstream(const GpDevice *dev)
     return (dev->physfn ? dev->physfn : dev)->parent;
 }
 
-/* Two functions of one device (one slot of one bus). */
+/*
+ * One device where the paths do not show it: functions of one slot on a
+ * root bus (no link joins them), a PF and its VFs, or VFs of one PF. Below
+ * a root or downstream port the shared link decides, whatever the slot
+ * numbers (gp_p2p_share_link() in the rule header).
+ */
 static bool gp_same_device(const GpDevice *a, const GpDevice *b)
 {
-    return a != b && a->domain == b->domain && a->bus == b->bus &&
-           a->slot == b->slot;
+    const GpDevice *pa = a->physfn ? a->physfn : a;
+    const GpDevice *pb = b->physfn ? b->physfn : b;
+
+    if (a == b) {
+        return false;
+    }
+    return pa == pb || (!upstream(a) && !upstream(b) && a->host == b->host &&
+                        a->domain == b->domain && a->bus == b->bus &&
+                        a->slot == b->slot);
 }
 
 static bool is_ancestor_or_self(const GpDevice *anc, const GpDevice *dev)
@@ -162,33 +174,64 @@ static unsigned hop_id(const GpDevice *dev)
 }
 
 /*
- * Why @d cannot be judged: config space unusable, or an attribute holding
- * a value the kernel never writes; NULL when it can.
+ * Why @d cannot be judged: config space unusable, or (for the device
+ * itself, @first) an attribute holding a value the kernel never writes,
+ * which marks the capture of it as edited or broken; NULL when it can. A
+ * bridge's odd link speed is not taken against it: the rule reads its ACS
+ * and port type from config space, and nothing from its link attributes.
  */
-static const char *device_untrusted(const GpDevice *d)
+static const char *device_untrusted(const GpDevice *d, bool first)
 {
-    return d->config_unreadable ? d->config_unreadable : d->attr_invalid;
+    return d->config_unreadable ? d->config_unreadable :
+           first ? d->attr_invalid : NULL;
 }
 
-/* What a hop is for routing; hop 0 is the device itself. */
+/*
+ * What a hop is, by the types pci_acs_enabled() tells apart; hop 0 is the
+ * device itself. Without its whole standard config space (an unprivileged
+ * read) a missing PCIe capability says nothing: a bridge is then unknown,
+ * and the device itself is taken as the endpoint it was found as.
+ */
 static unsigned char hop_port(const GpDevice *d, bool first)
 {
-    if (device_untrusted(d)) {
+    if (device_untrusted(d, first)) {
         return GP_P2P_PORT_UNKNOWN;
     }
-    if (first) {
-        return GP_P2P_PORT_ENDPOINT;
+    if (d->pcie.type == GP_PCIE_TYPE_NONE &&
+        d->config->len < GP_PCICFG_STD_SIZE) {
+        return first ? GP_P2P_PORT_ENDPOINT : GP_P2P_PORT_UNKNOWN;
     }
     switch (d->pcie.type) {
+    case GP_PCIE_TYPE_NONE:
+        return GP_P2P_PORT_CONVENTIONAL;
+    case GP_PCIE_TYPE_ENDPOINT:
+    case GP_PCIE_TYPE_LEGACY_ENDPOINT:
+    case GP_PCIE_TYPE_RC_INTEGRATED:
+        return GP_P2P_PORT_ENDPOINT;
     case GP_PCIE_TYPE_ROOT_PORT:
         return GP_P2P_PORT_ROOT;
     case GP_PCIE_TYPE_UPSTREAM_PORT:
         return GP_P2P_PORT_SWITCH_UP;
     case GP_PCIE_TYPE_DOWNSTREAM_PORT:
         return GP_P2P_PORT_SWITCH_DOWN;
+    case GP_PCIE_TYPE_PCIE_TO_PCI_BRIDGE:
+        return GP_P2P_PORT_PCI_BRIDGE;
     default:
-        return GP_P2P_PORT_OTHER_BRIDGE;
+        return first ? GP_P2P_PORT_ENDPOINT : GP_P2P_PORT_OTHER_BRIDGE;
     }
+}
+
+/*
+ * Linux's pci_dev.multifunction: the header type's multi-function bit, or
+ * any function but the first of a slot (pci_scan_slot() sets it on those).
+ */
+static bool hop_multifunction(const GpDevice *d)
+{
+    uint8_t ht = 0;
+
+    return d->function != 0 ||
+           (gp_pcicfg_read8(d->config, GP_PCI_HEADER_TYPE, &ht) &&
+            (ht & 0x80));
 }
 
 static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
@@ -205,11 +248,13 @@ static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
         rp->dev[rp->path.nhops] = d;
         h = &rp->path.hops[rp->path.nhops++];
         h->addr = hop_id(d);
-        h->acs_state = !d->acs_known || device_untrusted(d) ?
+        h->acs_state = !d->acs_known || device_untrusted(d, d == dev) ?
                        GP_P2P_ACS_UNKNOWN :
                        d->acs.present ? GP_P2P_ACS_PRESENT : GP_P2P_ACS_ABSENT;
         h->acs_ctrl = d->acs.present ? d->acs.ctrl : 0;
+        h->acs_cap = d->acs.present ? d->acs.cap : 0;
         h->port = hop_port(d, d == dev);
+        h->multifunction = hop_multifunction(d);
     }
     rp->path.host.domain = dev->host->domain;
     rp->path.host.bus = dev->host->bus;
@@ -259,8 +304,8 @@ static const char *first_unreadable(const RulePath *rp, unsigned mask)
     unsigned i;
 
     for (i = 0; i < rp->path.nhops; i++) {
-        if ((mask & (1u << i)) && device_untrusted(rp->dev[i])) {
-            return device_untrusted(rp->dev[i]);
+        if ((mask & (1u << i)) && device_untrusted(rp->dev[i], i == 0)) {
+            return device_untrusted(rp->dev[i], i == 0);
         }
     }
     return NULL;
@@ -381,29 +426,89 @@ static void reason_text(const GpTopology *topo, const GpDevice *a,
     host_reason_text(topo, a, b, out, why);
 }
 
-/* "bdf (no ACS)" / "bdf (ACS: RR)" for each hop of @rp in @mask. */
+/* What a hop is, in a reason's words. */
+static const char *port_words(const struct gp_p2p_hop *h)
+{
+    switch (h->port) {
+    case GP_P2P_PORT_ROOT:
+        return "root port";
+    case GP_P2P_PORT_SWITCH_DOWN:
+        return "switch downstream port";
+    case GP_P2P_PORT_SWITCH_UP:
+        return h->multifunction ? "multifunction switch upstream port" :
+               "switch upstream port";
+    case GP_P2P_PORT_ENDPOINT:
+        return h->multifunction ? "multifunction device" : "device";
+    default:
+        return "bridge";
+    }
+}
+
+/*
+ * Each hop of @rp in @mask, less those of @seen in @seen_mask (already
+ * named), and why pci_acs_enabled(REQ_ACS_FLAGS) fails there: "bdf (no ACS capability)", "bdf (root port, ACS Control SV,
+ * needs SV RR CR UF)", or the bus type that never isolates.
+ */
+/* Is @d one of the hops of @rp in @mask? */
+static bool hop_in_mask(const RulePath *rp, unsigned mask,
+                         const GpDevice *d)
+{
+    unsigned i;
+
+    for (i = 0; i < rp->path.nhops; i++) {
+        if ((mask & (1u << i)) && rp->dev[i] == d) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void append_bypass_ports(GString *out, const RulePath *rp,
-                                unsigned mask)
+                                unsigned mask, const RulePath *seen,
+                                unsigned seen_mask)
 {
     unsigned i;
 
     for (i = 0; i < rp->path.nhops; i++) {
         const struct gp_p2p_hop *h = &rp->path.hops[i];
+        g_autofree char *bits = NULL;
+        g_autofree char *need = NULL;
 
-        if (!(mask & (1u << i))) {
+        /* A hop both paths share is named once, with the first path. */
+        if (!(mask & (1u << i)) ||
+            (seen && hop_in_mask(seen, seen_mask, rp->dev[i]))) {
             continue;
         }
         g_string_append_printf(out, "%s%s", out->len ? ", " : "",
                                rp->dev[i]->bdf);
-        if (h->acs_state != GP_P2P_ACS_PRESENT) {
-            g_string_append(out, " (no ACS capability)");
-        } else {
-            g_autofree char *bits = gp_acs_bits_string(
-                h->acs_ctrl & GP_ACS_REDIRECT_MASK);
-
-            g_string_append_printf(out, " (ACS Control %s, needs RR CR)",
-                                   bits);
+        switch (h->port) {
+        case GP_P2P_PORT_CONVENTIONAL:
+            g_string_append(out, " (conventional PCI: a shared bus, no ACS)");
+            continue;
+        case GP_P2P_PORT_PCI_BRIDGE:
+            g_string_append(out, " (PCIe-to-PCI bridge: the conventional "
+                            "PCI bus below it is shared, no ACS)");
+            continue;
+        case GP_P2P_PORT_OTHER_BRIDGE:
+            g_string_append(out, " (a PCI-to-PCIe bridge or event "
+                            "collector: Linux never counts it as "
+                            "isolating)");
+            continue;
+        default:
+            break;
         }
+        if (h->acs_state != GP_P2P_ACS_PRESENT) {
+            g_string_append_printf(out, " (%sno ACS capability)",
+                                   h->multifunction ? "multifunction, " :
+                                   "");
+            continue;
+        }
+        bits = gp_acs_bits_string(h->acs_ctrl & (GP_P2P_ACS_ISOLATE |
+                                                 GP_ACS_EC));
+        need = gp_acs_bits_string(GP_P2P_ACS_ISOLATE &
+                                  (h->acs_cap | GP_P2P_ACS_EC));
+        g_string_append_printf(out, " (%s, ACS Control %s, needs %s)",
+                               port_words(h), bits, need);
     }
 }
 
@@ -432,26 +537,28 @@ static void vm_reason_text(const GpTopology *topo, const GpDevice *a,
         }
         break;
     case GP_VM_P2P_BYPASS:
-        append_bypass_ports(ports, pa, vm->bypass_a);
-        append_bypass_ports(ports, pb, vm->bypass_b);
+        append_bypass_ports(ports, pa, vm->bypass_a, NULL, 0);
+        append_bypass_ports(ports, pb, vm->bypass_b, pa, vm->bypass_a);
         if (vm->same_device) {
             g_string_append_printf(why, "bypasses the IOMMU: %s and %s are "
                                    "functions of one device that routes "
-                                   "between them; not redirected: %s",
+                                   "between them; not isolated: %s",
                                    a->bdf, b->bdf, ports->str);
         } else {
-            g_string_append_printf(why, "bypasses the IOMMU: the switch "
-                                   "routes the guest-physical address on "
-                                   "host windows at %s", ports->str);
+            g_string_append_printf(why, "bypasses the IOMMU: not isolated "
+                                   "on the way to the root port (Linux's "
+                                   "pci_acs_enabled() with SV RR CR UF "
+                                   "fails), so a port can route the "
+                                   "guest-physical address on host "
+                                   "windows; at %s", ports->str);
         }
         return;
     case GP_VM_P2P_OK:
     case GP_VM_P2P_NONE:
         break;
     }
-    g_string_append(why, v->common ?
-                    "every switch port redirects to the IOMMU; " :
-                    "no switch port routes below the root complex; ");
+    g_string_append(why, "isolated up to the root port (ACS SV RR CR UF, "
+                    "Linux's pci_acs_path_enabled()); ");
     host_reason_text(topo, a, b, &vm->host, why);
 }
 
@@ -506,6 +613,58 @@ static void prefer_kernel(const GpTopology *topo, const GpDevice *a,
     }
 }
 
+/*
+ * The kernel's IOMMU groups as witness of the guest verdict. VFIO hands a
+ * guest whole groups, and Linux's pci_device_group() (drivers/iommu/
+ * iommu.c) puts devices it cannot isolate from each other in one: so a
+ * "yes" needs both devices in groups, and different ones. Groups are
+ * necessary, not sufficient: the subtrees of sibling downstream ports
+ * without ACS get groups of their own, so where the groups differ the
+ * config-space rule still decides. Where the two disagree the more
+ * cautious answer is kept, and the reason says which decided.
+ */
+static void witness_groups(const GpDevice *a, const GpDevice *b,
+                           GpP2pVerdict *v)
+{
+    const GpDevice *none = a->iommu_group < 0 ? a :
+                           b->iommu_group < 0 ? b : NULL;
+    char *old = v->vm_reason;
+
+    if (none && v->vm_kind == GP_VM_P2P_OK) {
+        v->vm_reason = g_strdup_printf(
+            "%s is in no IOMMU group (no IOMMU, or the capture lacks its "
+            "iommu_group link), so nothing shows the kernel isolates it; "
+            "the config-space rule alone said through-iommu: %s",
+            none->bdf, old);
+        v->vm_kind = GP_VM_P2P_UNKNOWN;
+        v->group_decided = true;
+    } else if (!none && a->iommu_group == b->iommu_group) {
+        if (v->vm_kind == GP_VM_P2P_BYPASS) {
+            v->vm_reason = g_strdup_printf("%s; the kernel's IOMMU group %d "
+                                           "holds both", old, a->iommu_group);
+        } else {
+            v->vm_reason = g_strdup_printf(
+                "bypasses the IOMMU: the kernel put %s and %s in one IOMMU "
+                "group (%d): Linux does not isolate them from each other "
+                "(pci_device_group()), and the group decides over the "
+                "config-space rule, which said %s: %s", a->bdf, b->bdf,
+                a->iommu_group, gp_vm_p2p_kind_name(v->vm_kind), old);
+            v->vm_kind = GP_VM_P2P_BYPASS;
+            v->group_decided = true;
+        }
+    } else if (!none && v->vm_kind == GP_VM_P2P_BYPASS) {
+        v->vm_reason = g_strdup_printf(
+            "%s; the kernel gave them different IOMMU groups (%d, %d), "
+            "which is necessary, not sufficient (pci_device_group() gives "
+            "the subtrees of sibling ports without ACS groups of their "
+            "own): the config-space rule, the more cautious, decides", old,
+            a->iommu_group, b->iommu_group);
+    } else {
+        return;
+    }
+    g_free(old);
+}
+
 /* The shared rules (gpup2p/p2p-rule.h) over this model's paths. */
 void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
                     const GpDevice *b, GpP2pVerdict *v)
@@ -543,4 +702,5 @@ void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
     vm_reason_text(topo, a, b, pa, pb, v, why);
     v->vm_reason = g_string_free(g_steal_pointer(&why), FALSE);
     prefer_kernel(topo, a, b, v);
+    witness_groups(a, b, v);
 }

@@ -314,7 +314,21 @@ bool gp_pcicfg_acs_info(const GpPciConfig *cfg, GpAcsInfo *acs, GError **errp)
     GpPciCap caps[GP_PCICFG_MAX_EXT_CAPS];
     size_t n, i;
 
+    uint32_t hdr = 0;
+
     memset(acs, 0, sizeof(*acs));
+    /*
+     * All ones where the kernel found extended space (it sizes a config
+     * file at 256 bytes when 0x100 reads all ones at enumeration) is a
+     * device that stopped answering: its ACS is unknown, never "absent".
+     */
+    if (cfg->len > GP_PCICFG_STD_SIZE &&
+        gp_pcicfg_read32(cfg, GP_PCICFG_STD_SIZE, &hdr) && hdr == 0xffffffff) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "extended config space reads all ones at 0x100: the "
+                    "device does not answer there, so its ACS is unknown");
+        return false;
+    }
     if (!gp_pcicfg_walk_ext_caps(cfg, caps, G_N_ELEMENTS(caps), &n, errp)) {
         return false;
     }
@@ -326,6 +340,16 @@ bool gp_pcicfg_acs_info(const GpPciConfig *cfg, GpAcsInfo *acs, GError **errp)
             gp_pcicfg_read16(cfg, caps[i].offset + 6u, &acs->ctrl);
             break;
         }
+    }
+    /* A Control register of all ones sets its reserved bits 15:13: no
+     * device answered, and its RR and CR must not read as "redirects". */
+    if (acs->present && acs->ctrl == 0xffff) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "ACS Control at 0x%03x reads all ones (0xffff, reserved "
+                    "bits set): the device does not answer, so its ACS is "
+                    "unknown", acs->offset + 6u);
+        memset(acs, 0, sizeof(*acs));
+        return false;
     }
     return true;
 }

@@ -266,6 +266,53 @@ static bool topo_pair_allowed(unsigned i, unsigned j, void *ctx)
     return p->allowed[i * p->n + j];
 }
 
+/*
+ * What kept device @i of @devices out of every clique, where a pair says
+ * more than the first refused pair in order: a peer the VM rule allows
+ * but the policy refuses (the policy excluded it), or a clique it reaches
+ * one member of but not another (that member excluded it). NULL when
+ * every pair is refused by the VM rule itself; the caller names the first.
+ */
+static char *left_out_reason(const GpTopology *topo, const GPtrArray *devices,
+                             const int *ids, const bool *allowed, unsigned i,
+                             GpPlanPolicy policy)
+{
+    const GpDevice *dev = g_ptr_array_index(devices, i);
+    unsigned n = devices->len, j, m;
+    char *why = NULL, *out;
+
+    for (j = 0; j < n && policy != GP_PLAN_POLICY_SYSTEM; j++) {
+        const GpDevice *peer = g_ptr_array_index(devices, j);
+
+        if (j != i && !allowed[i * n + j] &&
+            gp_plan_pair_allowed(topo, dev, peer, GP_PLAN_POLICY_SYSTEM,
+                                 NULL)) {
+            gp_plan_pair_allowed(topo, dev, peer, policy, &why);
+            return why;
+        }
+    }
+    for (j = 0; j < n; j++) {
+        if (j == i || !allowed[i * n + j] || ids[j] < 0) {
+            continue;
+        }
+        for (m = 0; m < n; m++) {
+            const GpDevice *peer = g_ptr_array_index(devices, j);
+            const GpDevice *other = g_ptr_array_index(devices, m);
+
+            if (m == i || ids[m] != ids[j] || allowed[i * n + m]) {
+                continue;
+            }
+            gp_plan_pair_allowed(topo, dev, other, policy, &why);
+            out = g_strdup_printf("reaches %s of clique %d but not its "
+                                  "member %s: %s", peer->bdf, ids[j],
+                                  other->bdf, why);
+            g_free(why);
+            return out;
+        }
+    }
+    return NULL;
+}
+
 GpPlan *gp_plan_compute(const GpTopology *topo, const char *const *bdfs,
                         GpPlanPolicy policy, GError **errp)
 {
@@ -334,6 +381,8 @@ GpPlan *gp_plan_compute(const GpTopology *topo, const char *const *bdfs,
         }
         l = g_new0(GpPlanLeftOut, 1);
         l->device = dev;
+        l->reason = left_out_reason(topo, plan->devices, ids, allowed, i,
+                                    policy);
         for (j = 0; j < n && !l->reason; j++) {
             if (j != i) {
                 gp_plan_pair_allowed(topo, dev,

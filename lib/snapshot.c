@@ -172,9 +172,9 @@ static gboolean copy_device_config(const char *sys, const char *out_sys,
 /*
  * The capture in @tmp as its readers will read it, or NULL and why: a
  * capture the reader refuses is no snapshot. Sysfs is read piece by piece
- * (bus/pci/devices, then kernel/iommu_groups...), so a device that comes
- * or goes meanwhile can leave, say, an iommu_group link to a group the
- * capture lacks.
+ * (bus/pci/devices, then kernel/iommu_groups...); a device that comes or
+ * goes meanwhile (gone, or an iommu_group link to a group the capture
+ * lacks) marks only itself there, as it would live.
  */
 static GpTopology *read_capture(const char *tmp, GError **errp)
 {

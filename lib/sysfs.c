@@ -356,9 +356,9 @@ static void config_mark_unreadable(GpDevice *dev, GpTopology *topo,
  * Config space as read: short (an unprivileged read gives 64 bytes) is
  * fine and counted. A file that cannot be read, or all ones from a device
  * that no longer answers (Xid 79: fallen off the bus), marks that device
- * unreadable, naming the file, and the rest of the host still reads.
- * Bytes that contradict the vendor attribute otherwise, or hold a broken
- * capability list, are an error naming the file.
+ * unreadable, naming the file, and the rest of the host still reads. So
+ * do bytes that contradict the vendor attribute otherwise, and a broken
+ * capability list.
  */
 /*
  * A capability list that cannot be walked (it loops, or points outside
@@ -527,8 +527,11 @@ static bool in_d3cold(const char *dir)
     return state && !strcmp(state, "D3cold");
 }
 
-static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
-                        GError **errp)
+/*
+ * Whatever is wrong with a device's config space marks that device alone
+ * (config_unreadable, naming the file), so this never fails.
+ */
+static void read_config(GpDevice *dev, const char *dir, GpTopology *topo)
 {
     g_autofree char *path = g_build_filename(dir, "config", NULL);
     g_autoptr(GError) err = NULL;
@@ -544,7 +547,7 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
             "%s: not read: the device is in D3cold, and a read would wake "
             "it", path));
         dev->pcie.type = GP_PCIE_TYPE_NONE;
-        return true;
+        return;
     } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* Never opened: a FIFO would block the read. */
         config_mark_unreadable(dev, topo, g_strdup_printf(
@@ -572,11 +575,13 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
                 "off the bus?)", path, dev->vendor));
             len = 0;
         } else {
-            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
-                        "%s: vendor id 0x%04x in config space, but the "
-                        "vendor attribute says 0x%04x", path, vendor,
-                        dev->vendor);
-            return false;
+            /* Another device answers there now (a slot re-populated
+             * mid-read) or the capture was edited: this device alone is
+             * unusable, named; the rest of the host still reads. */
+            config_mark_unreadable(dev, topo, g_strdup_printf(
+                "%s: vendor id 0x%04x in config space, but the vendor "
+                "attribute says 0x%04x", path, vendor, dev->vendor));
+            len = 0;
         }
     }
     dev->is_bridge = len > 0x0e && gp_pcicfg_header_type(dev->config) == 1;
@@ -584,15 +589,15 @@ static bool read_config(GpDevice *dev, const char *dir, GpTopology *topo,
     if (gp_pcicfg_walk_caps(dev->config, &caps, &err)) {
         gp_pcicfg_pcie_info(dev->config, &caps, &dev->pcie);
     } else if (len && !g_error_matches(err, GP_ERROR, GP_ERROR_INCOMPLETE)) {
-        return config_unwalkable(topo, dev, path, err);
+        config_unwalkable(topo, dev, path, err);
+        return;
     }
     g_clear_error(&err);
     dev->acs_known = gp_pcicfg_acs_info(dev->config, &dev->acs, &err);
     if (!dev->acs_known &&
         !g_error_matches(err, GP_ERROR, GP_ERROR_INCOMPLETE)) {
-        return config_unwalkable(topo, dev, path, err);
+        config_unwalkable(topo, dev, path, err);
     }
-    return true;
 }
 
 /*
@@ -633,8 +638,8 @@ static bool iommu_group_exists(const GpTopology *topo, const char *dir,
 }
 
 /* The group number a device's iommu_group link names; -1 with no link. */
-static bool read_iommu_group(const GpTopology *topo, const char *dir,
-                             int *group, GError **errp)
+static bool parse_iommu_group(const GpTopology *topo, const char *dir,
+                              int *group, GError **errp)
 {
     g_autofree char *path = g_build_filename(dir, "iommu_group", NULL);
     g_autofree char *target = gp_sysfs_read_link_text(path);
@@ -662,6 +667,25 @@ static bool read_iommu_group(const GpTopology *topo, const char *dir,
     }
     *group = (int)v;
     return true;
+}
+
+/*
+ * A device's IOMMU group. A link that names no group of the input (a
+ * device that came or went while sysfs was read, or an edited capture)
+ * marks the device alone (attr_invalid, naming the link), in no group:
+ * its own pairs are undecided, and the rest of the host is read.
+ */
+static void read_iommu_group(const GpTopology *topo, GpDevice *dev,
+                             const char *dir)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (!parse_iommu_group(topo, dir, &dev->iommu_group, &err)) {
+        dev->iommu_group = -1;
+        if (!dev->attr_invalid) {
+            dev->attr_invalid = g_strdup(err->message);
+        }
+    }
 }
 
 /* Without local_cpulist, a device's CPUs are its NUMA node's. */
@@ -749,9 +773,9 @@ static bool device_read_attrs(GpTopology *topo, GpDevice *dev, GError **errp)
     }
     read_link_speed(dev, dir, "current_link_speed", &dev->link_speed);
     read_link_speed(dev, dir, "max_link_speed", &dev->max_link_speed);
+    read_iommu_group(topo, dev, dir);
     return read_int_attr(dir, "numa_node", -1, -1, 65535, &dev->numa_node,
                          errp) &&
-           read_iommu_group(topo, dir, &dev->iommu_group, errp) &&
            read_link_width(dir, "current_link_width", &dev->link_width,
                            errp) &&
            read_link_width(dir, "max_link_width", &dev->max_link_width,
@@ -914,6 +938,7 @@ static bool host_bridge_dir(const char *name, unsigned *domain, unsigned *bus)
 static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
                               GError **errp)
 {
+    g_autoptr(GError) err = NULL;
     guint n = g_strv_length(l->parts), root = 1, i;
     GpDevice *parent = NULL, *dev;
     GpHostBridge *host;
@@ -935,6 +960,19 @@ static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
             bus = b;
         }
     }
+    /* Gone while sysfs was read (the bus/pci/devices link dangles): left
+     * out of the model and named; its children went with it. */
+    {
+        g_autofree char *rel = g_strjoinv("/", l->parts);
+        g_autofree char *dir = g_build_filename(topo->sys, rel, NULL);
+
+        if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+            g_ptr_array_add(topo->devices_gone, g_strdup_printf(
+                "%s: %s is not there: the device went away while sysfs was "
+                "read; left out", l->entry, dir));
+            return true;
+        }
+    }
     host = gp_topo_add_host_bridge(topo, domain, bus);
     if (n - 2 > root) {
         if (!gp_bdf_normalize(l->parts[n - 2], bdf) ||
@@ -952,7 +990,22 @@ static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
         return false;
     }
     dev->sysfs_path = g_strjoinv("/", l->parts);
-    return device_read_attrs(topo, dev, errp);
+    if (!device_read_attrs(topo, dev, &err)) {
+        g_autofree char *dir = g_build_filename(topo->sys, dev->sysfs_path,
+                                                NULL);
+
+        if (g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+            g_propagate_error(errp, g_steal_pointer(&err));
+            return false;
+        }
+        /* Gone between the two looks: as above. */
+        g_ptr_array_add(topo->devices_gone, g_strdup_printf(
+            "%s: %s went away while sysfs was read (%s); left out",
+            l->entry, dir, err->message));
+        g_hash_table_remove(topo->by_bdf, dev->bdf);
+        g_ptr_array_remove_index(topo->devices, topo->devices->len - 1);
+    }
+    return true;
 }
 
 /*
@@ -1061,7 +1114,7 @@ static GHashTable *config_needed(const GpTopology *topo)
 
 /* Config space of the devices that need it (@all: of every device); the
  * rest is left alone. */
-static bool read_configs(GpTopology *topo, bool all, GError **errp)
+static void read_configs(GpTopology *topo, bool all)
 {
     g_autoptr(GHashTable) needed = config_needed(topo);
     guint i;
@@ -1079,11 +1132,8 @@ static bool read_configs(GpTopology *topo, bool all, GError **errp)
             continue;
         }
         dir = g_build_filename(topo->sys, dev->sysfs_path, NULL);
-        if (!read_config(dev, dir, topo, errp)) {
-            return false;
-        }
+        read_config(dev, dir, topo);
     }
-    return true;
 }
 
 /* The names GP_KERNEL_VERDICTS_FILE uses for the UAPI codes. */
@@ -1239,9 +1289,10 @@ static GpTopology *topo_read(const char *root_arg, bool all, GError **errp)
             return NULL;
         }
     }
-    if (!link_physfns(topo, errp) || !read_configs(topo, all, errp)) {
+    if (!link_physfns(topo, errp)) {
         return NULL;
     }
+    read_configs(topo, all);
     gp_topo_finish(topo);
     if (!read_cpuinfo(topo, errp)) {
         return NULL;

@@ -30,6 +30,7 @@ GpTopology *gp_topo_new(const char *root)
     topo->devices = g_ptr_array_new_with_free_func(device_free);
     topo->host_bridges = g_ptr_array_new_with_free_func(g_free);
     topo->by_bdf = g_hash_table_new(g_str_hash, g_str_equal);
+    topo->devices_gone = g_ptr_array_new_with_free_func(g_free);
     topo->root = g_strdup(root ? root : "");
     topo->sys = g_build_filename(topo->root, "sys", NULL);
     return topo;
@@ -171,6 +172,7 @@ void gp_topo_free(GpTopology *topo)
         g_hash_table_destroy(topo->kernel_verdicts);
     }
     g_free(topo->kernel_verdicts_note);
+    g_ptr_array_free(topo->devices_gone, TRUE);
     g_free(topo);
 }
 

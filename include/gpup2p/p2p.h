@@ -52,6 +52,9 @@ typedef struct GpP2pVerdict {
     /* Both kinds are the kernel module's, recorded in a snapshot
      * (GP_KERNEL_VERDICTS_FILE); the rule's fields stay the library's. */
     bool kernel_recorded;
+    /* The kernel's IOMMU groups overruled the guest verdict: one of the
+     * two is in no group, or both are in one. */
+    bool group_decided;
 } GpP2pVerdict;
 
 GpPathType gp_path_classify(const GpDevice *a, const GpDevice *b);

@@ -83,9 +83,10 @@ struct GpDevice {
      * Why an attribute holds a value the kernel never writes (a link
      * speed "fast"), naming the file and the value; NULL when each reads
      * as Linux writes it. The attribute itself reads as absent. Such a
-     * capture was edited or broken, so the device is not trusted: as with
-     * config_unreadable, the pairs whose path crosses it are undecided,
-     * naming this, and the rest of the host is judged.
+     * capture of the device was edited or broken, so the device's own
+     * pairs are undecided, naming this, and the rest of the host is
+     * judged. On a bridge it is only named: the rule reads a bridge's ACS
+     * and port type from config space, nothing from its link attributes.
      */
     char *attr_invalid;
 
@@ -135,6 +136,9 @@ typedef struct GpTopology {
      */
     GHashTable *kernel_verdicts;
     char *kernel_verdicts_note;
+    /* char *: devices listed in bus/pci/devices whose directory was gone
+     * when read, each naming it; they are not in devices. */
+    GPtrArray *devices_gone;
 } GpTopology;
 
 /*

@@ -15,6 +15,8 @@ static GpDevice *add(GpTopology *t, GpHostBridge *hb, GpDevice *parent,
     d->device = 0x1234;
     d->class_code = class_code;
     d->numa_node = node;
+    /* Isolated everywhere, as Linux groups such a host: one group each. */
+    d->iommu_group = (int)t->devices->len;
     d->pcie.type = type;
     d->is_bridge = type == GP_PCIE_TYPE_ROOT_PORT ||
                    type == GP_PCIE_TYPE_UPSTREAM_PORT ||

@@ -97,7 +97,7 @@ void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
 {
     static const uint8_t pcie_type[] = {
         [SB_ROOT_PORT] = 0x4, [SB_SWITCH_UP] = 0x5, [SB_SWITCH_DOWN] = 0x6,
-        [SB_ENDPOINT] = 0x0,
+        [SB_ENDPOINT] = 0x0, [SB_PCI_BRIDGE] = 0x7,
     };
     uint8_t cfg[4096] = { 0 };
     g_autofree char *rel = NULL;
@@ -107,7 +107,7 @@ void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
     g_autofree char *text = NULL;
     g_autofree char *cfgpath = NULL;
     bool bridge = kind == SB_ROOT_PORT || kind == SB_SWITCH_UP ||
-                  kind == SB_SWITCH_DOWN;
+                  kind == SB_SWITCH_DOWN || kind == SB_PCI_BRIDGE;
 
     if (parent) {
         g_auto(GStrv) split = g_strsplit(parent, "/", 2);
@@ -140,7 +140,7 @@ void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
     write_text(dir, "numa_node", text);
     write_text(dir, "subsystem_vendor", "0x0000\n");
     write_text(dir, "subsystem_device", "0x0000\n");
-    if (kind == SB_ENDPOINT) {
+    if (kind == SB_ENDPOINT || kind == SB_PCI_ENDPOINT) {
         /* A 16 MiB register BAR0 and a 64-bit prefetchable BAR1. */
         write_text(dir, "resource",
                    "0x00000000fd000000 0x00000000fdffffff 0x0000000000040200\n"
@@ -155,7 +155,13 @@ void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
     put16(cfg, 0x02, device);
     put32(cfg, 0x08, class_code << 8);
     cfg[0x0e] = bridge ? 1 : 0;
-    if (kind != SB_HOST_BRIDGE) {
+    if (kind == SB_PCI_ENDPOINT) {
+        put16(cfg, 0x06, 0x0010);           /* capability list */
+        cfg[0x34] = 0x40;
+        cfg[0x40] = 0x01;                   /* PM only: not PCIe */
+        cfg[0x41] = 0x00;
+        put16(cfg, 0x42, 0x0003);
+    } else if (kind != SB_HOST_BRIDGE) {
         put16(cfg, 0x06, 0x0010);           /* capability list */
         cfg[0x34] = 0x40;
         cfg[0x40] = 0x01;                   /* PM, 8 bytes */
@@ -217,6 +223,16 @@ void sb_set_acs(SysfsBuilder *sb, const char *bdf, uint16_t cap,
     put32(cfg, 0x100, 0x000d | 1u << 16);   /* ACS v1, last */
     put16(cfg, 0x104, cap);
     put16(cfg, 0x106, ctrl);
+    edit_config(sb, bdf, cfg, &len, true);
+}
+
+void sb_set_multifunction(SysfsBuilder *sb, const char *bdf)
+{
+    uint8_t cfg[4096];
+    gsize len;
+
+    edit_config(sb, bdf, cfg, &len, false);
+    cfg[0x0e] |= 0x80;
     edit_config(sb, bdf, cfg, &len, true);
 }
 
@@ -307,14 +323,15 @@ void sb_two_node_host(SysfsBuilder *sb, uint16_t hb_device)
            8, "pcieport");
     sb_add(sb, "0000:80:02.0", SB_NIC, SB_ENDPOINT, 0x15b3, 0x101d, 0x020700,
            1, 15, "mlx5_core");
-    /* Root and downstream ports carry ACS with nothing redirected. */
-    sb_set_acs(sb, "0000:00:01.0", 0x5f, 0);
-    sb_set_acs(sb, "0000:00:02.0", 0x5f, 0);
+    /* Root ports isolate as Linux leaves them with an IOMMU (SV RR CR
+     * UF); the switch's downstream ports carry ACS with nothing on. */
+    sb_set_acs(sb, "0000:00:01.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:00:02.0", 0x5f, SB_ACS_LINUX);
     sb_set_acs(sb, "0000:02:00.0", 0x5f, 0);
     sb_set_acs(sb, "0000:02:01.0", 0x5f, 0);
-    sb_set_acs(sb, "0000:40:01.0", 0x5f, 0);
-    sb_set_acs(sb, "0000:80:01.0", 0x5f, 0);
-    sb_set_acs(sb, "0000:80:02.0", 0x5f, 0);
+    sb_set_acs(sb, "0000:40:01.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:80:01.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:80:02.0", 0x5f, SB_ACS_LINUX);
     sb_cpu(sb, "GenuineIntel", 6);
 }
 

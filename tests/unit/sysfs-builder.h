@@ -13,12 +13,17 @@
 
 typedef struct SysfsBuilder SysfsBuilder;
 
+/* ACS Control as Linux's pci_std_enable_acs() sets it: SV RR CR UF. */
+#define SB_ACS_LINUX 0x001d
+
 typedef enum {
     SB_HOST_BRIDGE,         /* device 00.0 on a root bus */
     SB_ROOT_PORT,
     SB_SWITCH_UP,
     SB_SWITCH_DOWN,
     SB_ENDPOINT,
+    SB_PCI_BRIDGE,          /* PCIe-to-PCI bridge: conventional bus below */
+    SB_PCI_ENDPOINT,        /* conventional PCI: no PCIe capability */
 } SbKind;
 
 SysfsBuilder *sb_new(void);
@@ -37,6 +42,8 @@ void sb_add(SysfsBuilder *sb, const char *parent, const char *bdf,
 /* Give @bdf an ACS capability with these Capability and Control bits. */
 void sb_set_acs(SysfsBuilder *sb, const char *bdf, uint16_t cap,
                 uint16_t ctrl);
+/* Set the multi-function bit of @bdf's header type. */
+void sb_set_multifunction(SysfsBuilder *sb, const char *bdf);
 /* Cut @bdf's config file to @len bytes (as an unprivileged read shows). */
 void sb_truncate_config(SysfsBuilder *sb, const char *bdf, size_t len);
 /* Write @text to the file @rel (e.g. "proc/interrupts") under the root. */
@@ -72,7 +79,9 @@ void sb_remove_tree(const char *path);
  *   pci0000:80 (node 1, no device at 80:00.0, like QEMU's pxb-pcie)
  *     80:01.0 root port > 81:00.0 GPU D
  *     80:02.0 root port > 82:00.0 NIC (15b3:101d)
- * GPUs are 10de:2335 bound to vfio-pci, each in its own IOMMU group.
+ * GPUs are 10de:2335 bound to vfio-pci, each in its own IOMMU group. Root
+ * ports have ACS with SV RR CR UF on (Linux's pci_std_enable_acs() with
+ * an IOMMU); the switch's downstream ports have ACS with nothing on.
  */
 #define SB_GPU_A "0000:03:00.0"
 #define SB_GPU_B "0000:04:00.0"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The clique planner and its policies. */
 #include <string.h>
+#include <unistd.h>
 
 #include "gpup2p/plan.h"
 #include "sysfs-builder.h"
@@ -336,6 +337,70 @@ static void test_check_names_contradiction(void)
                                 (const int[]){ -1, -1, 0, 1 }, &bi, &bj));
 }
 
+/*
+ * A left-out GPU is blamed on what kept it out, not on the first refused
+ * pair in BDF order (here always A, whose switch port has no ACS): the
+ * policy where the VM rule alone would pair it, or the member of a clique
+ * it cannot reach.
+ */
+static void test_left_out_reason(void)
+{
+    const char *const by_policy[] = { SB_GPU_A, SB_GPU_C, SB_GPU_F, NULL };
+    const char *const by_member[] = { SB_GPU_A, SB_GPU_C, SB_GPU_F,
+                                      SB_GPU_D, NULL };
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) zen = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GpTopology) z = NULL;
+    g_autofree char *dir = NULL, *link = NULL;
+    GpPlan *plan;
+    guint i;
+
+    /* Skylake-SP forwards across host bridges: only the policy parts
+     * C (pci0000:00) and F (pci0000:40). */
+    t = two_node_acs(sb, 0x2020, "GenuineIntel", 6, false);
+    plan = plan_ok(t, by_policy, GP_PLAN_POLICY_HOST_BRIDGE);
+    g_assert_cmpuint(plan->left_out->len, ==, 3);
+    for (i = 0; i < plan->left_out->len; i++) {
+        const GpPlanLeftOut *l = g_ptr_array_index(plan->left_out, i);
+
+        if (!strcmp(l->device->bdf, SB_GPU_A)) {
+            continue;
+        }
+        if (!strstr(l->reason, "under different host bridges (policy "
+                    "host-bridge)") || strstr(l->reason, SB_GPU_A)) {
+            g_error("%s: %s", l->device->bdf, l->reason);
+        }
+    }
+    gp_plan_free(plan);
+
+    /* AMD Zen forwards everywhere, but D shares F's IOMMU group: D
+     * reaches C, of C and F's clique, and not F. */
+    sb_two_node_host(zen, 0x29c0);
+    sb_cpu(zen, "AuthenticAMD", 0x19);
+    dir = sb_device_dir(zen, SB_GPU_D);
+    link = g_build_filename(dir, "iommu_group", NULL);
+    g_assert_cmpint(unlink(link), ==, 0);
+    g_assert_cmpint(symlink("../../../kernel/iommu_groups/14", link), ==, 0);
+    z = gp_topo_read(sb_root(zen), NULL);
+    g_assert_nonnull(z);
+    plan = plan_ok(z, by_member, GP_PLAN_POLICY_SYSTEM);
+    g_assert_cmpint(clique(plan, z, SB_GPU_C), ==, 0);
+    g_assert_cmpint(clique(plan, z, SB_GPU_F), ==, 0);
+    g_assert_cmpuint(plan->left_out->len, ==, 2);
+    for (i = 0; i < plan->left_out->len; i++) {
+        const GpPlanLeftOut *l = g_ptr_array_index(plan->left_out, i);
+
+        if (!strcmp(l->device->bdf, SB_GPU_D) &&
+            (!strstr(l->reason, "reaches " SB_GPU_C " of clique 0 but not "
+                     "its member " SB_GPU_F) ||
+             !strstr(l->reason, "one IOMMU group (14)"))) {
+            g_error("%s: %s", l->device->bdf, l->reason);
+        }
+    }
+    gp_plan_free(plan);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -356,5 +421,6 @@ int main(int argc, char **argv)
     g_test_add_func("/plan/assign/hotplug", test_assign_hotplug_sequence);
     g_test_add_func("/plan/assign/out-of-ids", test_assign_out_of_ids);
     g_test_add_func("/plan/check", test_check_names_contradiction);
+    g_test_add_func("/plan/left-out-reason", test_left_out_reason);
     return g_test_run();
 }

@@ -582,6 +582,32 @@ static void test_root_link_resolved_once(void)
     g_rmdir(tmp);
 }
 
+/*
+ * @bdf alone is marked (attr_invalid or config_unreadable naming @file and
+ * @text): the host reads, @bdf's pairs are unknown, and a pair elsewhere
+ * is judged.
+ */
+static void expect_marked(SysfsBuilder *sb, const char *bdf, const char *file,
+                          const char *text)
+{
+    g_autoptr(GpTopology) t = read_ok(sb_root(sb));
+    const GpDevice *d = gp_topo_find(t, bdf);
+    const char *why = d->config_unreadable ? d->config_unreadable :
+                      d->attr_invalid;
+    const char *peer = strcmp(bdf, SB_GPU_C) ? SB_GPU_C : SB_GPU_F;
+    GpP2pVerdict v;
+
+    if (!why || !strstr(why, file) || !strstr(why, text)) {
+        g_error("%s: marked '%s', wanted '%s' and '%s'", bdf,
+                why ? why : "(nothing)", file, text);
+    }
+    gp_p2p_verdict(t, d, gp_topo_find(t, peer), &v);
+    g_assert_cmpint(v.vm_kind, ==, GP_VM_P2P_UNKNOWN);
+    g_assert_nonnull(strstr(v.vm_reason, text));
+    gp_p2p_verdict_clear(&v);
+    g_assert_cmpint(verdict(t, SB_GPU_D, SB_NIC, NULL), !=, GP_P2P_UNKNOWN);
+}
+
 static void test_misread_iommu_group(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -593,7 +619,63 @@ static void test_misread_iommu_group(void)
     g_unlink(link);
     g_assert_cmpint(symlink("../../../../kernel/iommu_groups/seven", link),
                     ==, 0);
-    expect_misread(sb, "0000:04:00.0/iommu_group", "seven");
+    expect_marked(sb, SB_GPU_B, "0000:04:00.0/iommu_group", "seven");
+}
+
+/*
+ * One odd device marks only itself, live or in a capture: config bytes of
+ * another vendor (a slot re-populated mid-read), an iommu_group link to a
+ * group the input lacks, a device whose directory went away while sysfs
+ * was read. The rest of the host reads and is judged.
+ */
+static void test_odd_device_marks_itself(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(SysfsBuilder) groups = sb_new();
+    g_autoptr(SysfsBuilder) gone = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *dir = NULL, *group = NULL;
+    g_autofree gchar *cfg = NULL;
+    gsize len;
+
+    sb_two_node_host(sb, 0x2020);
+    dir = sb_device_dir(sb, SB_GPU_B);
+    {
+        g_autofree char *path = g_build_filename(dir, "config", NULL);
+
+        g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+        cfg[0] = 0x86;          /* 8086: not the 10de sysfs names */
+        cfg[1] = (char)0x80;
+        set_attr(sb, SB_GPU_B, "config", cfg, (gssize)len);
+    }
+    expect_marked(sb, SB_GPU_B, "0000:04:00.0/config",
+                  "vendor id 0x8086 in config space, but the vendor "
+                  "attribute says 0x10de");
+
+    sb_two_node_host(groups, 0x2020);
+    sb_iommu_groups(groups);
+    group = g_build_filename(sb_root(groups), "sys/kernel/iommu_groups/11",
+                             NULL);
+    sb_remove_tree(group);
+    expect_marked(groups, SB_GPU_B, "0000:04:00.0/iommu_group",
+                  "no such group");
+    t = read_ok(sb_root(groups));
+    g_assert_cmpint(gp_topo_find(t, SB_GPU_B)->iommu_group, ==, -1);
+    g_clear_pointer(&t, gp_topo_free);
+
+    sb_two_node_host(gone, 0x2020);
+    g_free(dir);
+    dir = sb_device_dir(gone, SB_GPU_B);
+    sb_remove_tree(dir);
+    t = read_ok(sb_root(gone));
+    g_assert_null(gp_topo_find(t, SB_GPU_B));
+    g_assert_cmpuint(t->devices_gone->len, ==, 1);
+    g_assert_nonnull(strstr(g_ptr_array_index(t->devices_gone, 0),
+                            SB_GPU_B ": "));
+    g_assert_nonnull(strstr(g_ptr_array_index(t->devices_gone, 0),
+                            "went away while sysfs was read"));
+    g_assert_cmpint(verdict(t, SB_GPU_C, SB_GPU_F, NULL), ==,
+                    GP_P2P_HOST_BRIDGE);
 }
 
 static void test_misread_config(void)
@@ -607,14 +689,17 @@ static void test_misread_config(void)
     gsize len;
     size_t i;
 
-    /* Random bytes are not "unreadable": they contradict the vendor. */
+    /* Random bytes contradict the vendor: that device alone is marked. */
     sb_two_node_host(sb, 0x29c0);
     for (i = 0; i < sizeof(random_bytes); i++) {
         random_bytes[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
     }
+    random_bytes[0] = 0x34;     /* vendor 0x1234, not all ones */
+    random_bytes[1] = 0x12;
     set_attr(sb, SB_GPU_B, "config", (const char *)random_bytes,
              sizeof(random_bytes));
-    expect_misread(sb, "0000:04:00.0/config", "vendor id");
+    expect_marked(sb, SB_GPU_B, "0000:04:00.0/config",
+                  "vendor id 0x1234 in config space");
 
     /* A capability list that loops is named as such. */
     sb_two_node_host(loop, 0x29c0);
@@ -760,7 +845,7 @@ static void test_iommu_group_missing(void)
     g_unlink(link);
     g_assert_cmpint(symlink("../../../../kernel/iommu_groups/999", link),
                     ==, 0);
-    expect_misread(sb, "0000:04:00.0/iommu_group", "group 999");
+    expect_marked(sb, SB_GPU_B, "0000:04:00.0/iommu_group", "group 999");
     /* Without kernel/iommu_groups (older captures), the number is read. */
     {
         g_autoptr(GDir) gd = g_dir_open(groups, 0, NULL);
@@ -994,6 +1079,8 @@ int main(int argc, char **argv)
                     test_iommu_group_missing);
     g_test_add_func("/topo/misread/link-speed", test_misread_link_speed);
     g_test_add_func("/topo/misread/config", test_misread_config);
+    g_test_add_func("/topo/odd-device-marks-itself",
+                    test_odd_device_marks_itself);
     g_test_add_func("/topo/unknown-link", test_unknown_link);
     g_test_add_func("/topo/misread/cpuinfo", test_misread_cpuinfo);
     g_test_add_func("/topo/config-unreadable", test_config_unreadable);

@@ -6,6 +6,7 @@
  * it (Linux's host bridge rule). Plans and the VM verdict agree.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "gpup2p/p2p.h"
 #include "gpup2p/plan.h"
@@ -72,8 +73,10 @@ static void test_switch_without_acs(void)
     g_assert_cmpint(bare, ==, GP_P2P_DIRECT);
     assert_has(why, "bypasses the IOMMU");
     /* The builder's switch ports carry ACS with nothing enabled. */
-    assert_has(why, DOWN_A " (ACS Control none, needs RR CR)");
-    assert_has(why, DOWN_B " (ACS Control none, needs RR CR)");
+    assert_has(why, DOWN_A " (switch downstream port, ACS Control none, "
+               "needs SV RR CR UF)");
+    assert_has(why, DOWN_B " (switch downstream port, ACS Control none, "
+               "needs SV RR CR UF)");
     g_clear_pointer(&why, g_free);
     /* A switch port routes the guest address whoever the peer is. */
     g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_C, &bare, &why), ==,
@@ -81,7 +84,7 @@ static void test_switch_without_acs(void)
     g_assert_cmpint(bare, ==, GP_P2P_HOST_BRIDGE);
     assert_has(why, DOWN_A);
     g_assert_null(strstr(why, DOWN_B));
-    /* Root ports are the root complex's: GPUs below two of them pass. */
+    /* GPUs below two root ports that isolate (Linux's default) pass. */
     g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, NULL), ==,
                     GP_VM_P2P_OK);
 }
@@ -101,7 +104,7 @@ static void test_switch_with_acs(void)
     g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, &bare, &why), ==,
                     GP_VM_P2P_OK);
     g_assert_cmpint(bare, ==, GP_P2P_HOST_BRIDGE);
-    assert_has(why, "every switch port redirects");
+    assert_has(why, "isolated up to the root port");
     assert_has(why, "Skylake-SP");
     g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_F, NULL, NULL), ==,
                     GP_VM_P2P_OK);
@@ -132,7 +135,7 @@ static void test_switch_partial_acs(void)
         g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
                         GP_VM_P2P_BYPASS);
         assert_has(why, cases[i].blamed);
-        assert_has(why, "needs RR CR");
+        assert_has(why, "needs SV RR CR UF");
         g_assert_null(strstr(why, cases[i].cleared));
     }
 }
@@ -203,6 +206,8 @@ static void test_google_root_complex(void)
            gpu, 0, 3, "vfio-pci");
     sb_add(sb, "0000:00:02.0", "0000:02:00.0", SB_ENDPOINT, 0x10de, 0x2335,
            gpu, 0, 4, "vfio-pci");
+    sb_set_acs(sb, "0000:00:01.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:00:02.0", 0x5f, SB_ACS_LINUX);
     t = read_ok(sb_root(sb));
     g_assert_cmpint(vm(t, "0000:01:00.0", "0000:02:00.0", NULL, &why), ==,
                     GP_VM_P2P_OK);
@@ -229,6 +234,105 @@ static void test_acs_unknown(void)
                     GP_VM_P2P_OK);
 }
 
+/* Overwrite @len bytes of @bdf's config file at @off with 0xff. */
+static void config_all_ones(SysfsBuilder *sb, const char *bdf, size_t off,
+                            size_t len)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *path = g_build_filename(dir, "config", NULL);
+    g_autofree gchar *cfg = NULL;
+    gsize n;
+
+    g_assert_true(g_file_get_contents(path, &cfg, &n, NULL));
+    g_assert_cmpuint(off + len, <=, n);
+    memset(cfg + off, 0xff, len);
+    g_assert_true(g_file_set_contents(path, cfg, (gssize)n, NULL));
+}
+
+/*
+ * ACS registers that read all ones (a port that stopped answering, or in
+ * D3cold) are unknown: all ones has RR and CR set, and must never read as
+ * "redirects"; nor may extended space of all ones read as "no ACS".
+ */
+static void test_acs_all_ones(void)
+{
+    static const struct {
+        const char *port;
+        size_t off, len;
+        const char *words;
+    } cases[] = {
+        /* The ACS Capability and Control registers. */
+        { DOWN_B, 0x104, 4, "ACS Control at 0x106 reads all ones" },
+        { "0000:00:02.0", 0x104, 4, "ACS Control at 0x106 reads all ones" },
+        /* The whole extended space, header included. */
+        { DOWN_B, 0x100, 0xf00, "extended config space reads all ones" },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(SysfsBuilder) sb = sb_new();
+        g_autoptr(GpTopology) t = NULL;
+        g_autofree char *why = NULL;
+        const char *peer = i == 1 ? SB_GPU_C : SB_GPU_B;
+        const char *other = i == 1 ? SB_GPU_F : SB_GPU_A;
+        GpP2pKind bare;
+
+        sb_two_node_host(sb, 0x2020);
+        sb_set_acs(sb, DOWN_A, 0x5f, SB_ACS_LINUX);
+        sb_set_acs(sb, DOWN_B, 0x5f, SB_ACS_LINUX);
+        config_all_ones(sb, cases[i].port, cases[i].off, cases[i].len);
+        t = read_ok(sb_root(sb));
+        if (vm(t, other, peer, &bare, &why) != GP_VM_P2P_UNKNOWN ||
+            !strstr(why, cases[i].port) || !strstr(why, cases[i].words) ||
+            /* p2pdma reads ACS only up to a common bridge. */
+            (i != 1 && bare != GP_P2P_UNKNOWN)) {
+            g_error("case %zu (%s): %s (bare %s): %s", i, cases[i].port,
+                    gp_vm_p2p_kind_name(vm(t, other, peer, NULL, NULL)),
+                    gp_p2p_kind_name(bare), why);
+        }
+        /* Only the pairs through it: the rest of the host is judged. */
+        g_assert_cmpint(vm(t, SB_GPU_D, SB_GPU_F, NULL, NULL), !=,
+                        GP_VM_P2P_UNKNOWN);
+    }
+}
+
+/*
+ * A link speed Linux never writes on a bridge is named (topo shows it),
+ * but the rule reads nothing from a bridge's link attributes: the pairs
+ * through it are judged. On the device itself it still marks the device.
+ */
+/* Write "fast", a link speed Linux never writes, as @bdf's current one. */
+static void odd_link_speed(SysfsBuilder *sb, const char *bdf)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *path = g_build_filename(dir, "current_link_speed", NULL);
+
+    g_assert_true(g_file_set_contents(path, "fast\n", -1, NULL));
+}
+
+static void test_bridge_link_speed(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_two_node_host(sb, 0x2020);
+    sb_set_acs(sb, DOWN_A, 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, DOWN_B, 0x5f, SB_ACS_LINUX);
+    odd_link_speed(sb, DOWN_B);
+    t = read_ok(sb_root(sb));
+    g_assert_nonnull(gp_topo_find(t, DOWN_B)->attr_invalid);
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
+                    GP_VM_P2P_OK);
+    g_clear_pointer(&t, gp_topo_free);
+    g_clear_pointer(&why, g_free);
+    odd_link_speed(sb, SB_GPU_B);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
+                    GP_VM_P2P_UNKNOWN);
+    assert_has(why, "'fast'");
+}
+
 /* Two functions of one device route between themselves unless both
  * redirect, whatever the port above them does. */
 static void test_functions_of_one_device(void)
@@ -250,6 +354,278 @@ static void test_functions_of_one_device(void)
     sb_set_acs(sb, fn1, 0x5f, RR_CR);
     t = read_ok(sb_root(sb));
     g_assert_cmpint(vm(t, SB_GPU_C, fn1, NULL, NULL), ==, GP_VM_P2P_OK);
+}
+
+#define GPU_CLASS  0x030200
+#define PORT_CLASS 0x060400
+
+/* Point @bdf's iommu_group link at @group; below 0, remove the link. */
+static void set_group(SysfsBuilder *sb, const char *bdf, int group)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *link = g_build_filename(dir, "iommu_group", NULL);
+    g_autofree char *target = g_strdup_printf(
+        "../../../kernel/iommu_groups/%d", group);
+
+    g_assert_cmpint(unlink(link), ==, 0);
+    if (group >= 0) {
+        g_assert_cmpint(symlink(target, link), ==, 0);
+    }
+}
+
+static void add_gpu(SysfsBuilder *sb, const char *parent, const char *bdf,
+                    int group)
+{
+    sb_add(sb, parent, bdf, SB_ENDPOINT, 0x10de, 0x2335, GPU_CLASS, 0, group,
+           "vfio-pci");
+}
+
+static void add_port(SysfsBuilder *sb, const char *parent, const char *bdf,
+                     SbKind kind, int group)
+{
+    sb_add(sb, parent, bdf, kind, 0x1000, 0xc010, PORT_CLASS, 0, group,
+           "pcieport");
+}
+
+/*
+ * Cascaded switches: two GPUs below a lower switch whose ports isolate,
+ * under an upper switch's downstream port without ACS. Every redirected
+ * request climbs through that port, which routes on host windows; Linux's
+ * pci_acs_path_enabled() fails there and groups the lower switch whole.
+ *   00:01.0 root port > 10:00.0 up > 11:00.0 down (no ACS) > 12:00.0 up
+ *        > 13:00.0 down > 14:00.0 GPU X;  > 13:01.0 down > 15:00.0 GPU Y
+ *     > 11:01.0 down > 16:00.0 GPU Z
+ *   00:02.0 root port > 20:00.0 GPU W
+ */
+static void test_cascaded_switches(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x2020,
+           0x060000, 0, -1, NULL);
+    add_port(sb, NULL, "0000:00:01.0", SB_ROOT_PORT, 1);
+    add_port(sb, "0000:00:01.0", "0000:10:00.0", SB_SWITCH_UP, 2);
+    add_port(sb, "0000:10:00.0", "0000:11:00.0", SB_SWITCH_DOWN, 3);
+    add_port(sb, "0000:11:00.0", "0000:12:00.0", SB_SWITCH_UP, 3);
+    add_port(sb, "0000:12:00.0", "0000:13:00.0", SB_SWITCH_DOWN, 3);
+    add_port(sb, "0000:12:00.0", "0000:13:01.0", SB_SWITCH_DOWN, 3);
+    add_gpu(sb, "0000:13:00.0", "0000:14:00.0", 3);
+    add_gpu(sb, "0000:13:01.0", "0000:15:00.0", 3);
+    add_port(sb, "0000:10:00.0", "0000:11:01.0", SB_SWITCH_DOWN, 4);
+    add_gpu(sb, "0000:11:01.0", "0000:16:00.0", 5);
+    add_port(sb, NULL, "0000:00:02.0", SB_ROOT_PORT, 6);
+    add_gpu(sb, "0000:00:02.0", "0000:20:00.0", 7);
+    sb_set_acs(sb, "0000:00:01.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:00:02.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:11:01.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:13:00.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:13:01.0", 0x5f, SB_ACS_LINUX);
+    sb_cpu(sb, "GenuineIntel", 6);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, "0000:14:00.0", "0000:15:00.0", NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "0000:11:00.0 (no ACS capability)");
+    /* Named once, though both paths cross it. */
+    g_assert_null(strstr(strstr(why, "0000:11:00.0") + 1, "0000:11:00.0"));
+    g_assert_null(strstr(why, "0000:13:0"));
+    /* Linux groups the lower switch whole, as the rule refuses it. */
+    assert_has(why, "the kernel's IOMMU group 3 holds both");
+    g_clear_pointer(&why, g_free);
+    g_assert_cmpint(vm(t, "0000:14:00.0", "0000:16:00.0", NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "0000:11:00.0 (no ACS capability)");
+    /* Isolated all the way up: the sibling and the root port's GPU pair. */
+    g_assert_cmpint(vm(t, "0000:16:00.0", "0000:20:00.0", NULL, NULL), ==,
+                    GP_VM_P2P_OK);
+}
+
+/*
+ * Two functions of one multifunction root port: with ACS Control cleared
+ * (pci=disable_acs_redir) they route between each other, and Linux checks
+ * root ports; with Linux's default they isolate.
+ */
+static void test_multifunction_root_port(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x2020,
+           0x060000, 0, -1, NULL);
+    add_port(sb, NULL, "0000:00:1c.0", SB_ROOT_PORT, 1);
+    add_port(sb, NULL, "0000:00:1c.1", SB_ROOT_PORT, 1);
+    add_gpu(sb, "0000:00:1c.0", "0000:01:00.0", 1);
+    add_gpu(sb, "0000:00:1c.1", "0000:02:00.0", 1);
+    sb_set_multifunction(sb, "0000:00:1c.0");
+    sb_set_acs(sb, "0000:00:1c.0", 0x5f, 0);
+    sb_set_acs(sb, "0000:00:1c.1", 0x5f, 0);
+    sb_cpu(sb, "GenuineIntel", 6);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, "0000:01:00.0", "0000:02:00.0", NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "0000:00:1c.0 (root port, ACS Control none, needs SV RR "
+               "CR UF)");
+    assert_has(why, "0000:00:1c.1 (root port, ACS Control none, needs SV RR "
+               "CR UF)");
+    g_clear_pointer(&t, gp_topo_free);
+    sb_set_acs(sb, "0000:00:1c.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:00:1c.1", 0x5f, SB_ACS_LINUX);
+    /* ... and Linux then gives each side a group of its own. */
+    set_group(sb, "0000:00:1c.1", 2);
+    set_group(sb, "0000:02:00.0", 2);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, "0000:01:00.0", "0000:02:00.0", NULL, NULL), ==,
+                    GP_VM_P2P_OK);
+}
+
+/*
+ * pci_acs_flags_enabled() requires only the controls the Capability
+ * register implements (the rest are hard-wired), Egress Control aside.
+ */
+static void test_acs_capability_mask(void)
+{
+    static const struct {
+        uint16_t cap, ctrl;
+        GpVmP2pKind want;
+        const char *words;
+    } cases[] = {
+        /* RR and CR not implemented: not required. */
+        { GP_ACS_SV | GP_ACS_UF, GP_ACS_SV | GP_ACS_UF, GP_VM_P2P_OK, NULL },
+        { GP_ACS_RR | GP_ACS_CR, GP_ACS_RR | GP_ACS_CR, GP_VM_P2P_OK, NULL },
+        /* Implemented and off: required. */
+        { 0x5f, GP_ACS_SV | GP_ACS_UF, GP_VM_P2P_BYPASS,
+          "ACS Control SV UF, needs SV RR CR UF" },
+        { GP_ACS_SV | GP_ACS_RR | GP_ACS_CR, GP_ACS_RR | GP_ACS_CR,
+          GP_VM_P2P_BYPASS, "ACS Control RR CR, needs SV RR CR)" },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(SysfsBuilder) sb = sb_new();
+        g_autoptr(GpTopology) t = NULL;
+        g_autofree char *why = NULL;
+        GpVmP2pKind got;
+
+        sb_two_node_host(sb, 0x2020);
+        sb_set_acs(sb, DOWN_A, cases[i].cap, cases[i].ctrl);
+        sb_set_acs(sb, DOWN_B, cases[i].cap, cases[i].ctrl);
+        t = read_ok(sb_root(sb));
+        got = vm(t, SB_GPU_A, SB_GPU_B, NULL, &why);
+        if (got != cases[i].want ||
+            (cases[i].words && !strstr(why, cases[i].words))) {
+            g_error("case %zu (cap %04x ctrl %04x): %s: %s", i, cases[i].cap,
+                    cases[i].ctrl, gp_vm_p2p_kind_name(got), why);
+        }
+    }
+}
+
+/*
+ * A conventional PCI bus on either path (behind a PCIe-to-PCI bridge):
+ * every device on it sees every request, and nothing there has ACS.
+ */
+static void test_conventional_pci(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x2020,
+           0x060000, 0, -1, NULL);
+    add_port(sb, NULL, "0000:00:01.0", SB_ROOT_PORT, 1);
+    sb_add(sb, "0000:00:01.0", "0000:01:00.0", SB_PCI_BRIDGE, 0x1b36,
+           0x000e, PORT_CLASS, 0, 2, NULL);
+    sb_add(sb, "0000:01:00.0", "0000:02:01.0", SB_PCI_ENDPOINT, 0x10de,
+           0x2335, GPU_CLASS, 0, 2, "vfio-pci");
+    sb_add(sb, "0000:01:00.0", "0000:02:02.0", SB_PCI_ENDPOINT, 0x10de,
+           0x2335, GPU_CLASS, 0, 2, "vfio-pci");
+    add_port(sb, NULL, "0000:00:02.0", SB_ROOT_PORT, 3);
+    add_gpu(sb, "0000:00:02.0", "0000:03:00.0", 4);
+    sb_add(sb, NULL, "0000:00:1f.0", SB_PCI_ENDPOINT, 0x10de, 0x2335,
+           GPU_CLASS, 0, 5, "vfio-pci");
+    sb_set_acs(sb, "0000:00:01.0", 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, "0000:00:02.0", 0x5f, SB_ACS_LINUX);
+    sb_cpu(sb, "GenuineIntel", 6);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, "0000:02:01.0", "0000:02:02.0", NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "0000:01:00.0 (PCIe-to-PCI bridge");
+    g_clear_pointer(&why, g_free);
+    g_assert_cmpint(vm(t, "0000:02:01.0", "0000:03:00.0", NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "0000:01:00.0 (PCIe-to-PCI bridge");
+    /* A conventional device integrated on the root bus is behind no
+     * conventional bus: Linux checks no ACS for it (its path has no
+     * bridge) and gives it a group of its own. */
+    g_assert_cmpint(vm(t, "0000:00:1f.0", "0000:03:00.0", NULL, NULL), ==,
+                    GP_VM_P2P_OK);
+}
+
+/*
+ * Functions of one device are told by their shared link, not by slot:
+ * with ARI a device's functions fill slots 0 to 31 of the bus below its
+ * port. Without ACS of their own they route between themselves.
+ */
+static void test_one_device_by_link(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+    const char *ari = "0000:05:01.0";
+
+    sb_two_node_host(sb, 0x2020);
+    add_gpu(sb, "0000:00:02.0", ari, 12);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, ari, NULL, &why), ==, GP_VM_P2P_BYPASS);
+    assert_has(why, "functions of one device");
+    g_clear_pointer(&t, gp_topo_free);
+    sb_set_acs(sb, SB_GPU_C, 0x5f, SB_ACS_LINUX);
+    sb_set_acs(sb, ari, 0x5f, SB_ACS_LINUX);
+    set_group(sb, ari, 16);     /* isolated functions: groups of their own */
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, ari, NULL, NULL), ==, GP_VM_P2P_OK);
+}
+
+/*
+ * The kernel's IOMMU groups witness the guest verdict: a "yes" needs both
+ * devices in groups, and different ones. Where the groups and config space
+ * disagree, the more cautious decides and the reason says which.
+ */
+static void test_iommu_groups_witness(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+
+    sb_two_node_host(sb, 0x2020);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, NULL), ==,
+                    GP_VM_P2P_OK);
+    /* Separate groups under sibling ports without ACS: config decides. */
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "different IOMMU groups (10, 11)");
+    assert_has(why, "the config-space rule, the more cautious, decides");
+    g_clear_pointer(&why, g_free);
+    g_clear_pointer(&t, gp_topo_free);
+
+    /* One group: never a clique, whatever config space says. */
+    set_group(sb, SB_GPU_F, 12);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "one IOMMU group (12)");
+    assert_has(why, "which said through-iommu");
+    g_clear_pointer(&why, g_free);
+    g_clear_pointer(&t, gp_topo_free);
+
+    /* No group: nothing shows the kernel isolates it. */
+    set_group(sb, SB_GPU_F, -1);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, &why), ==,
+                    GP_VM_P2P_UNKNOWN);
+    assert_has(why, SB_GPU_F " is in no IOMMU group");
 }
 
 /* The planner follows the VM rule: switch peers without ACS stay apart. */
@@ -368,7 +744,19 @@ int main(int argc, char **argv)
     g_test_add_func("/vm-rule/root-complex", test_root_complex);
     g_test_add_func("/vm-rule/root-complex/google", test_google_root_complex);
     g_test_add_func("/vm-rule/acs-unknown", test_acs_unknown);
+    g_test_add_func("/vm-rule/acs-all-ones", test_acs_all_ones);
+    g_test_add_func("/vm-rule/bridge-link-speed", test_bridge_link_speed);
     g_test_add_func("/vm-rule/functions", test_functions_of_one_device);
+    g_test_add_func("/vm-rule/linux/cascaded-switches",
+                    test_cascaded_switches);
+    g_test_add_func("/vm-rule/linux/multifunction-root-port",
+                    test_multifunction_root_port);
+    g_test_add_func("/vm-rule/linux/capability-mask",
+                    test_acs_capability_mask);
+    g_test_add_func("/vm-rule/linux/conventional-pci", test_conventional_pci);
+    g_test_add_func("/vm-rule/linux/one-device-by-link",
+                    test_one_device_by_link);
+    g_test_add_func("/vm-rule/iommu-groups", test_iommu_groups_witness);
     g_test_add_func("/vm-rule/plan", test_plan_follows_vm_rule);
     g_test_add_func("/vm-rule/kernel-verdicts",
                     test_kernel_verdicts_preferred);

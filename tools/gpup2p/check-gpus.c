@@ -105,18 +105,6 @@ static bool acs_unknown_on_path(const GpDevice *d, const GpDevice *stop)
     return false;
 }
 
-/* The first device from @d up to @stop whose attributes hold garbage. */
-static const GpDevice *invalid_on_path(const GpDevice *d,
-                                       const GpDevice *stop)
-{
-    for (; d && d != stop; d = d->physfn ? d->physfn : d->parent) {
-        if (d->attr_invalid) {
-            return d;
-        }
-    }
-    return NULL;
-}
-
 /* Does any device on the way from @d up to @stop not answer config reads? */
 static bool unreadable_on_path(const GpDevice *d, const GpDevice *stop)
 {
@@ -132,8 +120,22 @@ static bool unreadable_on_path(const GpDevice *d, const GpDevice *stop)
 static const char *p2p_fix(const Check *c, const GpDevice *a,
                            const GpDevice *b, const GpP2pVerdict *v)
 {
+    if (v->group_decided && v->vm_kind == GP_VM_P2P_UNKNOWN) {
+        return c->captured ?
+            "a device is in no IOMMU group: capture with 'gpup2p "
+            "snapshot', which keeps each device's iommu_group link, on a "
+            "host with the IOMMU on" :
+            "a device is in no IOMMU group: turn the IOMMU on "
+            "(intel_iommu=on; AMD's is on by default), which VFIO needs";
+    }
+    if (v->group_decided) {
+        return "the kernel puts both in one IOMMU group, so it cannot keep "
+               "their DMA apart: give the guest GPUs in different groups";
+    }
+    /* Only the devices' own attributes decide (lib/p2p.c); a bridge's
+     * odd link speed is named by topo, not blamed here. */
     if (v->vm_kind == GP_VM_P2P_UNKNOWN &&
-        (invalid_on_path(a, NULL) || invalid_on_path(b, NULL))) {
+        (a->attr_invalid || b->attr_invalid)) {
         return c->captured ?
             "a sysfs attribute holds a value Linux never writes (see the "
             "reason): capture the host again with 'gpup2p snapshot'" :
@@ -165,7 +167,8 @@ static const char *p2p_fix(const Check *c, const GpDevice *a,
                "guest one of them, or a device whose functions support ACS";
     }
     if (v->vm_kind == GP_VM_P2P_BYPASS) {
-        return "turn ACS redirect on at the named switch ports (Linux does "
+        return "turn ACS (SV RR CR UF) on at the named ports, root ports "
+               "included (Linux does "
                "when an IOMMU is on and the port has ACS, unless a "
                "disable_acs_redir or config_acs kernel argument turns it "
                "off: remove it); a switch without ACS cannot carry a "

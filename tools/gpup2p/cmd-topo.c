@@ -251,6 +251,11 @@ static void print_legend(const GpTopology *topo)
                "path was not read (JSON: config_read false)\n",
                topo->config_not_read);
     }
+    for (i = 0; i < topo->devices_gone->len; i++) {
+        printf("%swarning: %s\n", printed ? "" : "\n",
+               (const char *)g_ptr_array_index(topo->devices_gone, i));
+        printed = true;
+    }
     for (i = 0; i < topo->devices->len; i++) {
         const GpDevice *dev = g_ptr_array_index(topo->devices, i);
 

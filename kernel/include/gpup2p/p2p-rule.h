@@ -9,11 +9,14 @@
  *   clique decision follows. A guest addresses its peer's BAR by
  *   guest-physical address; only a request that reaches the root complex
  *   is translated by the IOMMU (through the VMM's mapping of the peer BAR)
- *   and forwarded. So every switch port on the way must redirect peer
- *   requests upstream (ACS P2P Request and Completion Redirect, PCIe r6.0
- *   7.7.8), and the root complex must forward P2P between the root ports
- *   (p2pdma's host bridge rule). A pair p2pdma calls "direct" is, for a
- *   guest, routed by the switch on host addresses: it bypasses the IOMMU.
+ *   and forwarded. So each device must be isolated as Linux isolates it
+ *   for its IOMMU groups: every bridge from the device up to and including
+ *   its root port passes pci_acs_enabled() (drivers/pci/pci.c) with
+ *   REQ_ACS_FLAGS (drivers/iommu/iommu.c: SV RR CR UF), the walk of
+ *   pci_acs_path_enabled(); and the root complex must forward P2P between
+ *   the root ports (p2pdma's host bridge rule). A pair p2pdma calls
+ *   "direct" is, for a guest, routed by a switch on host addresses: it
+ *   bypasses the IOMMU.
  *
  * It is the one copy of both: the kernel module fills the paths from
  * struct pci_dev, the core library from its sysfs model.
@@ -33,10 +36,15 @@
 	 (unsigned int)(devfn))
 
 /* ACS Control bits that send P2P requests upstream (PCIe r6.0, 7.7.8). */
+#define GP_P2P_ACS_SV		0x0001
 #define GP_P2P_ACS_RR		0x0004
 #define GP_P2P_ACS_CR		0x0008
+#define GP_P2P_ACS_UF		0x0010
 #define GP_P2P_ACS_EC		0x0020
 #define GP_P2P_ACS_REDIRECT	(GP_P2P_ACS_RR | GP_P2P_ACS_CR | GP_P2P_ACS_EC)
+/* Linux's REQ_ACS_FLAGS (drivers/iommu/iommu.c): what isolation needs. */
+#define GP_P2P_ACS_ISOLATE	(GP_P2P_ACS_SV | GP_P2P_ACS_RR | \
+				 GP_P2P_ACS_CR | GP_P2P_ACS_UF)
 
 enum gp_p2p_acs_state {
 	GP_P2P_ACS_ABSENT,	/* no ACS capability: nothing redirects */
@@ -44,23 +52,28 @@ enum gp_p2p_acs_state {
 	GP_P2P_ACS_UNKNOWN,	/* not readable (unprivileged sysfs reader) */
 };
 
-/* What a hop is, as far as routing a peer request goes. */
+/* What a hop is, by the PCIe types pci_acs_enabled() tells apart. */
 enum gp_p2p_port {
-	GP_P2P_PORT_UNKNOWN,	/* config space not walked (a bridge: it may
-				 * route; the device itself: undecided) */
-	GP_P2P_PORT_ENDPOINT,	/* the device itself (hop 0) */
-	GP_P2P_PORT_ROOT,	/* a root port: the root complex routes */
+	GP_P2P_PORT_UNKNOWN,	/* config space not walked: undecided */
+	GP_P2P_PORT_ENDPOINT,	/* a PCIe endpoint (legacy, RC-integrated) */
+	GP_P2P_PORT_ROOT,	/* a root port */
 	GP_P2P_PORT_SWITCH_UP,	/* a switch upstream port */
 	GP_P2P_PORT_SWITCH_DOWN,	/* a switch downstream port */
-	GP_P2P_PORT_OTHER_BRIDGE,	/* PCI(-X) or PCIe-to-PCI bridge */
+	GP_P2P_PORT_OTHER_BRIDGE,	/* PCI/PCI-X-to-PCIe bridge, RC event
+					 * collector: never isolates */
+	GP_P2P_PORT_PCI_BRIDGE,	/* PCIe-to-PCI/PCI-X bridge: a conventional
+				 * bus below it */
+	GP_P2P_PORT_CONVENTIONAL,	/* no PCIe capability: conventional PCI */
 };
 
 /* One device of a path: the device itself, then each upstream bridge. */
 struct gp_p2p_hop {
 	unsigned int addr;		/* GP_P2P_ADDR() */
-	unsigned short acs_ctrl;
+	unsigned short acs_ctrl;	/* ACS Control register */
+	unsigned short acs_cap;		/* ACS Capability register */
 	unsigned char acs_state;	/* enum gp_p2p_acs_state */
 	unsigned char port;		/* enum gp_p2p_port */
+	unsigned char multifunction;	/* Linux's pci_dev.multifunction */
 };
 
 /*
@@ -358,56 +371,112 @@ static inline int gp_p2p_first_redirect(const struct gp_p2p_outcome *out,
 
 enum gp_p2p_vm_kind {
 	GP_P2P_VM_OK,		/* reaches the IOMMU; the root complex forwards */
-	GP_P2P_VM_BYPASS,	/* a port routes the guest address itself */
+	GP_P2P_VM_BYPASS,	/* a hop on the way does not isolate */
 	GP_P2P_VM_NONE,		/* reaches the IOMMU; the root complex does not
 				 * forward P2P between these root ports */
-	GP_P2P_VM_UNKNOWN,	/* a port's ACS or the CPU could not be read */
+	GP_P2P_VM_UNKNOWN,	/* a hop's ACS or the CPU could not be read */
 };
-
-#define GP_P2P_ACS_VM_REDIRECT	(GP_P2P_ACS_RR | GP_P2P_ACS_CR)
 
 struct gp_p2p_vm_outcome {
 	unsigned int kind;		/* enum gp_p2p_vm_kind */
-	/* Bit i: hop i routes peer requests without redirecting them. */
+	/* Bit i: hop i fails pci_acs_enabled(hop, REQ_ACS_FLAGS). */
 	unsigned int bypass_a, bypass_b;
-	/* Bit i: hop i could route them, and its ACS was not read. */
+	/* Bit i: hop i could not be judged (ACS or type not read). */
 	unsigned int unknown_a, unknown_b;
-	int same_device;		/* two functions of one device */
+	int same_device;		/* one device: a shared link or PF */
 	struct gp_p2p_outcome bare;	/* gp_p2p_rule()'s verdict */
 	struct gp_p2p_outcome host;	/* the host bridge half, for reasons */
 };
 
-/* Could @hop route a peer request below the root complex? */
-static inline int gp_p2p_hop_routes(const struct gp_p2p_hop *hop)
-{
-	return hop->port == GP_P2P_PORT_SWITCH_DOWN ||
-	       hop->port == GP_P2P_PORT_OTHER_BRIDGE ||
-	       hop->port == GP_P2P_PORT_UNKNOWN;
-}
-
-/* Marks @hop in @bypass or @unknown unless it redirects peer requests. */
-static inline void gp_p2p_vm_scan(const struct gp_p2p_hop *hop,
-				  unsigned int bit, unsigned int *bypass,
-				  unsigned int *unknown)
+/*
+ * pci_acs_flags_enabled(): the controls of @flags that the Capability
+ * register implements (one it lacks is hard-wired, so Linux does not
+ * require it; Egress Control stays required) must all be on.
+ * Return: 1 yes, 0 no, -1 not known.
+ */
+static inline int gp_p2p_acs_flags_enabled(const struct gp_p2p_hop *hop,
+					   unsigned int flags)
 {
 	if (hop->acs_state == GP_P2P_ACS_UNKNOWN)
-		*unknown |= 1u << bit;
-	else if (hop->acs_state != GP_P2P_ACS_PRESENT ||
-		 (hop->acs_ctrl & GP_P2P_ACS_VM_REDIRECT) !=
-		 GP_P2P_ACS_VM_REDIRECT)
-		*bypass |= 1u << bit;
+		return -1;
+	if (hop->acs_state != GP_P2P_ACS_PRESENT)
+		return 0;
+	flags &= (unsigned int)hop->acs_cap | GP_P2P_ACS_EC;
+	return (hop->acs_ctrl & flags) == flags;
 }
 
-/* The routing hops of @p below hop @top (exclusive; nhops: all of them). */
+/*
+ * pci_acs_enabled() without device quirks: root and downstream ports are
+ * always checked; endpoints and upstream ports only when multifunction
+ * (a single function has no peer inside it); conventional PCI, PCIe-to-PCI
+ * and PCI-to-PCIe bridges and RC event collectors never pass.
+ * Return: 1 yes, 0 no, -1 not known.
+ */
+static inline int gp_p2p_acs_enabled(const struct gp_p2p_hop *hop,
+				     unsigned int flags)
+{
+	switch (hop->port) {
+	case GP_P2P_PORT_UNKNOWN:
+		return -1;
+	case GP_P2P_PORT_ROOT:
+	case GP_P2P_PORT_SWITCH_DOWN:
+		return gp_p2p_acs_flags_enabled(hop, flags);
+	case GP_P2P_PORT_ENDPOINT:
+	case GP_P2P_PORT_SWITCH_UP:
+		return hop->multifunction ?
+		       gp_p2p_acs_flags_enabled(hop, flags) : 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Two devices below one root or downstream port share its link: they are
+ * functions of one device (ARI numbers them across slots, and a VF's
+ * upstream bridge is its PF's), whatever their slot numbers.
+ */
+static inline int gp_p2p_share_link(const struct gp_p2p_path *a,
+				    const struct gp_p2p_path *b)
+{
+	return a->nhops >= 2 && b->nhops >= 2 &&
+	       a->hops[0].addr != b->hops[0].addr &&
+	       a->hops[1].addr == b->hops[1].addr &&
+	       (a->hops[1].port == GP_P2P_PORT_ROOT ||
+		a->hops[1].port == GP_P2P_PORT_SWITCH_DOWN);
+}
+
+/*
+ * Marks the hops of @p that do not isolate in @bypass, those that cannot
+ * be judged in @unknown: pci_acs_path_enabled() from the device's
+ * upstream bridge to the root bus (a conventional bus on the way fails at
+ * its bridge); the device itself only when it is one device with its
+ * peer (then its own ACS must isolate its functions from each other, as
+ * for a multifunction device). A conventional device on a root bus is
+ * behind no shared bus: Linux checks nothing for it either.
+ */
 static inline void gp_p2p_vm_scan_path(const struct gp_p2p_path *p,
-				       unsigned int top, unsigned int *bypass,
+				       int one_device, unsigned int *bypass,
 				       unsigned int *unknown)
 {
 	unsigned int i;
+	int ok;
 
-	for (i = 1; i < top && i < p->nhops; i++)
-		if (gp_p2p_hop_routes(&p->hops[i]))
-			gp_p2p_vm_scan(&p->hops[i], i, bypass, unknown);
+	for (i = 0; i < p->nhops; i++) {
+		const struct gp_p2p_hop *hop = &p->hops[i];
+
+		if (i > 0)
+			ok = gp_p2p_acs_enabled(hop, GP_P2P_ACS_ISOLATE);
+		else if (hop->port == GP_P2P_PORT_UNKNOWN)
+			ok = -1;
+		else if (one_device)
+			ok = gp_p2p_acs_flags_enabled(hop, GP_P2P_ACS_ISOLATE);
+		else
+			ok = 1;
+		if (ok < 0)
+			*unknown |= 1u << i;
+		else if (!ok)
+			*bypass |= 1u << i;
+	}
 }
 
 /**
@@ -415,45 +484,31 @@ static inline void gp_p2p_vm_scan_path(const struct gp_p2p_path *p,
  * @a: one device's path (the device, then each upstream bridge)
  * @b: the other's
  * @cpu: the host CPU
- * @same_device: @a and @b are two functions of one device
- * @out: the verdict, with the bare-metal verdict and the ports to blame
+ * @same_device: @a and @b are one device by what the paths do not show
+ *	(functions of one slot on a root bus, VFs of one PF there)
+ * @out: the verdict, with the bare-metal verdict and the hops to blame
  *
- * The ports that could route a request between the two are each device's
- * bridges below the common upstream bridge, or, without one, below the
- * root complex (a switch can deliver a guest-physical address into a
- * sibling's host window whichever root port the peer is under). Each of
- * them must redirect (ACS RR and CR). Two functions of one device route
- * between themselves unless both redirect. The request then reaches the
- * IOMMU, and the root complex must forward it: p2pdma's host bridge rule.
+ * Each device must be isolated as Linux's IOMMU grouping requires: every
+ * bridge up to and including its root port passes pci_acs_enabled() with
+ * SV RR CR UF (a PCIe-to-PCI bridge, with its conventional bus, never
+ * does), and two functions of one device both isolate. Then every peer request reaches
+ * the IOMMU, and the root complex must forward it: p2pdma's host bridge
+ * rule. A hop that cannot be judged makes the pair unknown, which is
+ * never a clique either, and names what to read.
  */
 static inline void gp_p2p_vm_rule(const struct gp_p2p_path *a,
 				  const struct gp_p2p_path *b,
 				  const struct gp_p2p_cpu *cpu, int same_device,
 				  struct gp_p2p_vm_outcome *out)
 {
-	unsigned int top_a, top_b;
-
 	gp_p2p_rule(a, b, cpu, &out->bare);
 	out->bypass_a = out->bypass_b = 0;
 	out->unknown_a = out->unknown_b = 0;
-	out->same_device = same_device;
-	top_a = out->bare.common_a >= 0 ? (unsigned int)out->bare.common_a :
-					  a->nhops;
-	top_b = out->bare.common_b >= 0 ? (unsigned int)out->bare.common_b :
-					  b->nhops;
-	gp_p2p_vm_scan_path(a, top_a, &out->bypass_a, &out->unknown_a);
-	gp_p2p_vm_scan_path(b, top_b, &out->bypass_b, &out->unknown_b);
-	/* An endpoint whose config space could not be walked is undecided. */
-	if (a->hops[0].port == GP_P2P_PORT_UNKNOWN)
-		out->unknown_a |= 1;
-	if (b->hops[0].port == GP_P2P_PORT_UNKNOWN)
-		out->unknown_b |= 1;
-	if (same_device) {
-		gp_p2p_vm_scan(&a->hops[0], 0, &out->bypass_a,
-			       &out->unknown_a);
-		gp_p2p_vm_scan(&b->hops[0], 0, &out->bypass_b,
-			       &out->unknown_b);
-	}
+	out->same_device = same_device || gp_p2p_share_link(a, b);
+	gp_p2p_vm_scan_path(a, out->same_device, &out->bypass_a,
+			    &out->unknown_a);
+	gp_p2p_vm_scan_path(b, out->same_device, &out->bypass_b,
+			    &out->unknown_b);
 	out->host.host_reason = GP_P2P_HOST_NOT_NEEDED;
 	out->host.host_a_name = out->host.host_b_name = 0;
 	if (out->unknown_a || out->unknown_b) {
