@@ -3,6 +3,7 @@
 """gpup2p libvirt and gpup2p check on captured hosts, with libvirt's own
 schema (virt-xml-validate) and its test driver as judges."""
 
+import atexit
 import json
 import os
 import re
@@ -15,6 +16,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
+from fixture_copy import nvidia_host  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures")
 HOST = os.path.join(FIX, "vhost-two-numa")
@@ -25,10 +28,14 @@ H200 = os.path.join(FIX, "h200x2-vm")
 STOCK_DOMAIN = os.path.join(FIX, "libvirt", "gpu-vm.xml")
 QEMU_STANDIN = os.path.join(HERE, "qemu-standin.sh")
 _TMP = tempfile.mkdtemp(prefix="gpup2p-libvirt-test-")
+atexit.register(shutil.rmtree, _TMP, True)
 DOMAIN = os.path.join(_TMP, "gpu-vm.xml")
 with open(STOCK_DOMAIN) as _f, open(DOMAIN, "w") as _g:
     _g.write(_f.read().replace("/usr/bin/qemu-system-x86_64", QEMU_STANDIN))
 G = os.environ.get("GPUP2P", "gpup2p")
+# The virtual host with its GPU stand-ins showing NVIDIA's vendor id: the
+# only GPUs stock QEMU takes a clique id for.
+NV_HOST = nvidia_host(HOST, os.path.join(_TMP, "nv-two-numa"))
 
 
 def run(*args, **kw):
@@ -179,7 +186,7 @@ def test(t):
         # the AMD Zen host: id 0; 03:00.0's switch port has no ACS.
         with open(once) as f:
             rp_dom = f.read().replace('bus="0x04"', 'bus="0x05"')
-        p3 = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "-",
+        p3 = run("libvirt", "--sysfs-root", NV_HOST, "--qemu-stock", "-",
                  input=rp_dom)
         s = p3.stdout
         t.eq(s.count('name="x-nv-gpudirect-clique" type="unsigned" '
@@ -415,7 +422,7 @@ def test_operator_path(t):
     # it accepts, upstream's x-nv-gpudirect-clique with planned ids.
     with open(STOCK_DOMAIN) as f:
         stock_rp = f.read().replace("bus='0x04'", "bus='0x05'")
-    p = run("libvirt", "--sysfs-root", HOST, "-", input=stock_rp)
+    p = run("libvirt", "--sysfs-root", NV_HOST, "-", input=stock_rp)
     t.ok(p.returncode == 0 and "x-gpu-p2p-clique" not in p.stdout and
          p.stdout.count('name="x-nv-gpudirect-clique" type="unsigned" '
                         'value="0"') == 2 and
@@ -445,7 +452,7 @@ def test_operator_path(t):
          "nothing written", p.stderr)
 
     # --qemu-stock names the GPU it leaves without an id.
-    p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", DOMAIN)
+    p = run("libvirt", "--sysfs-root", NV_HOST, "--qemu-stock", DOMAIN)
     t.ok(p.returncode == 0 and "0000:41:00.0 gets no clique id" in p.stderr
          and "bypasses the IOMMU" in p.stderr,
          "--qemu-stock: a GPU left out is named, with the reason", p.stderr)
@@ -548,8 +555,59 @@ def test_typed_id(t, d):
                  "the refusal names the property and the type", tr.stderr)
 
 
+def test_stock_nvidia_only(t):
+    """Stock QEMU refuses x-nv-gpudirect-clique on a device that is not
+    NVIDIA's ("invalid device vendor") and the VM does not start: such a
+    display device is named and left alone, by --qemu-stock and by the
+    stock choice Debian's QEMU as <emulator> makes."""
+    with open(STOCK_DOMAIN) as f:
+        stock_rp = f.read().replace("bus='0x04'", "bus='0x05'")
+    for how, args in (("--qemu-stock", ["--qemu-stock"]),
+                      ("Debian's QEMU as <emulator>", [])):
+        p = run("libvirt", "--sysfs-root", HOST, *args, "-", input=stock_rp)
+        t.ok(p.returncode == 0 and "x-nv-gpudirect-clique" not in p.stdout,
+             "%s: no clique id for display devices of vendor 1234" % how,
+             p.stdout[-800:] + p.stderr)
+        t.ok(all("%s is not an NVIDIA GPU (vendor 1234 as the guest sees "
+                 "it)" % b in p.stderr for b in
+                 ("0000:03:00.0", "0000:05:00.0", "0000:41:00.0")),
+             "%s: each is named" % how, p.stderr)
+    # The vendor QEMU checks is the one the guest sees: x-pci-vendor-id.
+    dev = ("<qemu:device alias='%s'><qemu:frontend><qemu:property "
+           "name='x-pci-vendor-id' type='unsigned' value='4318'/>"
+           "</qemu:frontend></qemu:device>")
+    vendor = ("<qemu:override xmlns:qemu='%s'>" % QEMU_NS + dev % "ua-gpu1" +
+              dev % "ua-gpu2" + "</qemu:override>")
+    with open(STOCK_DOMAIN) as f:
+        dom = f.read().replace("bus='0x04'", "bus='0x05'").replace(
+            "</devices>", "</devices>" + vendor).replace(
+            "bus='0x41' slot='0x00' function='0x0'/>\n      </source>",
+            "bus='0x41' slot='0x00' function='0x0'/>\n      </source>"
+            "<alias name='ua-gpu2'/>")
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "-", input=dom)
+    t.ok(p.returncode == 0 and
+         p.stdout.count('name="x-nv-gpudirect-clique" type="unsigned" '
+                        'value="0"') == 2 and
+         "0000:05:00.0 is not an NVIDIA" not in p.stderr and
+         "0000:41:00.0 is not an NVIDIA" not in p.stderr and
+         "0000:03:00.0 is not an NVIDIA" in p.stderr,
+         "--qemu-stock: stand-ins shown to the guest as NVIDIA's "
+         "(x-pci-vendor-id=4318) get ids, the other is left without one",
+         p.stdout[-800:] + p.stderr)
+    # A setting an earlier run wrote comes out: stock QEMU would refuse it.
+    auto = run("libvirt", "--sysfs-root", HOST, "--emulator", QEMU_STANDIN,
+               "-", input=stock_rp)
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "-",
+            input=auto.stdout)
+    t.ok(auto.returncode == 0 and "x-gpu-p2p-clique" in auto.stdout and
+         p.returncode == 0 and "qemu:" not in p.stdout,
+         "--qemu-stock on a domain with the extension's settings: none is "
+         "left on a non-NVIDIA device", p.stdout[-800:] + p.stderr)
+
+
 def test_all(t):
     test(t)
+    test_stock_nvidia_only(t)
     with tempfile.TemporaryDirectory() as d:
         test_one_judge(t, d)
         test_typed_id(t, d)

@@ -15,12 +15,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
-from test_libvirt import run, validate  # noqa: E402
+from fixture_copy import nvidia_host  # noqa: E402
+from test_libvirt import _TMP, run, validate  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures")
 TWO_NUMA = os.path.join(FIX, "vhost-two-numa")
 HIDDEN = os.path.join(FIX, "vhost-hidden")
+# Its stand-ins as NVIDIA's, for stock QEMU's ids (vendor 10de only).
+NV_HIDDEN = nvidia_host(HIDDEN, os.path.join(_TMP, "nv-hidden"))
 
 # The hidden-style capture (tests/vhost/topologies/hidden.json): node 0
 # switch with gpu0 gpu1 nic0, node 1 switch with gpu2 gpu3 nic1, gpu4 on
@@ -141,7 +144,8 @@ def test_hidden(t):
         # With the clique edits, either way round. Every GPU of this host
         # sits below a switch port without ACS: a guest's request would
         # bypass the IOMMU, so none gets an id, and each is named.
-        p4 = run("libvirt", "--sysfs-root", HIDDEN, "--qemu-stock", again)
+        p4 = run("libvirt", "--sysfs-root", NV_HIDDEN, "--qemu-stock",
+                 again)
         both = p4.stdout
         t.ok(p4.returncode == 0 and "x-nv-gpudirect-clique" not in both and
              chains(both)[1] == ch, "--qemu-stock on a mirrored domain "
@@ -150,7 +154,7 @@ def test_hidden(t):
              "bypasses the IOMMU" in p4.stderr,
              "--qemu-stock: each GPU behind a switch without ACS is named",
              p4.stderr)
-        p5 = run("libvirt", "--sysfs-root", HIDDEN, "--qemu-stock",
+        p5 = run("libvirt", "--sysfs-root", NV_HIDDEN, "--qemu-stock",
                  "--mirror", again)
         t.ok(p5.returncode == 0 and chains(p5.stdout)[1] == ch and
              p5.stdout.count("pcie-expander-bus") == 3,

@@ -371,12 +371,21 @@ static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
         gp_domain_set_auto(d, o->snapshot);
         return true;
     }
-    /* The operator's explicit ids are kept; the planner takes the rest. */
+    /*
+     * The operator's explicit ids are kept; the planner takes the rest of
+     * the NVIDIA GPUs. Stock QEMU refuses the property on any other
+     * vendor's device, and the VM would not start.
+     */
     bdfs = g_new0(const char *, d->gpus->len + 1);
     for (i = 0; i < d->gpus->len; i++) {
         const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
 
-        if (h->explicit_id < 0) {
+        if (!gp_domain_guest_nvidia(d, h)) {
+            warn("%s is not an NVIDIA GPU (vendor %04x as the guest sees "
+                 "it): stock QEMU refuses x-nv-gpudirect-clique on it, so "
+                 "it gets no clique setting", h->bdf,
+                 gp_domain_guest_vendor(d, h));
+        } else if (h->explicit_id < 0) {
             bdfs[n++] = h->bdf;
         }
     }
@@ -674,7 +683,7 @@ int gp_cmd_libvirt(int argc, char **argv)
           "per-device override", NULL },
         { "qemu-stock", 0, 0, G_OPTION_ARG_NONE, &o.stock,
           "For a QEMU without the extension: planned ids through "
-          "x-nv-gpudirect-clique", NULL },
+          "x-nv-gpudirect-clique (NVIDIA GPUs only)", NULL },
         { "host-snapshot", 0, 0, G_OPTION_ARG_FILENAME, &o.snapshot,
           "QEMU reads the host from this snapshot (x-gpu-p2p-host-snapshot) "
           "instead of " GP_HOST_SNAPSHOT, "DIR" },

@@ -621,6 +621,31 @@ static int stock_id(const GpDomain *d, int k)
     return -1;
 }
 
+unsigned gp_domain_guest_vendor(const GpDomain *d, const GpDomainHostdev *h)
+{
+    g_autofree xmlChar *own = frontend_value(override_frontend(d, h->alias),
+                                             "x-pci-vendor-id");
+    g_autofree char *global = own ? NULL :
+                              global_value(d, "x-pci-vendor-id");
+    const char *v = own ? (const char *)own : global;
+    char *end;
+    guint64 id;
+
+    if (v) {
+        /* QEMU reads integers in decimal or 0x hex. */
+        id = g_ascii_strtoull(v, &end, 0);
+        if (end != v && !*end && id <= 0xffff) {
+            return (unsigned)id;
+        }
+    }
+    return h->dev ? h->dev->vendor : 0xffff;
+}
+
+bool gp_domain_guest_nvidia(const GpDomain *d, const GpDomainHostdev *h)
+{
+    return gp_domain_guest_vendor(d, h) == GP_PCI_VENDOR_NVIDIA;
+}
+
 void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
 {
     xmlNsPtr ns = ensure_qemu_ns(d);
@@ -634,8 +659,21 @@ void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
         g_autofree char *v = id >= 0 ? g_strdup_printf("%d", id) : NULL;
         xmlNodePtr fe;
 
-        ensure_alias(h);
-        fe = frontend_for(d, ns, h->alias);
+        /*
+         * Stock QEMU knows none of the extension's properties, and refuses
+         * x-nv-gpudirect-clique on another vendor's device ("invalid
+         * device vendor"): such a device keeps no clique setting at all.
+         */
+        if (!gp_domain_guest_nvidia(d, h)) {
+            fe = override_frontend(d, h->alias);
+            v = NULL;
+        } else {
+            ensure_alias(h);
+            fe = frontend_for(d, ns, h->alias);
+        }
+        if (!fe) {
+            continue;
+        }
         set_property(fe, ns, "x-gpu-p2p-clique", NULL, NULL);
         set_property(fe, ns, "x-gpu-p2p-host-plan", NULL, NULL);
         set_property(fe, ns, "x-gpu-p2p-host-snapshot", NULL, NULL);

@@ -58,7 +58,19 @@ bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
  * when not NULL (QEMU's own default is GP_HOST_SNAPSHOT).
  */
 void gp_domain_set_auto(GpDomain *d, const char *snapshot);
-/* Per GPU, the planned id through upstream's x-nv-gpudirect-clique. */
+/*
+ * The vendor id the guest sees for @h (matched to the host): the one its
+ * <qemu:override> or a -global gives x-pci-vendor-id, else the host's.
+ * QEMU checks this one before it places a clique capability.
+ */
+unsigned gp_domain_guest_vendor(const GpDomain *d, const GpDomainHostdev *h);
+/* Whether the guest sees @h as NVIDIA's (stock QEMU's test). */
+bool gp_domain_guest_nvidia(const GpDomain *d, const GpDomainHostdev *h);
+/*
+ * Per NVIDIA GPU, the planned id through upstream's x-nv-gpudirect-clique;
+ * other GPUs get no clique setting (stock QEMU refuses the property on
+ * them, and knows none of the extension's).
+ */
 void gp_domain_set_stock(GpDomain *d, const GpPlan *plan);
 /* Grow <pcihole64> to hold the GPUs' 64-bit BARs. */
 void gp_domain_size_pci_hole(GpDomain *d);
