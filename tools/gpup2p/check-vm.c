@@ -137,6 +137,8 @@ void check_domain_ids(Check *c)
     g_autofree gchar *xml = NULL;
     g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) doubts = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *joined = NULL;
 
     if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
         !(d = gp_domain_parse(xml, c->dom->path, &err))) {
@@ -149,9 +151,19 @@ void check_domain_ids(Check *c)
                    "(auto, or none)", NULL);
         return;
     }
-    if (!gp_domain_check_ids(d, c->topo, &err)) {
+    if (!gp_domain_check_ids(d, c->topo, doubts, &err)) {
         check_item(c->r, ITEM_FAIL, "clique ids", err->message,
              "give those GPUs different ids, or let QEMU plan them "
+             "(x-gpu-p2p-clique=auto)");
+        return;
+    }
+    if (doubts->len) {
+        /* Not proof that P2P fails: the VM starts, the hook lets it. */
+        g_ptr_array_add(doubts, NULL);
+        joined = g_strjoinv("; ", (char **)doubts->pdata);
+        check_item(c->r, ITEM_WARN, "clique ids", joined,
+             "if P2P fails in the guest (gpup2p-verify says so), give those "
+             "GPUs different ids, or let QEMU plan them "
              "(x-gpu-p2p-clique=auto)");
         return;
     }

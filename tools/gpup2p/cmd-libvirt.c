@@ -414,6 +414,19 @@ static void set_emulator(const LibvirtOpts *o, GpDomain *d)
     }
 }
 
+/* gp_domain_check_ids(), its doubts said as warnings. */
+static bool ids_hold(const GpDomain *d, const GpTopology *topo, GError **errp)
+{
+    g_autoptr(GPtrArray) doubts = g_ptr_array_new_with_free_func(g_free);
+    bool ok = gp_domain_check_ids(d, topo, doubts, errp);
+    guint i;
+
+    for (i = 0; i < doubts->len; i++) {
+        warn("%s", (const char *)g_ptr_array_index(doubts, i));
+    }
+    return ok;
+}
+
 /* Rewrite @xml; returns the new text or NULL with an error. */
 static char *transform(const LibvirtOpts *o, const char *xml,
                        const char *name, GError **errp)
@@ -436,7 +449,7 @@ static char *transform(const LibvirtOpts *o, const char *xml,
     }
     /* One judge with the hook and check --domain: explicit ids the host
      * proves wrong are refused here too, never passed on. */
-    if (gp_domain_has_explicit_ids(d) && !gp_domain_check_ids(d, topo, errp)) {
+    if (gp_domain_has_explicit_ids(d) && !ids_hold(d, topo, errp)) {
         g_prefix_error(errp, "refusing domain '%s': ", d->domain_name);
         return NULL;
     }
@@ -483,7 +496,7 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
              "judge: %s", d->domain_name, err->message);
         return GP_EXIT_OK;
     }
-    if (!gp_domain_check_ids(d, topo, &err)) {
+    if (!ids_hold(d, topo, &err)) {
         return gp_cli_fail("libvirt", GP_EXIT_REFUSED, "refusing domain "
                            "'%s': %s", d->domain_name, err->message);
     }
@@ -675,8 +688,9 @@ int gp_cmd_libvirt(int argc, char **argv)
         { "domain", 'd', 0, G_OPTION_ARG_STRING, &domain,
           "Domain on the connection (instead of FILE)", "NAME" },
         { "check", 0, 0, G_OPTION_ARG_NONE, &o.check,
-          "Only check: fail when GPUs given one clique id cannot do P2P "
-          "on this host (the libvirt hook)", NULL },
+          "Only check explicit clique ids (the libvirt hook): exit 2 "
+          "where the host proves them wrong, warn where it cannot "
+          "confirm them", NULL },
         { "qemu-default-auto", 0, 0, G_OPTION_ARG_NONE, &o.qemu_auto,
           "The domain's machine type (q35-gpup2p) defaults to "
           "x-gpu-p2p-clique=auto and QEMU reads the host snapshot: add no "

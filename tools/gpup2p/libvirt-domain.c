@@ -406,33 +406,58 @@ bool gp_domain_find_gpus(GpDomain *d, const GpTopology *topo,
     return true;
 }
 
-/* Why @a and @b may not share a clique on @topo; NULL when they may. */
+/*
+ * Why @a and @b may not share a clique on @topo; NULL when they may.
+ * @proven: the host proves it wrong (a guest's request would bypass the
+ * IOMMU, or the IOMMU cannot tell the two apart); otherwise it only
+ * lacks proof that it works (a root complex not known to forward P2P, a
+ * verdict it cannot reach).
+ */
 static char *pair_objection(const GpTopology *topo, const GpDomainHostdev *a,
-                            const GpDomainHostdev *b, bool *unknown)
+                            const GpDomainHostdev *b, bool *proven)
 {
     GpP2pVerdict v;
     char *why;
 
-    *unknown = false;
-    if (!a->dev || !b->dev) {
-        *unknown = true;
-        return g_strdup_printf("%s is not a PCI device of this host",
-                               a->dev ? b->bdf : a->bdf);
+    *proven = true;
+    if (a->dev->iommu_group >= 0 &&
+        a->dev->iommu_group == b->dev->iommu_group) {
+        return g_strdup_printf("both are in IOMMU group %d, so the IOMMU "
+                               "cannot keep a guest's P2P request between "
+                               "them apart", a->dev->iommu_group);
     }
     gp_p2p_verdict(topo, a->dev, b->dev, &v);
     if (gp_vm_p2p_ok(v.vm_kind)) {
         gp_p2p_verdict_clear(&v);
         return NULL;
     }
-    *unknown = v.vm_kind == GP_VM_P2P_UNKNOWN;
+    *proven = v.vm_kind == GP_VM_P2P_BYPASS;
     why = g_strdup_printf("%s (guest P2P %s)", v.vm_reason,
                           gp_vm_p2p_kind_name(v.vm_kind));
     gp_p2p_verdict_clear(&v);
     return why;
 }
 
+/* A GPU given an id that is not on the host: libvirt could not start it. */
+static bool ids_on_host(const GpDomain *d, GError **errp)
+{
+    guint i;
+
+    for (i = 0; i < d->hostdevs->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, i);
+
+        if (h->explicit_id >= 0 && !h->dev) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "%s is given "
+                        "clique %d (%s), but it is not a PCI device of this "
+                        "host", h->bdf, h->explicit_id, h->id_property);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
-                         GError **errp)
+                         GPtrArray *warnings, GError **errp)
 {
     guint i, j;
 
@@ -441,38 +466,42 @@ bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
 
         h->dev = gp_topo_find(topo, h->bdf);
     }
+    if (!ids_on_host(d, errp)) {
+        return false;
+    }
     for (i = 0; i < d->hostdevs->len; i++) {
         const GpDomainHostdev *a = g_ptr_array_index(d->hostdevs, i);
 
         for (j = i + 1; a->explicit_id >= 0 && j < d->hostdevs->len; j++) {
             const GpDomainHostdev *b = g_ptr_array_index(d->hostdevs, j);
             g_autofree char *why = NULL;
-            bool unknown;
+            bool proven;
 
             if (b->explicit_id != a->explicit_id ||
-                (a->dev && !gp_device_is_gpu(a->dev)) ||
-                (b->dev && !gp_device_is_gpu(b->dev))) {
+                !gp_device_is_gpu(a->dev) || !gp_device_is_gpu(b->dev)) {
                 continue;
             }
-            why = pair_objection(topo, a, b, &unknown);
+            why = pair_objection(topo, a, b, &proven);
             if (!why) {
                 continue;
             }
             /*
-             * As QEMU: a pair the host cannot judge keeps its id, and
-             * x-gpu-p2p-verify=warn|trust on both turns a no into a warning.
+             * Only proof refuses: what the host cannot confirm keeps its
+             * id with a warning, and x-gpu-p2p-verify=warn|trust on both
+             * turns a proven no into one too, as in QEMU.
              */
-            if (unknown || (a->verify_relaxed && b->verify_relaxed)) {
-                fprintf(stderr, "gpup2p libvirt: warning: domain '%s': "
-                        "%s and %s share clique %d, which the host %s: %s\n",
-                        d->domain_name, a->bdf, b->bdf, a->explicit_id,
-                        unknown ? "cannot judge" : "contradicts", why);
+            if (!proven || (a->verify_relaxed && b->verify_relaxed)) {
+                g_ptr_array_add(warnings, g_strdup_printf(
+                    "domain '%s': %s and %s share clique %d, which the host "
+                    "%s: %s", d->domain_name, a->bdf, b->bdf,
+                    a->explicit_id, proven ? "contradicts" :
+                    "cannot confirm", why));
                 continue;
             }
             g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s and %s "
-                        "share clique %d (%s), but the host says they cannot "
-                        "do P2P: %s", a->bdf, b->bdf, a->explicit_id,
-                        a->id_property, why);
+                        "share clique %d (%s), but the host proves they "
+                        "cannot do P2P in a guest: %s", a->bdf, b->bdf,
+                        a->explicit_id, a->id_property, why);
             return false;
         }
     }

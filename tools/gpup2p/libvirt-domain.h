@@ -45,13 +45,16 @@ bool gp_domain_find_gpus(GpDomain *d, const GpTopology *topo,
                          GError **errp);
 
 /*
- * Check explicit ids against @topo: GPUs sharing an id must be P2P peers
- * on the host. Returns false, naming the pair and the reason, when the
- * host says no. As QEMU does, only warns for a pair the host cannot judge
- * and when both set x-gpu-p2p-verify=warn or trust.
+ * Check explicit ids against @topo. Returns false, naming what and why,
+ * only where the host proves an id wrong: a GPU given an id is not on the
+ * host, or two GPUs sharing an id are in one IOMMU group or a guest's
+ * request between them would bypass the IOMMU. What the host cannot
+ * confirm (a root complex not known to forward P2P, a pair it cannot
+ * judge) adds a line to @warnings (char *) instead, as does a proven no
+ * when both set x-gpu-p2p-verify=warn or trust (as QEMU does).
  */
 bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
-                         GError **errp);
+                         GPtrArray *warnings, GError **errp);
 
 /*
  * Per GPU, x-gpu-p2p-clique=auto, and x-gpu-p2p-host-snapshot=@snapshot

@@ -59,8 +59,10 @@ static void usage(FILE *out)
             "16 P2P domains or no GPU\nto plan), 5 host not ready (check: an "
             "item failed), 6 not fully checked (check:\nno item failed, some "
             "could not be checked from the input), 2 refused domain\n"
-            "(libvirt --check: the host proves its clique ids wrong), 64 bad "
-            "command line (as\ngpup2p-verify); 4 is not used.\n");
+            "(libvirt --check: the host proves its clique ids wrong: an IOMMU "
+            "bypass, one\nIOMMU group, a device not there; what it cannot "
+            "confirm is a warning), 64 bad\ncommand line (as gpup2p-verify); "
+            "4 is not used.\n");
 }
 
 /* GLib names the option and value ("Missing argument for --devices"). */
