@@ -481,6 +481,32 @@ def test_hook(t, d):
          p.stderr)
 
 
+def test_hook_opt_out(t, d, hook, xml):
+    """<metadata><hook xmlns='urn:vfio-gpu-p2p:libvirt:1' check='off'/>:
+    the hook lets this VM start whatever it finds, saying what, on any
+    QEMU; another value is named, and the hook fails open."""
+    meta = ("<metadata><gp:hook xmlns:gp='urn:vfio-gpu-p2p:libvirt:1' "
+            "check='%s'/></metadata>")
+    off = xml.replace("</name>", "</name>" + meta % "off")
+    p = subprocess.run(["virt-xml-validate", "-", "domain"], input=off,
+                       capture_output=True, text=True)
+    t.ok(p.returncode == 0, "the opt-out validates against libvirt's "
+         "schema", p.stdout + p.stderr)
+    hk = subprocess.run([hook, "ids-vm", "prepare", "begin", "-"],
+                        input=off, capture_output=True, text=True)
+    t.ok(hk.returncode == 0 and "is not refused" in hk.stderr and
+         "check='off'" in hk.stderr and "IOMMU group" in hk.stderr,
+         "opt-out: the hook lets a domain the host proves wrong start, "
+         "naming why it would have refused", hk.stderr)
+    bad = xml.replace("</name>", "</name>" + meta % "maybe")
+    ck = subprocess.run([G, "libvirt", "--check", "-"], input=bad,
+                        capture_output=True, text=True)
+    t.ok(ck.returncode == 1 and "check='maybe'" in ck.stderr and
+         "check is on or off" in ck.stderr,
+         "opt-out: another value than on or off is named (exit 1)",
+         ck.stderr)
+
+
 def test_hook_proof(t, d):
     """The hook, libvirt --check and check --domain refuse only what the
     host proves wrong (a guest's request bypassing the IOMMU, one IOMMU
@@ -524,6 +550,7 @@ def test_hook_proof(t, d):
         items = {i["item"]: i for i in report.get("items", [])}
         item = items.get("clique ids", {})
         if refused:
+            test_hook_opt_out(t, d, hook, xml)
             t.ok(hk.returncode != 0 and ck.returncode == 2 and
                  "IOMMU group 18" in ck.stderr and
                  item.get("verdict") == "fail" and

@@ -481,9 +481,10 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
     g_autoptr(GpDomain) d = NULL;
     g_autoptr(GpTopology) topo = NULL;
     g_autoptr(GError) err = NULL;
+    bool off;
 
     d = gp_domain_parse(xml, name, &err);
-    if (!d) {
+    if (!d || !gp_domain_hook_off(d, &off, &err)) {
         return gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
     }
     if (!gp_domain_has_explicit_ids(d)) {
@@ -497,6 +498,13 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
         return GP_EXIT_OK;
     }
     if (!ids_hold(d, topo, &err)) {
+        if (off) {
+            /* The operator's word for this VM, on any QEMU. */
+            warn("domain '%s' is not refused: its <metadata> turns the "
+                 "check off (<hook xmlns='%s' check='off'/>): %s",
+                 d->domain_name, GP_LIBVIRT_METADATA_NS, err->message);
+            return GP_EXIT_OK;
+        }
         return gp_cli_fail("libvirt", GP_EXIT_REFUSED, "refusing domain "
                            "'%s': %s", d->domain_name, err->message);
     }

@@ -816,6 +816,28 @@ void gp_domain_set_emulator(GpDomain *d, const char *path)
     xmlNodeSetContent(em, BAD_CAST path);
 }
 
+bool gp_domain_hook_off(const GpDomain *d, bool *off, GError **errp)
+{
+    static xmlNs ns = { .href = BAD_CAST GP_LIBVIRT_METADATA_NS };
+    xmlNodePtr hook = child(child(d->root, "metadata", NULL), "hook", &ns);
+    g_autofree xmlChar *check = hook ? xmlGetProp(hook, BAD_CAST "check") :
+                                NULL;
+
+    *off = false;
+    if (!check || !xmlStrcmp(check, BAD_CAST "on")) {
+        return true;
+    }
+    if (xmlStrcmp(check, BAD_CAST "off")) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: <hook "
+                    "xmlns='%s' check='%s'> in <metadata>: check is on or "
+                    "off", d->name, GP_LIBVIRT_METADATA_NS,
+                    (const char *)check);
+        return false;
+    }
+    *off = true;
+    return true;
+}
+
 bool gp_domain_qemu_unprivileged(const GpDomain *d)
 {
     xmlNodePtr s;

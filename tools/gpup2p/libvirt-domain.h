@@ -82,6 +82,16 @@ char *gp_domain_emulator(const GpDomain *d);
 /* Point <emulator> at @path. */
 void gp_domain_set_emulator(GpDomain *d, const char *path);
 
+/* The project's namespace for <metadata> elements libvirt keeps. */
+#define GP_LIBVIRT_METADATA_NS "urn:vfio-gpu-p2p:libvirt:1"
+
+/*
+ * The per-domain opt-out of the hook's refusal: <metadata><gpup2p:hook
+ * check='off'/></metadata> (GP_LIBVIRT_METADATA_NS). @off: whether it is
+ * set; false (and @errp) for a check value other than on or off.
+ */
+bool gp_domain_hook_off(const GpDomain *d, bool *off, GError **errp);
+
 /* Whether libvirt runs this domain's QEMU as an unprivileged user. */
 bool gp_domain_qemu_unprivileged(const GpDomain *d);
 /* <kvm><hidden state='on'/>: the guest driver then ignores the cliques. */
