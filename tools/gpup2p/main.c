@@ -218,13 +218,17 @@ void gp_cli_print_json(JsonNode *node)
     fputs(text, stdout);
 }
 
-/* Output that did not reach its file (a full disk) is a failure. */
+/*
+ * Output that did not reach its file (a full disk) is a failure, exit 1
+ * whatever the command's own status: a `check` whose report was lost
+ * must not read as "not ready" (5) or "not fully checked" (6).
+ */
 static int finish_output(int status)
 {
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "gpup2p: writing the output failed: %s\n",
                 g_strerror(errno));
-        return status ? status : GP_EXIT_FAILED;
+        return GP_EXIT_FAILED;
     }
     return status;
 }
