@@ -442,11 +442,14 @@ static const UsageRule usage_rules[] = {
     { { "qemu-args", "--mirror", BDF, "--nccl-topo", "a,b" },
       "--nccl-topo 'a,b': a comma in the path would split QEMU's option" },
     { { "qemu-args", "--mirror", BDF, "--cpus", "-1" },
-      "--cpus must be 0 (one per NUMA cell) or more, not '-1'" },
+      "--cpus must be 1 or more (without it: one per NUMA cell), not '-1'" },
+    { { "qemu-args", "--mirror", BDF, "--cpus", "0" },
+      "--cpus must be 1 or more (without it: one per NUMA cell), not '0'" },
     { { "qemu-args", "--mirror", BDF, "--memory", "0" },
       "--memory must be a positive number of MiB, not '0'" },
-    { { "qemu-args", "--mirror", BDF, "--cpus", "many" }, "many",
-      "for --cpus" },
+    { { "qemu-args", "--mirror", BDF, "--cpus", "many" },
+      "--cpus must be 1 or more (without it: one per NUMA cell), not "
+      "'many'" },
 #ifdef GP_HAVE_LIBVIRT
     { { "libvirt" }, "give FILE, - (standard input) or --domain NAME" },
     { { "libvirt", "a.xml", "b.xml" }, "one FILE only, not also 'b.xml'" },
