@@ -94,8 +94,15 @@ static bool qemu_args_valid(gboolean mirror, int argc, char **argv,
                             "devices, BDFs like %s", GP_CLI_BDF_EXAMPLE);
     }
     for (i = 1; i < argc; i++) {
+        char norm[GP_BDF_LEN];
+
         if (!gp_cli_bdf_arg("qemu-args", "each device", argv[i])) {
             return false;
+        }
+        if (gp_cli_bdf_repeated(argv + 1, (size_t)(i - 1))) {
+            gp_bdf_normalize(argv[i], norm);
+            return gp_cli_usage("qemu-args", "each device once: %s is "
+                                "named twice ('%s')", norm, argv[i]);
         }
     }
     if (nccl && strchr(nccl, ',')) {

@@ -108,9 +108,29 @@ bool gp_cli_bdf_list(const char *cmd, const char *option, const char *text,
             return gp_cli_usage(cmd, "%s needs BDFs like %s, not "
                                 "'%s'", option, GP_CLI_BDF_EXAMPLE, list[i]);
         }
+        if (gp_cli_bdf_repeated(list, i)) {
+            return gp_cli_usage(cmd, "%s names %s twice ('%s')", option,
+                                norm, list[i]);
+        }
     }
     *bdfs = g_steal_pointer(&list);
     return true;
+}
+
+bool gp_cli_bdf_repeated(char *const *bdfs, size_t i)
+{
+    char a[GP_BDF_LEN], b[GP_BDF_LEN];
+    size_t j;
+
+    if (!gp_bdf_normalize(bdfs[i], a)) {
+        return false;
+    }
+    for (j = 0; j < i; j++) {
+        if (gp_bdf_normalize(bdfs[j], b) && !strcmp(a, b)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 bool gp_cli_policy(const char *cmd, const char *text, GpPlanPolicy *policy)
