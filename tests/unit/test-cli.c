@@ -359,7 +359,7 @@ static void test_exit_codes(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
     g_auto(Run) r1 = { 0 }, r2 = { 0 }, r3 = { 0 }, r4 = { 0 }, r5 = { 0 };
-    g_auto(Run) r6 = { 0 };
+    g_auto(Run) r6 = { 0 }, r7 = { 0 };
 
     sb_two_node_host(sb, 0x29c0);
     run(&r1, "frobnicate", NULL);
@@ -380,6 +380,12 @@ static void test_exit_codes(void)
     run(&r6, "--help", NULL);
     g_assert_cmpint(r6.status, ==, 0);
     g_assert_nonnull(strstr(r6.out, "Exit codes"));
+    /* A switch port named as a device to plan: bad input, nothing out. */
+    run(&r7, "plan", "--sysfs-root", sb_root(sb), "--devices",
+        "0000:03:00.0,0000:02:00.0", NULL);
+    g_assert_cmpint(r7.status, ==, 1);
+    g_assert_nonnull(strstr(r7.err, "0000:02:00.0 is a PCI bridge"));
+    g_assert_cmpstr(r7.out, ==, "");
 }
 
 /*
