@@ -605,12 +605,33 @@ def test_stock_nvidia_only(t):
          "left on a non-NVIDIA device", p.stdout[-800:] + p.stderr)
 
 
+def test_empty_file(t, d):
+    """An empty domain file (or one of blanks) is named as empty, by each
+    command that reads domains, not as "line 0: ?"."""
+    for text in ("", " \n\t\n"):
+        path = os.path.join(d, "empty.xml")
+        with open(path, "w") as f:
+            f.write(text)
+        for what, args in (("libvirt", ["libvirt", "--sysfs-root", HOST,
+                                         path]),
+                           ("libvirt --check", ["libvirt", "--check", path]),
+                           ("check --domain", ["check", "--sysfs-root", HOST,
+                                               "--domain", path])):
+            p = run(*args)
+            t.ok(p.returncode == 1 and "%s: the file is empty" % path in
+                 p.stderr and "line 0" not in p.stderr and
+                 ": ?" not in p.stderr,
+                 "%s on a file of %d blanks: exit 1, named as empty" %
+                 (what, len(text)), p.stderr)
+
+
 def test_all(t):
     test(t)
     test_stock_nvidia_only(t)
     with tempfile.TemporaryDirectory() as d:
         test_one_judge(t, d)
         test_typed_id(t, d)
+        test_empty_file(t, d)
 
 
 if __name__ == "__main__":

@@ -311,6 +311,41 @@ static bool collect_hostdevs(GpDomain *d, GError **errp)
     return true;
 }
 
+xmlDocPtr gp_xml_read(const char *xml, const char *name, GError **errp)
+{
+    xmlDocPtr doc;
+    const xmlError *e;
+    g_autofree char *why = NULL;
+    const char *p;
+
+    /* libxml2 says "line 0" and nothing else for an empty document. */
+    for (p = xml; g_ascii_isspace(*p); p++) {
+    }
+    if (!*p) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: the file is "
+                    "empty%s: no XML, so no <domain>", name,
+                    *xml ? " (blanks only)" : "");
+        return NULL;
+    }
+    doc = xmlReadMemory(xml, (int)strlen(xml), name, NULL,
+                        XML_PARSE_NONET | XML_PARSE_NOBLANKS |
+                        XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    if (doc) {
+        return doc;
+    }
+    e = xmlGetLastError();
+    why = g_strchomp(g_strdup(e && e->message ? e->message :
+                              "libxml2 gives no reason"));
+    if (e && e->line > 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: not well-formed "
+                    "XML: line %d: %s", name, e->line, why);
+    } else {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: not well-formed "
+                    "XML: %s", name, why);
+    }
+    return NULL;
+}
+
 GpDomain *gp_domain_parse(const char *xml, const char *name, GError **errp)
 {
     g_autoptr(GpDomain) d = g_new0(GpDomain, 1);
@@ -318,15 +353,8 @@ GpDomain *gp_domain_parse(const char *xml, const char *name, GError **errp)
     d->name = name;
     d->hostdevs = g_ptr_array_new_with_free_func(hostdev_free);
     d->gpus = g_ptr_array_new();
-    d->doc = xmlReadMemory(xml, (int)strlen(xml), name, NULL,
-                           XML_PARSE_NONET | XML_PARSE_NOBLANKS |
-                           XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    d->doc = gp_xml_read(xml, name, errp);
     if (!d->doc) {
-        const xmlError *e = xmlGetLastError();
-
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: not well-formed "
-                    "XML: line %d: %s", name, e ? e->line : 0,
-                    e && e->message ? g_strchomp(e->message) : "?");
         return NULL;
     }
     d->root = xmlDocGetRootElement(d->doc);

@@ -33,6 +33,11 @@ typedef struct {
     GPtrArray *gpus;            /* the display-class subset, once known */
 } GpDomain;
 
+/*
+ * @xml parsed (no network, blanks dropped); NULL with an error naming
+ * @name and what is wrong: empty, or where it is not well-formed.
+ */
+xmlDocPtr gp_xml_read(const char *xml, const char *name, GError **errp);
 GpDomain *gp_domain_parse(const char *xml, const char *name, GError **errp);
 void gp_domain_free(GpDomain *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpDomain, gp_domain_free)
