@@ -450,6 +450,14 @@ def test_operator_path(t):
     t.ok(p.returncode == 1 and "0000:03:00.0 is assigned twice" in p.stderr
          and not p.stdout, "a hostdev assigned twice is refused, naming it, "
          "nothing written", p.stderr)
+    # check --domain judges the same domain the same way.
+    twice_path = os.path.join(_TMP, "twice.xml")
+    with open(twice_path, "w") as f:
+        f.write(twice)
+    p = run("check", "--sysfs-root", HOST, "--domain", twice_path)
+    t.ok(p.returncode == 1 and "0000:03:00.0 is assigned twice" in p.stderr
+         and not p.stdout, "check --domain refuses a hostdev assigned "
+         "twice too, naming it", p.stdout + p.stderr)
 
     # --qemu-stock names the GPU it leaves without an id.
     p = run("libvirt", "--sysfs-root", NV_HOST, "--qemu-stock", DOMAIN)

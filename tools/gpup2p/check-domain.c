@@ -129,6 +129,16 @@ static bool domain_read_hostdevs(Domain *d, xmlXPathContextPtr ctx,
             xmlChar *managed = a->parent && a->parent->parent ?
                 xmlGetProp(a->parent->parent, BAD_CAST "managed") : NULL;
 
+            /* As `gpup2p libvirt` (and libvirt at define) refuses it. */
+            if (g_ptr_array_find_with_equal_func(d->hostdevs, bdf,
+                                                 g_str_equal, NULL)) {
+                g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: "
+                            "<hostdev> %s is assigned twice", d->path, bdf);
+                g_free(bdf);
+                xmlFree(managed);
+                ok = false;
+                break;
+            }
             g_ptr_array_add(d->hostdevs, bdf);
             if (managed && !xmlStrcmp(managed, BAD_CAST "yes")) {
                 g_hash_table_add(d->managed, g_strdup(bdf));
