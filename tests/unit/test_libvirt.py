@@ -633,6 +633,41 @@ def test_empty_file(t, d):
                  (what, len(text)), p.stderr)
 
 
+OVMF_DOMAIN = """<domain type='kvm'>
+  <name>ovmf-vm</name>
+  <memory unit='GiB'>8</memory>
+  <os firmware='efi'><type arch='x86_64' machine='q35'>hvm</type></os>
+  %s
+  <devices>
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x00' slot='0x06' function='0x0'/></source>
+    </hostdev>
+  </devices>
+</domain>
+"""
+
+
+def test_unknown_address_width(t, d):
+    """The H200 capture has no proc/cpuinfo, so the host's address width
+    is unknown: OVMF's aperture, sized from it with the host's CPU model,
+    is untested, not failed; with a named CPU model (QEMU's 40 bits) it is
+    judged."""
+    for cpu, want in (("<cpu mode='host-passthrough'/>", "untested"),
+                      ("", "fail")):
+        path = os.path.join(d, "ovmf.xml")
+        with open(path, "w") as f:
+            f.write(OVMF_DOMAIN % cpu)
+        p = run("check", "--sysfs-root", H200, "--domain", path, "--qemu",
+                QEMU_STANDIN, "--json")
+        items = {i["item"]: i for i in json.loads(p.stdout)["items"]} \
+            if p.stdout.startswith("{") else {}
+        item = items.get("firmware 64-bit aperture", {})
+        t.ok(item.get("verdict") == want and
+             (want != "untested" or "unknown" in item.get("detail", "")),
+             "OVMF aperture with %s and the host's width unknown: %s" %
+             (cpu or "a named CPU model", want), p.stdout + p.stderr)
+
+
 def test_all(t):
     test(t)
     test_stock_nvidia_only(t)
@@ -640,6 +675,7 @@ def test_all(t):
         test_one_judge(t, d)
         test_typed_id(t, d)
         test_empty_file(t, d)
+        test_unknown_address_width(t, d)
 
 
 if __name__ == "__main__":

@@ -96,6 +96,15 @@ void check_domain_firmware(Check *c)
                                  "BARs need %s", have, need_text);
         check_item(c->r, d->ovmf_mmio64 >= need ? ITEM_OK : ITEM_FAIL,
              "firmware 64-bit aperture", detail, fix);
+    } else if (d->ovmf && !guest_phys_bits(c, &how)) {
+        /* The host's CPU model with the host's width, which is unknown. */
+        detail = g_strdup_printf("OVMF sizes its aperture from the guest's "
+                                 "address bits, the host's here, which are "
+                                 "unknown (no 'address sizes' in "
+                                 "proc/cpuinfo); the BARs need %s",
+                                 need_text);
+        check_item(c->r, ITEM_UNTESTED, "firmware 64-bit aperture", detail,
+             "run on the host, or capture with 'gpup2p snapshot'");
     } else if (d->ovmf) {
         bits = MIN(guest_phys_bits(c, &how), OVMF_MAX_PHYS_BITS);
         window = bits > 3 ? 1ULL << (bits - 3) : 0;
