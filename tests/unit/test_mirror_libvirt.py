@@ -184,6 +184,34 @@ def test_hidden(t):
         t.ok(p9.returncode == 1 and "NUMA cells of its own" in p9.stderr
              and not p9.stdout,
              "three cells and a memnode: refused, not cut to two", p9.stderr)
+        # The cells --mirror would write, in other words (GiB, a CPU list,
+        # no unit: KiB), are the same cells: taken, and kept as written.
+        own = ("  <cpu><numa><cell id='0' cpus='0,1' memory='4' unit='GiB'/>"
+               "<cell id='1' cpus='2-3' memory='4194304'/></numa></cpu>\n")
+        p10 = run_mirror(t, HIDDEN, domain(bdfs, extra=own))
+        cells = [(c.get("id"), c.get("cpus"), c.get("memory"),
+                  c.get("unit")) for c in ET.fromstring(p10.stdout).iter(
+                      "cell")] if p10.returncode == 0 else []
+        t.ok(p10.returncode == 0 and cells ==
+             [("0", "0,1", "4", "GiB"), ("1", "2-3", "4194304", None)],
+             "the domain's own cells, equal in value (GiB vs KiB, 0,1 vs "
+             "0-1), are taken and kept as the operator wrote them",
+             p10.stderr + repr(cells))
+        for what, cells in (
+                ("one id twice", "<cell id='0' cpus='0-1' memory='4' "
+                 "unit='GiB'/><cell id='0' cpus='2-3' memory='4' "
+                 "unit='GiB'/>"),
+                ("other CPUs", "<cell id='0' cpus='0,2' memory='4' "
+                 "unit='GiB'/><cell id='1' cpus='1,3' memory='4' "
+                 "unit='GiB'/>"),
+                ("other memory", "<cell id='0' cpus='0-1' memory='4' "
+                 "unit='GB'/><cell id='1' cpus='2-3' memory='4' "
+                 "unit='GiB'/>")):
+            p11 = run_mirror(t, HIDDEN, domain(bdfs, extra=(
+                "  <cpu><numa>%s</numa></cpu>\n" % cells)))
+            t.ok(p11.returncode == 1 and "NUMA cells of its own" in
+                 p11.stderr, "cells that differ in value (%s) are refused"
+                 % what, p11.stderr)
 
 
 def test_qemu_args(t):
