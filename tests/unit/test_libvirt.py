@@ -89,6 +89,13 @@ def global_arg(value):
             "value='%s'/></qemu:commandline>" % value)
 
 
+def set_args(prop, a, b, ids=("ua-a", "ua-b")):
+    """-set device.ID.PROP=V for each device, in <qemu:commandline>."""
+    arg = "<qemu:arg value='-set'/><qemu:arg value='device.%s.%s=%s'/>"
+    return ("<qemu:commandline>" + arg % (ids[0], prop, a) +
+            arg % (ids[1], prop, b) + "</qemu:commandline>")
+
+
 def judge_cases():
     """(name, a, b, extra, root namespace?, the host proves it wrong?)"""
     ns = " xmlns:qemu='%s'" % QEMU_NS
@@ -105,6 +112,10 @@ def judge_cases():
                     "value=7"), True, True),
         ("namespace declared on the override itself", "03", "04",
          override("x-gpu-p2p-clique", "5", "5", ns), False, True),
+        ("-set device.ALIAS.x-nv-gpudirect-clique=N", "03", "04",
+         set_args("x-nv-gpudirect-clique", "6", "6"), True, True),
+        ("-set with one id each", "03", "04",
+         set_args("x-nv-gpudirect-clique", "6", "7"), True, False),
     ]
 
 
@@ -668,6 +679,22 @@ def test_unknown_address_width(t, d):
              (cpu or "a named CPU model", want), p.stdout + p.stderr)
 
 
+def test_set_libvirt_alias(t, d):
+    """-set names a device by its QEMU id: libvirt's own alias, hostdevN
+    in order among the hostdevs without a ua- alias, where none is set."""
+    xml = JUDGE_DOMAIN % {"rootns": "xmlns:qemu='%s'" % QEMU_NS,
+                          "qemu": QEMU_STANDIN, "a": "03", "b": "04",
+                          "extra": set_args("x-nv-gpudirect-clique", "6",
+                                            "6", ("hostdev0", "hostdev1"))}
+    xml = xml.replace("<alias name='ua-a'/>", "").replace(
+        "<alias name='ua-b'/>", "")
+    p = run("libvirt", "--check", "--sysfs-root", HOST, "-", input=xml)
+    t.ok(p.returncode == 2 and "0000:03:00.0 and 0000:04:00.0 share clique "
+         "6 (x-nv-gpudirect-clique)" in p.stderr,
+         "-set device.hostdev0/1 (libvirt's aliases) gives the two GPUs "
+         "one id: --check refuses it", p.stderr)
+
+
 def test_all(t):
     test(t)
     test_stock_nvidia_only(t)
@@ -676,6 +703,7 @@ def test_all(t):
         test_typed_id(t, d)
         test_empty_file(t, d)
         test_unknown_address_width(t, d)
+        test_set_libvirt_alias(t, d)
 
 
 if __name__ == "__main__":

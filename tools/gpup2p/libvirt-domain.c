@@ -197,6 +197,37 @@ static char *global_value(const GpDomain *d, const char *property)
     return found;
 }
 
+/*
+ * What the <qemu:commandline> "-set device.@id.@property=VALUE" arguments
+ * give the device whose QEMU id is @id (the last one wins, as in QEMU).
+ * libvirt passes -device as JSON since QEMU 6.2, and QEMU then refuses a
+ * -set for it; an id set so is judged all the same, as the domain says.
+ */
+static char *set_value(const GpDomain *d, const char *id,
+                       const char *property)
+{
+    xmlNodePtr cl = child(d->root, "commandline", qemu_ns_any());
+    g_autofree char *prefix = g_strdup_printf("device.%s.%s=", id, property);
+    char *found = NULL;
+    bool after_set = false;
+    xmlNodePtr a;
+
+    for (a = cl ? cl->children : NULL; a; a = a->next) {
+        g_autofree xmlChar *v = NULL;
+
+        if (!is_element(a, "arg")) {
+            continue;
+        }
+        v = xmlGetProp(a, BAD_CAST "value");
+        if (v && after_set && g_str_has_prefix((const char *)v, prefix)) {
+            g_free(found);
+            found = g_strdup((const char *)v + strlen(prefix));
+        }
+        after_set = v && !xmlStrcmp(v, BAD_CAST "-set");
+    }
+    return found;
+}
+
 /* -1 for auto or off, the id for 0-15, -2 for anything else. */
 static int parse_clique(const char *value)
 {
@@ -233,9 +264,12 @@ static bool frontend_says_string(const GpDomain *d, const GpDomainHostdev *h,
     return true;
 }
 
-/* The clique setting in effect for @h: its override, else a -global. */
+/*
+ * The clique setting in effect for @h: its override, else a -set for its
+ * QEMU id (@qemu_id), else a -global.
+ */
 static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
-                             GError **errp)
+                             const char *qemu_id, GError **errp)
 {
     xmlNodePtr fe = override_frontend(d, h->alias);
     g_autofree xmlChar *verify = frontend_value(fe, "x-gpu-p2p-verify");
@@ -247,9 +281,11 @@ static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
     h->verify_relaxed = v && (!strcmp(v, "warn") || !strcmp(v, "trust"));
     for (i = 0; i < G_N_ELEMENTS(clique_properties); i++) {
         g_autofree xmlChar *own = frontend_value(fe, clique_properties[i]);
-        g_autofree char *global = own ? NULL :
+        g_autofree char *set = own ? NULL :
+                               set_value(d, qemu_id, clique_properties[i]);
+        g_autofree char *global = own || set ? NULL :
                                   global_value(d, clique_properties[i]);
-        const char *value = own ? (const char *)own : global;
+        const char *value = own ? (const char *)own : set ? set : global;
         int id;
 
         if (!value) {
@@ -285,12 +321,28 @@ static bool collect_hostdevs(GpDomain *d, GError **errp)
 {
     xmlNodePtr devices = child(d->root, "devices", NULL);
     xmlNodePtr hd;
+    unsigned unnamed = 0;
 
     for (hd = devices ? devices->children : NULL; hd; hd = hd->next) {
+        g_autofree char *qemu_id = NULL;
         GpDomainHostdev *h;
         xmlNodePtr alias;
 
-        if (!is_element(hd, "hostdev") || !prop_equals(hd, "type", "pci")) {
+        if (!is_element(hd, "hostdev")) {
+            continue;
+        }
+        /*
+         * QEMU's id for the device: its user alias, else the one libvirt
+         * gives at start, hostdevN, counting the hostdevs (of any type)
+         * that have no user alias.
+         */
+        alias = child(hd, "alias", NULL);
+        qemu_id = alias ? (char *)xmlGetProp(alias, BAD_CAST "name") : NULL;
+        if (!qemu_id || !g_str_has_prefix(qemu_id, "ua-")) {
+            g_free(qemu_id);
+            qemu_id = g_strdup_printf("hostdev%u", unnamed++);
+        }
+        if (!prop_equals(hd, "type", "pci")) {
             continue;
         }
         h = g_new0(GpDomainHostdev, 1);
@@ -302,9 +354,8 @@ static bool collect_hostdevs(GpDomain *d, GError **errp)
                         d->name, xmlGetLineNo(hd));
             return false;
         }
-        alias = child(hd, "alias", NULL);
         h->alias = alias ? (char *)xmlGetProp(alias, BAD_CAST "name") : NULL;
-        if (!read_explicit_id(d, h, errp)) {
+        if (!read_explicit_id(d, h, qemu_id, errp)) {
             return false;
         }
     }
