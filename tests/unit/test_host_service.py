@@ -301,6 +301,15 @@ def test_udev_rule(t):
          "the verb is restart, which re-arms the debounce timer")
     t.eq(words[1:], ["gpup2p-host-topology-refresh.timer"],
          "... of the refresh timer the package installs")
+    # The operator guide names what the rule restarts: the timer.
+    with open(os.path.join(SRC, "docs", "operator-guide.md")) as f:
+        guide = " ".join(f.read().split())
+    said = re.search(r"The udev rule `90-gpup2p-host-topology\.rules` "
+                     r"restarts\s+(?:the\s+)?(?:[a-z ]*?)`([^`]+)`", guide)
+    t.ok(said is not None and [said.group(1)] == words[1:],
+         "the operator guide says the rule restarts %s" %
+         " ".join(words[1:]), said.group(0) if said else
+         "no 'The udev rule `90-gpup2p-host-topology.rules` restarts ...'")
 
 
 def test_apparmor(t, d):
