@@ -1017,7 +1017,7 @@ static void test_check_garbage_link_speed(void)
 static const char domain_xml[] =
     "<domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/"
     "qemu/1.0'>\n  <name>g</name>\n  <memory unit='GiB'>%u</memory>\n"
-    "  <os firmware='efi'><type arch='x86_64' machine='q35'>hvm</type>"
+    "  <os firmware='efi'><type arch='x86_64' machine='%s'>hvm</type>"
     "</os>\n  %s\n  <cpu mode='%s'/>\n  <devices>\n"
     "    <emulator>%s</emulator>\n"
     "    <hostdev mode='subsystem' type='pci'><source><address "
@@ -1025,7 +1025,7 @@ static const char domain_xml[] =
     "</hostdev>\n"
     "    <hostdev mode='subsystem' type='pci'><source><address "
     "domain='0x0000' bus='0x04' slot='0x00' function='0x0'/></source>"
-    "</hostdev>\n  </devices>\n</domain>\n";
+    "</hostdev>\n  </devices>\n%s</domain>\n";
 
 static void validate_domain(const char *path)
 {
@@ -1051,11 +1051,12 @@ static void test_check_domain(void)
     g_autofree char *tmp = g_dir_make_tmp("gpup2p-check-XXXXXX", NULL);
     g_autofree char *qemu = write_tmp(tmp, "qemu-ext",
         "#!/bin/sh\necho 'x-gpu-p2p-clique=<str>'\n", 0755);
-    g_autofree char *good_xml = g_strdup_printf(domain_xml, 16, "",
-                                                "host-passthrough", qemu);
-    g_autofree char *bad_xml = g_strdup_printf(domain_xml, 16,
+    g_autofree char *good_xml = g_strdup_printf(domain_xml, 16, "q35-gpup2p",
+                                                "", "host-passthrough", qemu,
+                                                "");
+    g_autofree char *bad_xml = g_strdup_printf(domain_xml, 16, "q35",
         "<features><kvm><hidden state='on'/></kvm></features>", "host-model",
-        qemu);
+        qemu, "");
     g_autofree char *good = write_tmp(tmp, "good.xml", good_xml, 0644);
     g_autofree char *bad = write_tmp(tmp, "bad.xml", bad_xml, 0644);
     g_autofree char *junk = write_tmp(tmp, "junk.xml", "<domain", 0644);
@@ -1078,6 +1079,10 @@ static void test_check_domain(void)
                     "ok");
     g_assert_cmpstr(verdict_of(check_item(p, r.out, "guest address bits")),
                     ==, "ok");
+    o = check_item(p, r.out, "VM clique");
+    g_assert_cmpstr(verdict_of(o), ==, "ok");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
+                            "auto (the default of machine type q35-gpup2p)"));
     /* Two 32 GiB BARs: a 64 GiB hole, above QEMU's 32 GiB default. */
     o = check_item(p, r.out, "pci-hole64");
     g_assert_cmpstr(verdict_of(o), ==, "warn");
@@ -1089,6 +1094,13 @@ static void test_check_domain(void)
     g_assert_cmpint(b.status, ==, 5);
     g_assert_cmpstr(verdict_of(check_item(p, b.out, "hidden KVM")), ==,
                     "fail");
+    /* Plain q35 keeps x-gpu-p2p-clique off: no clique, with the fix. */
+    o = check_item(p, b.out, "VM clique");
+    g_assert_cmpstr(verdict_of(o), ==, "fail");
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
+                            "defaults to off on this machine type"));
+    g_assert_nonnull(strstr(json_object_get_string_member(o, "fix"),
+                            "q35-gpup2p"));
     /* host-model: QEMU's 40 bits; the 64 GiB window takes 37, fits. */
     g_assert_cmpstr(verdict_of(check_item(p, b.out, "guest address bits")),
                     ==, "ok");
@@ -1109,6 +1121,69 @@ static void test_check_domain(void)
                     "fail");
     g_assert_cmpstr(verdict_of(check_item(p, full.out,
                                           "guest address bits")), ==, "fail");
+    sb_remove_tree(tmp);
+}
+
+/*
+ * Will the VM get its clique? The machine type's default, a setting per
+ * GPU (here a -global), and what the domain's QEMU offers decide.
+ */
+static void test_check_domain_clique(void)
+{
+    static const struct {
+        const char *qemu_says, *machine, *extra, *verdict, *detail;
+    } cases[] = {
+        { "x-gpu-p2p-clique=<str>", "pc-q35-10.0-gpup2p", "", "ok",
+          "auto (the default of machine type pc-q35-10.0-gpup2p)" },
+        { "x-gpu-p2p-clique=<str>", "q35",
+          "<qemu:commandline><qemu:arg value='-global'/><qemu:arg "
+          "value='vfio-pci.x-gpu-p2p-clique=auto'/></qemu:commandline>",
+          "ok", "auto (x-gpu-p2p-clique, -global)" },
+        { "x-gpu-p2p-clique=<str>", "q35",
+          "<qemu:commandline><qemu:arg value='-global'/><qemu:arg "
+          "value='vfio-pci.x-gpu-p2p-clique=off'/></qemu:commandline>",
+          "fail", "x-gpu-p2p-clique is off for it" },
+        { "x-nv-gpudirect-clique=<uint32>", "q35-gpup2p", "", "fail",
+          "no x-nv-gpudirect-clique id, and this QEMU has no "
+          "x-gpu-p2p-clique" },
+        { "x-nv-gpudirect-clique=<uint32>", "q35",
+          "<qemu:commandline><qemu:arg value='-global'/><qemu:arg "
+          "value='vfio-pci.x-nv-gpudirect-clique=2'/></qemu:commandline>",
+          "ok", "id 2 (x-nv-gpudirect-clique, -global)" },
+        { "x-nv-gpudirect-clique=<uint32>", "q35",
+          "<qemu:commandline><qemu:arg value='-global'/><qemu:arg "
+          "value='vfio-pci.x-gpu-p2p-clique=auto'/></qemu:commandline>",
+          "fail", "which this QEMU lacks: the VM will not start" },
+    };
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-clique-XXXXXX", NULL);
+    size_t i;
+
+    ready_host(sb, 0x2020);
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *script = g_strdup_printf("#!/bin/sh\necho '%s'\n",
+                                                  cases[i].qemu_says);
+        g_autofree char *qemu = write_tmp(tmp, "qemu", script, 0755);
+        g_autofree char *xml = g_strdup_printf(domain_xml, 16,
+                                               cases[i].machine, "",
+                                               "host-passthrough", qemu,
+                                               cases[i].extra);
+        g_autofree char *path = write_tmp(tmp, "vm.xml", xml, 0644);
+        g_autoptr(JsonParser) p = json_parser_new();
+        g_auto(Run) r = { 0 };
+        JsonObject *o;
+
+        g_test_message("case %zu: %s on %s", i, cases[i].machine,
+                       cases[i].qemu_says);
+        validate_domain(path);
+        run(&r, "check", "--sysfs-root", sb_root(sb), "--domain", path,
+            "--json", NULL);
+        o = check_item(p, r.out, "VM clique");
+        g_assert_nonnull(o);
+        g_assert_cmpstr(verdict_of(o), ==, cases[i].verdict);
+        g_assert_nonnull(strstr(json_object_get_string_member(o, "detail"),
+                                cases[i].detail));
+    }
     sb_remove_tree(tmp);
 }
 #else
@@ -1165,7 +1240,7 @@ static void rebind(SysfsBuilder *sb, const char *bdf, const char *driver)
 
 static const char managed_xml[] =
     "<domain type='kvm'>\n  <name>g</name>\n  <memory unit='GiB'>16</memory>"
-    "\n  <os firmware='efi'><type arch='x86_64' machine='q35'>hvm</type>"
+    "\n  <os firmware='efi'><type arch='x86_64' machine='q35-gpup2p'>hvm</type>"
     "</os>\n  <cpu mode='host-passthrough'/>\n  <devices>\n"
     "    <emulator>%s</emulator>\n"
     "    <hostdev mode='subsystem' type='pci' managed='%s'><source><address "
@@ -1339,6 +1414,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cli/check/advice", test_check_advice);
 #ifdef GP_HAVE_LIBVIRT
     g_test_add_func("/cli/check/domain", test_check_domain);
+    g_test_add_func("/cli/check/domain-clique", test_check_domain_clique);
 #else
     g_test_add_func("/cli/libvirt/not-built", test_libvirt_not_built);
 #endif

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* `gpup2p check --domain`, the VM items: clique ids, hidden KVM, guest
  * address bits, the firmware's 64-bit aperture and pci-hole64. */
+#include <string.h>
+
 #include "check.h"
 
 #ifdef GP_HAVE_LIBVIRT
@@ -178,6 +180,122 @@ void check_domain_ids(Check *c)
     }
     check_item(c->r, ITEM_OK, "clique ids", "every explicit id holds GPUs the "
          "host lets a guest pair", NULL);
+#else
+    (void)c;
+#endif
+}
+
+#ifdef GP_HAVE_LIBVIRT
+/*
+ * What clique @h gets on @qemu (@props: what its vfio-pci offers) with
+ * @machine: NULL when it gets one, else why not. @how says where the
+ * clique comes from.
+ */
+static const char *gpu_clique(const GpDomain *d, const GpDomainHostdev *h,
+                              unsigned props, const char *machine,
+                              char **how)
+{
+    bool ours = props & GP_QEMU_CLIQUE_AUTO;
+
+    if (h->id_property && !strcmp(h->id_property, "x-gpu-p2p-clique")) {
+        if (!ours) {
+            return "it sets x-gpu-p2p-clique, which this QEMU lacks: the VM "
+                   "will not start";
+        }
+        if (h->explicit_id < 0 && !h->auto_set) {
+            return "x-gpu-p2p-clique is off for it";
+        }
+        *how = g_strdup_printf("%s (x-gpu-p2p-clique, %s)",
+                               h->auto_set ? "auto" : "an explicit id",
+                               h->setting_from);
+        return NULL;
+    }
+    if (h->id_property) {       /* upstream's: any QEMU, ids only */
+        *how = g_strdup_printf("id %d (x-nv-gpudirect-clique, %s)",
+                               h->explicit_id, h->setting_from);
+        return NULL;
+    }
+    if (!gp_domain_guest_nvidia(d, h)) {
+        return "not an NVIDIA GPU, which no QEMU gives a clique";
+    }
+    if (ours && gp_machine_defaults_auto(machine)) {
+        *how = g_strdup_printf("auto (the default of machine type %s)",
+                               machine);
+        return NULL;
+    }
+    if (ours) {
+        return "no setting, and x-gpu-p2p-clique defaults to off on this "
+               "machine type";
+    }
+    return "no x-nv-gpudirect-clique id, and this QEMU has no "
+           "x-gpu-p2p-clique";
+}
+#endif
+
+/*
+ * Will the VM's GPUs get their clique? From each GPU's setting (its
+ * override, a -set, a -global), the machine type's default and what the
+ * domain's QEMU offers: two or more GPUs of which one gets none is a
+ * failure (the guest driver then refuses P2P for all of them).
+ */
+void check_domain_clique(Check *c)
+{
+#ifdef GP_HAVE_LIBVIRT
+    const char *fix = "the machine type q35-gpup2p on the packaged QEMU "
+                      "('gpup2p libvirt --qemu-default-auto'), or "
+                      "x-gpu-p2p-clique=auto per GPU ('gpup2p libvirt'), "
+                      "or planned ids for stock QEMU ('gpup2p libvirt "
+                      "--qemu-stock')";
+    g_autofree gchar *xml = NULL;
+    g_autofree char *machine = NULL;
+    g_autoptr(GpDomain) d = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GString) got = g_string_new(NULL);
+    g_autoptr(GString) none = g_string_new(NULL);
+    unsigned props;
+    guint i;
+
+    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
+        !(d = gp_domain_parse(xml, c->dom->path, &err)) ||
+        !gp_domain_find_gpus(d, c->topo, &err)) {
+        check_item(c->r, ITEM_FAIL, "VM clique", err->message,
+                   "fix the domain XML");
+        return;
+    }
+    if (d->gpus->len < 2) {
+        check_item(c->r, ITEM_OK, "VM clique", "fewer than two GPUs: no "
+                   "peer to share a clique with", NULL);
+        return;
+    }
+    if (!c->qemu || !gp_qemu_vfio_props(c->qemu, &props, NULL)) {
+        check_item(c->r, ITEM_UNTESTED, "VM clique", "what the GPUs get "
+                   "depends on the QEMU, which cannot be asked here",
+                   "name the binary with --qemu");
+        return;
+    }
+    machine = gp_domain_machine(d);
+    for (i = 0; i < d->gpus->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+        g_autofree char *how = NULL;
+        const char *why = gpu_clique(d, h, props, machine, &how);
+
+        if (why) {
+            g_string_append_printf(none, "%s%s: %s", none->len ? "; " : "",
+                                   h->bdf, why);
+        } else {
+            g_string_append_printf(got, "%s%s: %s", got->len ? "; " : "",
+                                   h->bdf, how);
+        }
+    }
+    if (none->len) {
+        g_string_prepend(none, "with ");
+        g_string_append_printf(none, " (machine type %s, QEMU %s), the "
+                               "guest gets no clique for these GPUs",
+                               machine ? machine : "not named", c->qemu);
+        check_item(c->r, ITEM_FAIL, "VM clique", none->str, fix);
+        return;
+    }
+    check_item(c->r, ITEM_OK, "VM clique", got->str, NULL);
 #else
     (void)c;
 #endif

@@ -278,6 +278,8 @@ static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
     size_t i;
 
     h->explicit_id = -1;
+    h->id_property = NULL;
+    h->setting_from = NULL;
     h->verify_relaxed = v && (!strcmp(v, "warn") || !strcmp(v, "trust"));
     for (i = 0; i < G_N_ELEMENTS(clique_properties); i++) {
         g_autofree xmlChar *own = frontend_value(fe, clique_properties[i]);
@@ -304,6 +306,9 @@ static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
         }
         h->explicit_id = id;
         h->id_property = clique_properties[i];
+        h->auto_set = !strcmp(value, "auto");
+        h->setting_from = own ? "<qemu:override>" : set ? "-set" :
+                          "-global";
         return true;            /* the extension's property comes first */
     }
     return true;
@@ -866,6 +871,20 @@ void gp_domain_size_pci_hole(GpDomain *d)
     text = g_strdup_printf("%" G_GUINT64_FORMAT, need);
     xmlNodeSetContent(hole, BAD_CAST text);
     xmlSetProp(hole, BAD_CAST "unit", BAD_CAST "KiB");
+}
+
+char *gp_domain_machine(const GpDomain *d)
+{
+    xmlNodePtr type = child(child(d->root, "os", NULL), "type", NULL);
+
+    return type ? (char *)xmlGetProp(type, BAD_CAST "machine") : NULL;
+}
+
+bool gp_machine_defaults_auto(const char *machine)
+{
+    return machine && (!strcmp(machine, "q35-gpup2p") ||
+                       (g_str_has_prefix(machine, "pc-q35-") &&
+                        g_str_has_suffix(machine, "-gpup2p")));
 }
 
 char *gp_domain_emulator(const GpDomain *d)

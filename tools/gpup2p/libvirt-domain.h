@@ -20,7 +20,10 @@ typedef struct {
     char *alias;                /* <alias name>, NULL when none */
     const GpDevice *dev;        /* in the host topology, once known */
     int explicit_id;            /* clique id the domain sets, -1 none */
-    const char *id_property;    /* the property that sets it */
+    const char *id_property;    /* the property that sets an id, auto or
+                                 * off; NULL when the domain sets none */
+    const char *setting_from;   /* "<qemu:override>", "-set", "-global" */
+    bool auto_set;              /* the setting is auto */
     bool verify_relaxed;        /* x-gpu-p2p-verify=warn or trust */
 } GpDomainHostdev;
 
@@ -82,6 +85,14 @@ bool gp_domain_guest_nvidia(const GpDomain *d, const GpDomainHostdev *h);
 void gp_domain_set_stock(GpDomain *d, const GpPlan *plan);
 /* Grow <pcihole64> to hold the GPUs' 64-bit BARs. */
 void gp_domain_size_pci_hole(GpDomain *d);
+/* <os><type machine=...>, NULL when it names none. */
+char *gp_domain_machine(const GpDomain *d);
+/*
+ * Whether @machine is the extension's machine type (q35-gpup2p, or a
+ * versioned pc-q35-X.Y-gpup2p), on which x-gpu-p2p-clique defaults to
+ * auto; on any other it defaults to off.
+ */
+bool gp_machine_defaults_auto(const char *machine);
 /* The domain's <emulator>, NULL when it names none. */
 char *gp_domain_emulator(const GpDomain *d);
 /* Point <emulator> at @path. */
