@@ -695,6 +695,41 @@ def test_set_libvirt_alias(t, d):
          "one id: --check refuses it", p.stderr)
 
 
+def test_default_auto_machine(t, d):
+    """--qemu-default-auto relies on the machine type's default: it sets
+    q35-gpup2p where the domain has q35 (or pc-q35-10.0, the version our
+    QEMU's type extends), keeps it, and refuses another type; check
+    --domain then finds the VM gets its clique."""
+    with open(DOMAIN) as f:
+        dom = f.read()
+    for have, want in (("q35", "q35-gpup2p"),
+                       ("pc-q35-10.0", "pc-q35-10.0-gpup2p"),
+                       ("q35-gpup2p", "q35-gpup2p")):
+        p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto", "-",
+                input=dom.replace("machine='q35'", "machine='%s'" % have))
+        t.ok(p.returncode == 0 and "machine=\"%s\"" % want in p.stdout and
+             (have == want) == ("machine type" not in p.stderr),
+             "--qemu-default-auto: machine type %s gives %s%s" %
+             (have, want, ", said on stderr" if have != want else ""),
+             p.stderr)
+        if have == "q35":
+            out = os.path.join(d, "auto.xml")
+            with open(out, "w") as f:
+                f.write(p.stdout)
+            ck = run("check", "--sysfs-root", NV_HOST, "--domain", out,
+                     "--qemu", QEMU_STANDIN, "--json")
+            items = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
+                if ck.stdout.startswith("{") else {}
+            t.eq(items.get("VM clique", {}).get("verdict"), "ok",
+                 "... and check --domain finds the VM gets its clique")
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto", "-",
+            input=dom.replace("machine='q35'", "machine='pc-i440fx-9.2'"))
+    t.ok(p.returncode == 1 and not p.stdout and "'pc-i440fx-9.2'" in
+         p.stderr and "q35-gpup2p" in p.stderr,
+         "--qemu-default-auto: another machine type is refused, naming it",
+         p.stderr)
+
+
 def test_all(t):
     test(t)
     test_stock_nvidia_only(t)
@@ -704,6 +739,7 @@ def test_all(t):
         test_empty_file(t, d)
         test_unknown_address_width(t, d)
         test_set_libvirt_alias(t, d)
+        test_default_auto_machine(t, d)
 
 
 if __name__ == "__main__":

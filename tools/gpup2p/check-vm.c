@@ -187,13 +187,12 @@ void check_domain_ids(Check *c)
 
 #ifdef GP_HAVE_LIBVIRT
 /*
- * What clique @h gets on @qemu (@props: what its vfio-pci offers) with
- * @machine: NULL when it gets one, else why not. @how says where the
- * clique comes from.
+ * What clique NVIDIA GPU @h gets on a QEMU whose vfio-pci offers @props,
+ * with @machine: NULL when it gets one, else why not. @how says where
+ * the clique comes from.
  */
-static const char *gpu_clique(const GpDomain *d, const GpDomainHostdev *h,
-                              unsigned props, const char *machine,
-                              char **how)
+static const char *gpu_clique(const GpDomainHostdev *h, unsigned props,
+                              const char *machine, char **how)
 {
     bool ours = props & GP_QEMU_CLIQUE_AUTO;
 
@@ -214,9 +213,6 @@ static const char *gpu_clique(const GpDomain *d, const GpDomainHostdev *h,
         *how = g_strdup_printf("id %d (x-nv-gpudirect-clique, %s)",
                                h->explicit_id, h->setting_from);
         return NULL;
-    }
-    if (!gp_domain_guest_nvidia(d, h)) {
-        return "not an NVIDIA GPU, which no QEMU gives a clique";
     }
     if (ours && gp_machine_defaults_auto(machine)) {
         *how = g_strdup_printf("auto (the default of machine type %s)",
@@ -252,6 +248,7 @@ void check_domain_clique(Check *c)
     g_autoptr(GError) err = NULL;
     g_autoptr(GString) got = g_string_new(NULL);
     g_autoptr(GString) none = g_string_new(NULL);
+    g_autoptr(GPtrArray) nvidia = g_ptr_array_new();
     unsigned props;
     guint i;
 
@@ -262,9 +259,16 @@ void check_domain_clique(Check *c)
                    "fix the domain XML");
         return;
     }
-    if (d->gpus->len < 2) {
-        check_item(c->r, ITEM_OK, "VM clique", "fewer than two GPUs: no "
-                   "peer to share a clique with", NULL);
+    /* Only NVIDIA's GPUs take a clique, in any QEMU. */
+    for (i = 0; i < d->gpus->len; i++) {
+        if (gp_domain_guest_nvidia(d, g_ptr_array_index(d->gpus, i))) {
+            g_ptr_array_add(nvidia, g_ptr_array_index(d->gpus, i));
+        }
+    }
+    if (nvidia->len < 2) {
+        check_item(c->r, ITEM_OK, "VM clique", "fewer than two NVIDIA GPUs "
+                   "(as the guest sees them): no peer to share a clique "
+                   "with", NULL);
         return;
     }
     if (!c->qemu || !gp_qemu_vfio_props(c->qemu, &props, NULL)) {
@@ -274,10 +278,10 @@ void check_domain_clique(Check *c)
         return;
     }
     machine = gp_domain_machine(d);
-    for (i = 0; i < d->gpus->len; i++) {
-        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+    for (i = 0; i < nvidia->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(nvidia, i);
         g_autofree char *how = NULL;
-        const char *why = gpu_clique(d, h, props, machine, &how);
+        const char *why = gpu_clique(h, props, machine, &how);
 
         if (why) {
             g_string_append_printf(none, "%s%s: %s", none->len ? "; " : "",

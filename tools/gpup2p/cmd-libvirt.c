@@ -356,6 +356,44 @@ static bool emulator_wants_stock(const GpDomain *d, bool *stock,
     return false;
 }
 
+/*
+ * --qemu-default-auto: auto is the default of the extension's machine
+ * type only (plain q35 keeps off). q35, and pc-q35-10.0 (the version it
+ * extends), become it; any other type is refused rather than changed to
+ * another chipset or version, which would change the guest's ABI.
+ */
+static bool set_machine_auto(GpDomain *d, GError **errp)
+{
+    static const struct {
+        const char *from, *to;
+    } types[] = {
+        { "q35", "q35-gpup2p" },
+        { "pc-q35-10.0", "pc-q35-10.0-gpup2p" },
+    };
+    g_autofree char *machine = gp_domain_machine(d);
+    size_t i;
+
+    if (gp_machine_defaults_auto(machine)) {
+        return true;
+    }
+    for (i = 0; machine && i < G_N_ELEMENTS(types); i++) {
+        if (!strcmp(machine, types[i].from)) {
+            warn("machine type %s set to %s: x-gpu-p2p-clique defaults to "
+                 "auto only there (--qemu-default-auto)", machine,
+                 types[i].to);
+            gp_domain_set_machine(d, types[i].to);
+            return true;
+        }
+    }
+    g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: --qemu-default-auto "
+                "needs the machine type q35-gpup2p (x-gpu-p2p-clique "
+                "defaults to auto only there), and the domain's is '%s': "
+                "set <type machine='q35-gpup2p'> yourself (a change of "
+                "guest ABI), or leave out --qemu-default-auto", d->name,
+                machine ? machine : "not named");
+    return false;
+}
+
 /* The clique settings: fixed ids, auto through overrides, or nothing. */
 static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
                         const GpTopology *topo, GError **errp)
@@ -365,7 +403,7 @@ static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
     guint i, n = 0;
 
     if (o->qemu_auto) {
-        return true;            /* QEMU's default is auto */
+        return set_machine_auto(d, errp);   /* QEMU's default is auto */
     }
     if (!stock) {
         gp_domain_set_auto(d, o->snapshot);
@@ -700,9 +738,9 @@ int gp_cmd_libvirt(int argc, char **argv)
           "where the host proves them wrong, warn where it cannot "
           "confirm them", NULL },
         { "qemu-default-auto", 0, 0, G_OPTION_ARG_NONE, &o.qemu_auto,
-          "The domain's machine type (q35-gpup2p) defaults to "
-          "x-gpu-p2p-clique=auto and QEMU reads the host snapshot: add no "
-          "per-device override", NULL },
+          "The domain's machine type (q35-gpup2p; q35 is set to it) "
+          "defaults to x-gpu-p2p-clique=auto and QEMU reads the host "
+          "snapshot: add no per-device override", NULL },
         { "qemu-stock", 0, 0, G_OPTION_ARG_NONE, &o.stock,
           "For a QEMU without the extension: planned ids through "
           "x-nv-gpudirect-clique (NVIDIA GPUs only)", NULL },

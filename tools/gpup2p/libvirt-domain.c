@@ -887,6 +887,15 @@ bool gp_machine_defaults_auto(const char *machine)
                         g_str_has_suffix(machine, "-gpup2p")));
 }
 
+void gp_domain_set_machine(GpDomain *d, const char *machine)
+{
+    xmlNodePtr type = child(child(d->root, "os", NULL), "type", NULL);
+
+    if (type) {
+        xmlSetProp(type, BAD_CAST "machine", BAD_CAST machine);
+    }
+}
+
 char *gp_domain_emulator(const GpDomain *d)
 {
     xmlNodePtr em = child(child(d->root, "devices", NULL), "emulator", NULL);

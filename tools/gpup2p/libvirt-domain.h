@@ -93,6 +93,8 @@ char *gp_domain_machine(const GpDomain *d);
  * auto; on any other it defaults to off.
  */
 bool gp_machine_defaults_auto(const char *machine);
+/* Set <os><type machine=...> (where the domain has <os><type>). */
+void gp_domain_set_machine(GpDomain *d, const char *machine);
 /* The domain's <emulator>, NULL when it names none. */
 char *gp_domain_emulator(const GpDomain *d);
 /* Point <emulator> at @path. */
