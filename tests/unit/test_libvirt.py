@@ -730,6 +730,31 @@ def test_default_auto_machine(t, d):
          p.stderr)
 
 
+def test_split_group(t, d):
+    """A GPU whose IOMMU group holds a device the domain does not assign
+    (06:00.1 beside 06:00.0): `libvirt` warns that the group is split,
+    and check --domain says so too."""
+    xml = JUDGE_DOMAIN % {"rootns": "", "qemu": QEMU_STANDIN, "a": "06",
+                          "b": "41", "extra": ""}
+    path = os.path.join(d, "split.xml")
+    with open(path, "w") as f:
+        f.write(xml)
+    tr = run("libvirt", "--sysfs-root", HOST, path)
+    ck = run("check", "--sysfs-root", HOST, "--domain", path, "--qemu",
+             QEMU_STANDIN, "--json")
+    items = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
+        if ck.stdout.startswith("{") else {}
+    item = items.get("0000:06:00.0 IOMMU group", {})
+    t.ok("0000:06:00.1, which this domain does not assign" in tr.stderr and
+         item.get("verdict") == "warn" and "0000:06:00.1" in
+         item.get("detail", "") and "split" in item.get("detail", ""),
+         "a split IOMMU group: libvirt and check --domain both warn, "
+         "naming the device left out", tr.stderr + json.dumps(item))
+    item = items.get("0000:41:00.0 IOMMU group", {})
+    t.eq(item.get("verdict"), "ok", "... and a group the domain holds "
+         "whole is ok")
+
+
 def test_all(t):
     test(t)
     test_stock_nvidia_only(t)
@@ -740,6 +765,7 @@ def test_all(t):
         test_unknown_address_width(t, d)
         test_set_libvirt_alias(t, d)
         test_default_auto_machine(t, d)
+        test_split_group(t, d)
 
 
 if __name__ == "__main__":
