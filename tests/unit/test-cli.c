@@ -1154,6 +1154,10 @@ static void test_check_domain_clique(void)
           "<qemu:commandline><qemu:arg value='-global'/><qemu:arg "
           "value='vfio-pci.x-gpu-p2p-clique=auto'/></qemu:commandline>",
           "fail", "which this QEMU lacks: the VM will not start" },
+        { "x-nv-gpudirect-clique=<uint32>", "q35",
+          "<qemu:commandline><qemu:arg value='-global'/><qemu:arg "
+          "value='vfio-pci.x-nv-gpudirect-clique=auto'/></qemu:commandline>",
+          "fail", "x-nv-gpudirect-clique takes an id 0-15, not auto" },
     };
     g_autoptr(SysfsBuilder) sb = sb_new();
     g_autofree char *tmp = g_dir_make_tmp("gpup2p-clique-XXXXXX", NULL);

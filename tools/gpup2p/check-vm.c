@@ -210,6 +210,10 @@ static const char *gpu_clique(const GpDomainHostdev *h, unsigned props,
         return NULL;
     }
     if (h->id_property) {       /* upstream's: any QEMU, ids only */
+        if (h->explicit_id < 0) {
+            return "x-nv-gpudirect-clique takes an id 0-15, not auto or "
+                   "off: QEMU refuses the VM";
+        }
         *how = g_strdup_printf("id %d (x-nv-gpudirect-clique, %s)",
                                h->explicit_id, h->setting_from);
         return NULL;
@@ -232,7 +236,7 @@ static const char *gpu_clique(const GpDomainHostdev *h, unsigned props,
  * Will the VM's GPUs get their clique? From each GPU's setting (its
  * override, a -set, a -global), the machine type's default and what the
  * domain's QEMU offers: two or more GPUs of which one gets none is a
- * failure (the guest driver then refuses P2P for all of them).
+ * failure (the guest driver refuses P2P with a GPU that has none).
  */
 void check_domain_clique(Check *c)
 {
