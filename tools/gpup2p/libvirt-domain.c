@@ -779,7 +779,7 @@ void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
          */
         if (!gp_domain_guest_nvidia(d, h)) {
             fe = override_frontend(d, h->alias);
-            v = NULL;
+            g_clear_pointer(&v, g_free);
         } else {
             ensure_alias(h);
             fe = frontend_for(d, ns, h->alias);
