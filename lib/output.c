@@ -78,6 +78,15 @@ static char *path_join(const char *dir, const char *name)
     return g_strconcat(dir, strcmp(dir, "/") ? "/" : "", name, NULL);
 }
 
+/* The components still to walk, freed with what is left in them. */
+typedef GQueue PathParts;
+
+static void path_parts_free(PathParts *q)
+{
+    g_queue_free_full(q, g_free);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PathParts, path_parts_free)
+
 /*
  * @path with every link resolved, one component at a time (as
  * realpath() does), each link judged by may_follow(). Every component
@@ -88,7 +97,7 @@ static char *resolve(const char *path, struct stat *st, GError **errp)
     g_autofree char *cwd = g_get_current_dir();
     g_autofree char *abs = g_path_is_absolute(path) ? g_strdup(path) :
                            g_build_filename(cwd, path, NULL);
-    g_autoptr(GQueue) todo = g_queue_new();
+    g_autoptr(PathParts) todo = g_queue_new();
     g_autofree char *done = g_strdup("/");
     g_auto(GStrv) parts = g_strsplit(abs, "/", -1);
     unsigned links = 0;
