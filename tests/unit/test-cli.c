@@ -464,6 +464,8 @@ static const UsageRule usage_rules[] = {
     { { "qemu-args", "--mirror", BDF, "--cpus", "many" },
       "--cpus must be 1 or more (without it: one per NUMA cell), not "
       "'many'" },
+    { { "qemu-args", "--mirror", BDF, "--memory", "lots" }, "lots",
+      "for --memory" },
 #ifdef GP_HAVE_LIBVIRT
     { { "libvirt" }, "give FILE, - (standard input) or --domain NAME" },
     { { "libvirt", "a.xml", "b.xml" }, "one FILE only, not also 'b.xml'" },
