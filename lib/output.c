@@ -2,16 +2,15 @@
 /*
  * Writing an output file the operator named, safely: only a regular file
  * (or nothing) is ever replaced, never a device node, FIFO, socket or
- * directory; a symbolic link is written through to its target; the
+ * directory; a symbolic link is written through to its target where
+ * fs.protected_symlinks' rule lets it be followed; the
  * target keeps its owner, group, mode and ACL; and the new contents
  * appear at once (a temporary file beside it, renamed over it), so a
  * reader never sees half a file and a failed write loses nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -41,50 +40,156 @@ static const char *file_kind(mode_t mode)
     return "not a regular file";
 }
 
+/* Symbolic links followed before a path is refused, as the kernel's. */
+#define MAX_LINKS 40
+
 /*
- * The file to write for @path: @path itself, or the target its links
- * resolve to. Sets *@exists and, when it does, *@st.
+ * fs.protected_symlinks' rule (Linux fs/namei.c, may_follow_link()): a
+ * link in a sticky world-writable directory is followed only when its
+ * owner is the directory's owner or the caller. The kernel applies it
+ * only to the links it follows itself, and only where the sysctl is on;
+ * links resolved here never reach it, so the rule is applied here.
+ */
+static bool may_follow(const char *link, const struct stat *lst,
+                       const char *dir, GError **errp)
+{
+    struct stat dst;
+
+    if (stat(dir, &dst) < 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s", dir,
+                    g_strerror(errno));
+        return false;
+    }
+    if (!(dst.st_mode & S_ISVTX) || !(dst.st_mode & S_IWOTH) ||
+        lst->st_uid == dst.st_uid || lst->st_uid == geteuid()) {
+        return true;
+    }
+    g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: a symbolic link of "
+                "user %u in the sticky world-writable directory %s (owner "
+                "%u) is not followed (fs.protected_symlinks' rule): name "
+                "the target itself", link, (unsigned)lst->st_uid, dir,
+                (unsigned)dst.st_uid);
+    return false;
+}
+
+/* "/a/b" + "c" = "/a/b/c"; "/" + "c" = "/c". */
+static char *path_join(const char *dir, const char *name)
+{
+    return g_strconcat(dir, strcmp(dir, "/") ? "/" : "", name, NULL);
+}
+
+/* The components still to walk, freed with what is left in them. */
+typedef GQueue PathParts;
+
+static void path_parts_free(PathParts *q)
+{
+    g_queue_free_full(q, g_free);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PathParts, path_parts_free)
+
+/*
+ * @path with every link resolved, one component at a time (as
+ * realpath() does), each link judged by may_follow(). Every component
+ * must exist; *@st is what the result is.
+ */
+static char *resolve(const char *path, struct stat *st, GError **errp)
+{
+    g_autofree char *cwd = g_get_current_dir();
+    g_autofree char *abs = g_path_is_absolute(path) ? g_strdup(path) :
+                           g_build_filename(cwd, path, NULL);
+    g_autoptr(PathParts) todo = g_queue_new();
+    g_autofree char *done = g_strdup("/");
+    g_auto(GStrv) parts = g_strsplit(abs, "/", -1);
+    unsigned links = 0;
+    int i;
+
+    for (i = (int)g_strv_length(parts) - 1; i >= 0; i--) {
+        g_queue_push_head(todo, g_strdup(parts[i]));
+    }
+    while (!g_queue_is_empty(todo)) {
+        g_autofree char *part = g_queue_pop_head(todo);
+        g_autofree char *next = NULL, *target = NULL;
+        g_auto(GStrv) tparts = NULL;
+        struct stat lst;
+
+        if (!*part || !strcmp(part, ".")) {
+            continue;
+        }
+        if (!strcmp(part, "..")) {
+            next = g_path_get_dirname(done);
+            g_free(done);
+            done = g_steal_pointer(&next);
+            continue;
+        }
+        next = path_join(done, part);
+        if (lstat(next, &lst) < 0) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_IO, links ?
+                        "%s: a symbolic link whose target cannot be "
+                        "resolved: %s: %s" : "%s: %s: %s", path, next,
+                        g_strerror(errno));
+            return NULL;
+        }
+        if (!S_ISLNK(lst.st_mode)) {
+            g_free(done);
+            done = g_steal_pointer(&next);
+            continue;
+        }
+        if (++links > MAX_LINKS) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s", path,
+                        g_strerror(ELOOP));
+            return NULL;
+        }
+        if (!may_follow(next, &lst, done, errp)) {
+            return NULL;
+        }
+        target = g_file_read_link(next, NULL);
+        if (!target) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s", next,
+                        g_strerror(errno));
+            return NULL;
+        }
+        if (g_path_is_absolute(target)) {
+            g_free(done);
+            done = g_strdup("/");
+        }
+        tparts = g_strsplit(target, "/", -1);
+        for (i = (int)g_strv_length(tparts) - 1; i >= 0; i--) {
+            g_queue_push_head(todo, g_strdup(tparts[i]));
+        }
+    }
+    if (stat(done, st) < 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s (for %s): %s", done,
+                    path, g_strerror(errno));
+        return NULL;
+    }
+    return g_steal_pointer(&done);
+}
+
+/*
+ * The file to write for @path: the file its links resolve to, or, for a
+ * new file, its name in the directory the links resolve to. Sets
+ * *@exists and, when it does, *@st.
  */
 static char *output_target(const char *path, struct stat *st, bool *exists,
                            GError **errp)
 {
+    g_autofree char *dir = NULL, *base = NULL, *real_dir = NULL;
     struct stat lst;
-    char *real;
 
     *exists = false;
-    if (lstat(path, &lst) < 0) {
-        if (errno == ENOENT) {
-            return g_strdup(path);
-        }
+    if (lstat(path, &lst) == 0) {
+        *exists = true;
+        return resolve(path, st, errp);
+    }
+    if (errno != ENOENT) {
         g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s: %s", path,
                     g_strerror(errno));
         return NULL;
     }
-    if (!S_ISLNK(lst.st_mode)) {
-        *st = lst;
-        *exists = true;
-        return g_strdup(path);
-    }
-    real = realpath(path, NULL);
-    if (!real) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_IO,
-                    "%s: a symbolic link whose target cannot be resolved: "
-                    "%s", path, g_strerror(errno));
-        return NULL;
-    }
-    if (stat(real, st) < 0) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "%s (the target of %s): %s",
-                    real, path, g_strerror(errno));
-        free(real);
-        return NULL;
-    }
-    *exists = true;
-    {
-        char *out = g_strdup(real);
-
-        free(real);
-        return out;
-    }
+    dir = g_path_get_dirname(path);
+    base = g_path_get_basename(path);
+    real_dir = resolve(dir, &lst, errp);
+    return real_dir ? path_join(real_dir, base) : NULL;
 }
 
 static bool write_all(int fd, const char *data, size_t len)

@@ -121,6 +121,14 @@ static bool select_devices(const GpTopology *topo, const char *const *bdfs,
                         "device %s is named twice", dev->bdf);
             return false;
         }
+        /* A bridge routes peer traffic; only an endpoint has a clique. */
+        if (dev->is_bridge) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                        "device %s is a PCI bridge (a switch or root port), "
+                        "not a GPU or other endpoint: it takes no clique",
+                        dev->bdf);
+            return false;
+        }
         g_ptr_array_add(out, dev);
     }
     return true;

@@ -237,7 +237,7 @@ bool gp_device_is_gpu(const GpDevice *dev)
 
 bool gp_device_is_nvidia_gpu(const GpDevice *dev)
 {
-    return dev->vendor == 0x10de && gp_device_is_gpu(dev);
+    return dev->vendor == GP_PCI_VENDOR_NVIDIA && gp_device_is_gpu(dev);
 }
 
 bool gp_device_is_nic(const GpDevice *dev)

@@ -11,7 +11,10 @@
  * Replace the file @path with @len bytes of @data (-1: a string), at once.
  * Refuses anything but a regular file or a path that does not exist yet
  * (a device node, FIFO, socket or directory is named in the error and
- * left alone); writes through a symbolic link to its target; an existing
+ * left alone); writes through a symbolic link to its target, except
+ * where fs.protected_symlinks' rule forbids following it (a link in a
+ * sticky world-writable directory owned by neither that directory's
+ * owner nor the caller: refused, GP_ERROR_INVALID); an existing
  * file keeps its owner, group, mode and ACL, a new one gets @mode. On
  * failure the old contents stay and no temporary file is left.
  */

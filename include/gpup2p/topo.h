@@ -13,6 +13,9 @@
 /* "dddddddd:bb:dd.f" + NUL: Intel VMD domains start at 10000. */
 #define GP_BDF_LEN 17
 
+/* The only vendor whose GPUs take a clique capability (QEMU's test too). */
+#define GP_PCI_VENDOR_NVIDIA 0x10de
+
 typedef struct GpHostBridge GpHostBridge;
 typedef struct GpDevice GpDevice;
 

@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_autoptr(GpDomain) d = NULL;
     g_autoptr(GpDomain) again = NULL;
     g_autofree char *out = NULL, *canon = NULL;
+    g_autoptr(GPtrArray) doubts = NULL;
     GError *err = NULL;
 
     d = gp_domain_parse(xml, "fuzz", &err);
@@ -52,7 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         g_clear_error(&err);
         return 0;
     }
-    if (!gp_domain_check_ids(d, topo, &err)) {
+    doubts = g_ptr_array_new_with_free_func(g_free);
+    if (!gp_domain_check_ids(d, topo, doubts, &err)) {
         g_clear_error(&err);
     }
     gp_domain_set_auto(d, NULL);

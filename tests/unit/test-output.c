@@ -154,16 +154,84 @@ static void test_through_symlink(void)
     sb_remove_tree(d);
 }
 
+/*
+ * fs.protected_symlinks' rule, as root: in a sticky world-writable
+ * directory, a link of another user (65534) is not followed to a
+ * root-only file, whether it names the file or a directory on the way;
+ * links of the caller, or of the directory's owner, are.
+ */
+static void test_protected_symlinks(void)
+{
+    g_autofree char *d = tmpdir();
+    g_autofree char *sticky = g_build_filename(d, "tmp", NULL);
+    g_autofree char *priv = g_build_filename(d, "private", NULL);
+    g_autofree char *secret = g_build_filename(priv, "secret", NULL);
+    g_autofree char *planted = g_build_filename(sticky, "planted", NULL);
+    g_autofree char *dirlink = g_build_filename(sticky, "dirlink", NULL);
+    g_autofree char *via_dir = g_build_filename(dirlink, "secret", NULL);
+    g_autofree char *new_via_dir = g_build_filename(dirlink, "new", NULL);
+    g_autofree char *own = g_build_filename(sticky, "own", NULL);
+    g_autofree char *text = NULL;
+    const char *refused[] = { planted, via_dir, new_via_dir };
+    struct stat st;
+    size_t i;
+
+    g_assert_cmpint(g_mkdir(sticky, 0700), ==, 0);
+    g_assert_cmpint(chmod(sticky, 01777), ==, 0);
+    g_assert_cmpint(g_mkdir(priv, 0700), ==, 0);
+    g_assert_true(g_file_set_contents(secret, "root's", -1, NULL));
+    g_assert_cmpint(chmod(secret, 0600), ==, 0);
+    g_assert_cmpint(symlink(secret, planted), ==, 0);
+    g_assert_cmpint(lchown(planted, 65534, 65534), ==, 0);
+    g_assert_cmpint(symlink(priv, dirlink), ==, 0);
+    g_assert_cmpint(lchown(dirlink, 65534, 65534), ==, 0);
+    for (i = 0; i < G_N_ELEMENTS(refused); i++) {
+        g_autoptr(GError) err = NULL;
+
+        g_assert_false(gp_output_write(refused[i], "x", -1, 0644, &err));
+        g_assert_error(err, GP_ERROR, GP_ERROR_INVALID);
+        g_assert_nonnull(strstr(err->message, "fs.protected_symlinks"));
+        g_assert_nonnull(strstr(err->message, "user 65534"));
+    }
+    text = slurp(secret);
+    g_assert_cmpstr(text, ==, "root's");
+    g_assert_cmpint(lstat(new_via_dir, &st), <, 0);
+    assert_alone(priv, "secret");
+
+    /* The caller's own link (root's here) is followed. */
+    g_assert_cmpint(symlink(secret, own), ==, 0);
+    g_assert_true(gp_output_write(own, "mine", -1, 0644, NULL));
+    g_free(text);
+    text = slurp(secret);
+    g_assert_cmpstr(text, ==, "mine");
+    /* So is the directory owner's: a user's own link in a sticky
+     * directory of that user's. */
+    g_assert_cmpint(chown(sticky, 65534, 65534), ==, 0);
+    g_assert_true(gp_output_write(planted, "owner's", -1, 0644, NULL));
+    g_free(text);
+    text = slurp(secret);
+    g_assert_cmpstr(text, ==, "owner's");
+    /* Not sticky, or not world-writable: the rule does not apply. */
+    g_assert_cmpint(chown(sticky, 0, 0), ==, 0);
+    g_assert_cmpint(chmod(sticky, 0777), ==, 0);
+    g_assert_true(gp_output_write(planted, "plain", -1, 0644, NULL));
+    g_free(text);
+    text = slurp(secret);
+    g_assert_cmpstr(text, ==, "plain");
+    sb_remove_tree(d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     if (geteuid() != 0) {
         /* mknod and chown need root: say so, and count as a failure. */
-        g_printerr("test-output: needs root (mknod, chown)\n");
+        g_printerr("test-output: needs root (mknod, chown, lchown)\n");
         return 1;
     }
     g_test_add_func("/output/new-and-regular", test_new_and_regular);
     g_test_add_func("/output/refuses-special", test_refuses_special_files);
     g_test_add_func("/output/through-symlink", test_through_symlink);
+    g_test_add_func("/output/protected-symlinks", test_protected_symlinks);
     return g_test_run();
 }

@@ -195,6 +195,8 @@ static void test_bad_devices(void)
     const char *const unknown[] = { SB_GPU_A, "0000:09:00.0", NULL };
     const char *const garbage[] = { "gpu0", NULL };
     const char *const twice[] = { SB_GPU_A, "03:00.0", NULL };
+    /* A switch's downstream port: a bridge routes, it takes no clique. */
+    const char *const port[] = { SB_GPU_A, "0000:02:00.0", NULL };
     g_autoptr(GError) err = NULL;
 
     g_assert_null(gp_plan_compute(t, unknown, GP_PLAN_POLICY_SYSTEM, &err));
@@ -207,6 +209,10 @@ static void test_bad_devices(void)
     g_assert_null(gp_plan_compute(t, twice, GP_PLAN_POLICY_SYSTEM, &err));
     g_assert_error(err, GP_ERROR, GP_ERROR_INVALID);
     g_assert_nonnull(strstr(err->message, "named twice"));
+    g_clear_error(&err);
+    g_assert_null(gp_plan_compute(t, port, GP_PLAN_POLICY_SYSTEM, &err));
+    g_assert_error(err, GP_ERROR, GP_ERROR_INVALID);
+    g_assert_nonnull(strstr(err->message, "0000:02:00.0 is a PCI bridge"));
 }
 
 static void test_too_many_cliques(void)

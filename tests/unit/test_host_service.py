@@ -301,6 +301,15 @@ def test_udev_rule(t):
          "the verb is restart, which re-arms the debounce timer")
     t.eq(words[1:], ["gpup2p-host-topology-refresh.timer"],
          "... of the refresh timer the package installs")
+    # The operator guide names what the rule restarts: the timer.
+    with open(os.path.join(SRC, "docs", "operator-guide.md")) as f:
+        guide = " ".join(f.read().split())
+    said = re.search(r"The udev rule `90-gpup2p-host-topology\.rules` "
+                     r"restarts\s+(?:the\s+)?(?:[a-z ]*?)`([^`]+)`", guide)
+    t.ok(said is not None and [said.group(1)] == words[1:],
+         "the operator guide says the rule restarts %s" %
+         " ".join(words[1:]), said.group(0) if said else
+         "no 'The udev rule `90-gpup2p-host-topology.rules` restarts ...'")
 
 
 def test_apparmor(t, d):
@@ -471,12 +480,106 @@ def test_hook(t, d):
                        capture_output=True, text=True)
     t.ok(p.returncode == 0 and "cannot judge" in p.stderr,
          "--check: ids on an unreadable host pass with a warning", p.stderr)
+    # A device that is not there is proof: libvirt could not start it.
     p = run_hook(DOMAIN % (QEMU_NS, "99",
                            override("x-gpu-p2p-clique", "3", "3")))
-    t.ok(p.returncode == 0 and "cannot judge" in p.stderr and
-         "0000:99:00.0 is not a PCI device of this host" in p.stderr,
-         "hook: a pair the host cannot judge passes with a warning",
+    t.ok(p.returncode != 0 and "refusing domain 'ids-vm'" in p.stderr and
+         "0000:99:00.0 is given clique 3 (x-gpu-p2p-clique), but it is not "
+         "a PCI device of this host" in p.stderr,
+         "hook: refuses an id for a device not on the host, naming it",
          p.stderr)
+
+
+def test_hook_opt_out(t, d, hook, xml):
+    """<metadata><hook xmlns='urn:vfio-gpu-p2p:libvirt:1' check='off'/>:
+    the hook lets this VM start whatever it finds, saying what, on any
+    QEMU; another value is named, and the hook fails open."""
+    meta = ("<metadata><gp:hook xmlns:gp='urn:vfio-gpu-p2p:libvirt:1' "
+            "check='%s'/></metadata>")
+    off = xml.replace("</name>", "</name>" + meta % "off")
+    p = subprocess.run(["virt-xml-validate", "-", "domain"], input=off,
+                       capture_output=True, text=True)
+    t.ok(p.returncode == 0, "the opt-out validates against libvirt's "
+         "schema", p.stdout + p.stderr)
+    hk = subprocess.run([hook, "ids-vm", "prepare", "begin", "-"],
+                        input=off, capture_output=True, text=True)
+    t.ok(hk.returncode == 0 and "is not refused" in hk.stderr and
+         "check='off'" in hk.stderr and "IOMMU group" in hk.stderr,
+         "opt-out: the hook lets a domain the host proves wrong start, "
+         "naming why it would have refused", hk.stderr)
+    bad = xml.replace("</name>", "</name>" + meta % "maybe")
+    ck = subprocess.run([G, "libvirt", "--check", "-"], input=bad,
+                        capture_output=True, text=True)
+    t.ok(ck.returncode == 1 and "check='maybe'" in ck.stderr and
+         "check is on or off" in ck.stderr,
+         "opt-out: another value than on or off is named (exit 1)",
+         ck.stderr)
+
+
+def test_hook_proof(t, d):
+    """The hook, libvirt --check and check --domain refuse only what the
+    host proves wrong (a guest's request bypassing the IOMMU, one IOMMU
+    group, a device not there); a root complex not known to forward P2P
+    is no proof, and only warned about."""
+    sys.path.insert(0, HERE)
+    from fixture_copy import intel_host, same_group_host
+
+    intel = intel_host(HOST, os.path.join(d, "intel"))
+    group = same_group_host(HOST, os.path.join(d, "group"), "0000:05:00.0",
+                            "0000:41:00.0")
+    # 05:00.0 and 41:00.0: root ports of two host bridges.
+    xml = (DOMAIN % (QEMU_NS, "41", override("x-gpu-p2p-clique", "3", "3"))
+           ).replace("bus='0x03'", "bus='0x05'").replace(
+        "</name>", "</name><memory unit='GiB'>4</memory>").replace(
+        "type='pci'>", "type='pci' managed='yes'>")
+    path = os.path.join(d, "ids-vm.xml")
+    with open(path, "w") as f:
+        f.write(xml)
+    for host, name, refused in ((intel, "an unlisted Intel root complex",
+                                 False),
+                                (group, "one IOMMU group", True)):
+        wrapper = executable_copy(
+            "/dev/null", os.path.join(d, "gpup2p-" + os.path.basename(host)))
+        with open(wrapper, "w") as f:
+            f.write('#!/bin/sh\ncmd=$1; shift\nexec "%s" "$cmd" '
+                    '--sysfs-root "%s" "$@"\n' % (G, host))
+        hook = executable_copy(
+            os.path.join(SRC, "data", "libvirt-hook-qemu.in"),
+            os.path.join(d, "hook-" + os.path.basename(host)),
+            [("@GPUP2P@", wrapper), ("@SYSCONFDIR@", d)])
+        hk = subprocess.run([hook, "ids-vm", "prepare", "begin", "-"],
+                            input=xml, capture_output=True, text=True)
+        ck = subprocess.run([G, "libvirt", "--check", "--sysfs-root", host,
+                             path], capture_output=True, text=True)
+        dom = subprocess.run([G, "check", "--sysfs-root", host, "--domain",
+                              path, "--json"], capture_output=True,
+                             text=True)
+        report = json.loads(dom.stdout) if dom.stdout.startswith("{") \
+            else {}
+        items = {i["item"]: i for i in report.get("items", [])}
+        item = items.get("clique ids", {})
+        if refused:
+            test_hook_opt_out(t, d, hook, xml)
+            t.ok(hk.returncode != 0 and ck.returncode == 2 and
+                 "IOMMU group 18" in ck.stderr and
+                 item.get("verdict") == "fail" and
+                 report.get("failed") == 1 and dom.returncode == 5,
+                 "%s: the hook refuses, --check exits 2, check --domain "
+                 "fails the clique ids (exit 5)" % name,
+                 hk.stderr + ck.stderr + dom.stdout)
+        else:
+            t.ok(hk.returncode == 0 and ck.returncode == 0 and
+                 "warning" in ck.stderr and "cannot confirm" in ck.stderr and
+                 "not known to forward P2P" in ck.stderr and
+                 "cannot confirm" in hk.stderr,
+                 "%s: the hook lets the VM start and --check exits 0, with "
+                 "a warning that names the reason" % name,
+                 hk.stderr + ck.stderr)
+            t.ok(item.get("verdict") == "warn" and
+                 "not known to forward P2P" in item.get("detail", "") and
+                 report.get("failed") == 0 and dom.returncode != 5,
+                 "%s: check --domain warns about the clique ids, not a "
+                 "failure" % name, dom.stdout + dom.stderr)
 
 
 # The parts: "service" (the snapshot script and the unit) and "libvirt"
@@ -486,7 +589,8 @@ PARTS = {
     "service": ([test_snapshot_script, test_snapshot_group,
                  test_guide_modes, test_unit],
                 ["setpriv", "systemd-analyze"]),
-    "libvirt": ([test_hook, test_apparmor], ["apparmor_parser"]),
+    "libvirt": ([test_hook, test_hook_proof, test_apparmor],
+                ["apparmor_parser"]),
 }
 
 

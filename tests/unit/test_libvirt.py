@@ -3,6 +3,7 @@
 """gpup2p libvirt and gpup2p check on captured hosts, with libvirt's own
 schema (virt-xml-validate) and its test driver as judges."""
 
+import atexit
 import json
 import os
 import re
@@ -15,6 +16,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
+from fixture_copy import nvidia_host  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures")
 HOST = os.path.join(FIX, "vhost-two-numa")
@@ -25,10 +28,14 @@ H200 = os.path.join(FIX, "h200x2-vm")
 STOCK_DOMAIN = os.path.join(FIX, "libvirt", "gpu-vm.xml")
 QEMU_STANDIN = os.path.join(HERE, "qemu-standin.sh")
 _TMP = tempfile.mkdtemp(prefix="gpup2p-libvirt-test-")
+atexit.register(shutil.rmtree, _TMP, True)
 DOMAIN = os.path.join(_TMP, "gpu-vm.xml")
 with open(STOCK_DOMAIN) as _f, open(DOMAIN, "w") as _g:
     _g.write(_f.read().replace("/usr/bin/qemu-system-x86_64", QEMU_STANDIN))
 G = os.environ.get("GPUP2P", "gpup2p")
+# The virtual host with its GPU stand-ins showing NVIDIA's vendor id: the
+# only GPUs stock QEMU takes a clique id for.
+NV_HOST = nvidia_host(HOST, os.path.join(_TMP, "nv-two-numa"))
 
 
 def run(*args, **kw):
@@ -82,6 +89,13 @@ def global_arg(value):
             "value='%s'/></qemu:commandline>" % value)
 
 
+def set_args(prop, a, b, ids=("ua-a", "ua-b")):
+    """-set device.ID.PROP=V for each device, in <qemu:commandline>."""
+    arg = "<qemu:arg value='-set'/><qemu:arg value='device.%s.%s=%s'/>"
+    return ("<qemu:commandline>" + arg % (ids[0], prop, a) +
+            arg % (ids[1], prop, b) + "</qemu:commandline>")
+
+
 def judge_cases():
     """(name, a, b, extra, root namespace?, the host proves it wrong?)"""
     ns = " xmlns:qemu='%s'" % QEMU_NS
@@ -98,6 +112,10 @@ def judge_cases():
                     "value=7"), True, True),
         ("namespace declared on the override itself", "03", "04",
          override("x-gpu-p2p-clique", "5", "5", ns), False, True),
+        ("-set device.ALIAS.x-nv-gpudirect-clique=N", "03", "04",
+         set_args("x-nv-gpudirect-clique", "6", "6"), True, True),
+        ("-set with one id each", "03", "04",
+         set_args("x-nv-gpudirect-clique", "6", "7"), True, False),
     ]
 
 
@@ -179,7 +197,7 @@ def test(t):
         # the AMD Zen host: id 0; 03:00.0's switch port has no ACS.
         with open(once) as f:
             rp_dom = f.read().replace('bus="0x04"', 'bus="0x05"')
-        p3 = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "-",
+        p3 = run("libvirt", "--sysfs-root", NV_HOST, "--qemu-stock", "-",
                  input=rp_dom)
         s = p3.stdout
         t.eq(s.count('name="x-nv-gpudirect-clique" type="unsigned" '
@@ -415,7 +433,7 @@ def test_operator_path(t):
     # it accepts, upstream's x-nv-gpudirect-clique with planned ids.
     with open(STOCK_DOMAIN) as f:
         stock_rp = f.read().replace("bus='0x04'", "bus='0x05'")
-    p = run("libvirt", "--sysfs-root", HOST, "-", input=stock_rp)
+    p = run("libvirt", "--sysfs-root", NV_HOST, "-", input=stock_rp)
     t.ok(p.returncode == 0 and "x-gpu-p2p-clique" not in p.stdout and
          p.stdout.count('name="x-nv-gpudirect-clique" type="unsigned" '
                         'value="0"') == 2 and
@@ -443,9 +461,17 @@ def test_operator_path(t):
     t.ok(p.returncode == 1 and "0000:03:00.0 is assigned twice" in p.stderr
          and not p.stdout, "a hostdev assigned twice is refused, naming it, "
          "nothing written", p.stderr)
+    # check --domain judges the same domain the same way.
+    twice_path = os.path.join(_TMP, "twice.xml")
+    with open(twice_path, "w") as f:
+        f.write(twice)
+    p = run("check", "--sysfs-root", HOST, "--domain", twice_path)
+    t.ok(p.returncode == 1 and "0000:03:00.0 is assigned twice" in p.stderr
+         and not p.stdout, "check --domain refuses a hostdev assigned "
+         "twice too, naming it", p.stdout + p.stderr)
 
     # --qemu-stock names the GPU it leaves without an id.
-    p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", DOMAIN)
+    p = run("libvirt", "--sysfs-root", NV_HOST, "--qemu-stock", DOMAIN)
     t.ok(p.returncode == 0 and "0000:41:00.0 gets no clique id" in p.stderr
          and "bypasses the IOMMU" in p.stderr,
          "--qemu-stock: a GPU left out is named, with the reason", p.stderr)
@@ -548,11 +574,198 @@ def test_typed_id(t, d):
                  "the refusal names the property and the type", tr.stderr)
 
 
+def test_stock_nvidia_only(t):
+    """Stock QEMU refuses x-nv-gpudirect-clique on a device that is not
+    NVIDIA's ("invalid device vendor") and the VM does not start: such a
+    display device is named and left alone, by --qemu-stock and by the
+    stock choice Debian's QEMU as <emulator> makes."""
+    with open(STOCK_DOMAIN) as f:
+        stock_rp = f.read().replace("bus='0x04'", "bus='0x05'")
+    for how, args in (("--qemu-stock", ["--qemu-stock"]),
+                      ("Debian's QEMU as <emulator>", [])):
+        p = run("libvirt", "--sysfs-root", HOST, *args, "-", input=stock_rp)
+        t.ok(p.returncode == 0 and "x-nv-gpudirect-clique" not in p.stdout,
+             "%s: no clique id for display devices of vendor 1234" % how,
+             p.stdout[-800:] + p.stderr)
+        t.ok(all("%s is not an NVIDIA GPU (vendor 1234 as the guest sees "
+                 "it)" % b in p.stderr for b in
+                 ("0000:03:00.0", "0000:05:00.0", "0000:41:00.0")),
+             "%s: each is named" % how, p.stderr)
+    # The vendor QEMU checks is the one the guest sees: x-pci-vendor-id.
+    dev = ("<qemu:device alias='%s'><qemu:frontend><qemu:property "
+           "name='x-pci-vendor-id' type='unsigned' value='4318'/>"
+           "</qemu:frontend></qemu:device>")
+    vendor = ("<qemu:override xmlns:qemu='%s'>" % QEMU_NS + dev % "ua-gpu1" +
+              dev % "ua-gpu2" + "</qemu:override>")
+    with open(STOCK_DOMAIN) as f:
+        dom = f.read().replace("bus='0x04'", "bus='0x05'").replace(
+            "</devices>", "</devices>" + vendor).replace(
+            "bus='0x41' slot='0x00' function='0x0'/>\n      </source>",
+            "bus='0x41' slot='0x00' function='0x0'/>\n      </source>"
+            "<alias name='ua-gpu2'/>")
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "-", input=dom)
+    t.ok(p.returncode == 0 and
+         p.stdout.count('name="x-nv-gpudirect-clique" type="unsigned" '
+                        'value="0"') == 2 and
+         "0000:05:00.0 is not an NVIDIA" not in p.stderr and
+         "0000:41:00.0 is not an NVIDIA" not in p.stderr and
+         "0000:03:00.0 is not an NVIDIA" in p.stderr,
+         "--qemu-stock: stand-ins shown to the guest as NVIDIA's "
+         "(x-pci-vendor-id=4318) get ids, the other is left without one",
+         p.stdout[-800:] + p.stderr)
+    # A setting an earlier run wrote comes out: stock QEMU would refuse it.
+    auto = run("libvirt", "--sysfs-root", HOST, "--emulator", QEMU_STANDIN,
+               "-", input=stock_rp)
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-stock", "-",
+            input=auto.stdout)
+    t.ok(auto.returncode == 0 and "x-gpu-p2p-clique" in auto.stdout and
+         p.returncode == 0 and "qemu:" not in p.stdout,
+         "--qemu-stock on a domain with the extension's settings: none is "
+         "left on a non-NVIDIA device", p.stdout[-800:] + p.stderr)
+
+
+def test_empty_file(t, d):
+    """An empty domain file (or one of blanks) is named as empty, by each
+    command that reads domains, not as "line 0: ?"."""
+    for text in ("", " \n\t\n"):
+        path = os.path.join(d, "empty.xml")
+        with open(path, "w") as f:
+            f.write(text)
+        for what, args in (("libvirt", ["libvirt", "--sysfs-root", HOST,
+                                         path]),
+                           ("libvirt --check", ["libvirt", "--check", path]),
+                           ("check --domain", ["check", "--sysfs-root", HOST,
+                                               "--domain", path])):
+            p = run(*args)
+            t.ok(p.returncode == 1 and "%s: the file is empty" % path in
+                 p.stderr and "line 0" not in p.stderr and
+                 ": ?" not in p.stderr,
+                 "%s on a file of %d blanks: exit 1, named as empty" %
+                 (what, len(text)), p.stderr)
+
+
+OVMF_DOMAIN = """<domain type='kvm'>
+  <name>ovmf-vm</name>
+  <memory unit='GiB'>8</memory>
+  <os firmware='efi'><type arch='x86_64' machine='q35'>hvm</type></os>
+  %s
+  <devices>
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x00' slot='0x06' function='0x0'/></source>
+    </hostdev>
+  </devices>
+</domain>
+"""
+
+
+def test_unknown_address_width(t, d):
+    """The H200 capture has no proc/cpuinfo, so the host's address width
+    is unknown: OVMF's aperture, sized from it with the host's CPU model,
+    is untested, not failed; with a named CPU model (QEMU's 40 bits) it is
+    judged."""
+    for cpu, want in (("<cpu mode='host-passthrough'/>", "untested"),
+                      ("", "fail")):
+        path = os.path.join(d, "ovmf.xml")
+        with open(path, "w") as f:
+            f.write(OVMF_DOMAIN % cpu)
+        p = run("check", "--sysfs-root", H200, "--domain", path, "--qemu",
+                QEMU_STANDIN, "--json")
+        items = {i["item"]: i for i in json.loads(p.stdout)["items"]} \
+            if p.stdout.startswith("{") else {}
+        item = items.get("firmware 64-bit aperture", {})
+        t.ok(item.get("verdict") == want and
+             (want != "untested" or "unknown" in item.get("detail", "")),
+             "OVMF aperture with %s and the host's width unknown: %s" %
+             (cpu or "a named CPU model", want), p.stdout + p.stderr)
+
+
+def test_set_libvirt_alias(t, d):
+    """-set names a device by its QEMU id: libvirt's own alias, hostdevN
+    in order among the hostdevs without a ua- alias, where none is set."""
+    xml = JUDGE_DOMAIN % {"rootns": "xmlns:qemu='%s'" % QEMU_NS,
+                          "qemu": QEMU_STANDIN, "a": "03", "b": "04",
+                          "extra": set_args("x-nv-gpudirect-clique", "6",
+                                            "6", ("hostdev0", "hostdev1"))}
+    xml = xml.replace("<alias name='ua-a'/>", "").replace(
+        "<alias name='ua-b'/>", "")
+    p = run("libvirt", "--check", "--sysfs-root", HOST, "-", input=xml)
+    t.ok(p.returncode == 2 and "0000:03:00.0 and 0000:04:00.0 share clique "
+         "6 (x-nv-gpudirect-clique)" in p.stderr,
+         "-set device.hostdev0/1 (libvirt's aliases) gives the two GPUs "
+         "one id: --check refuses it", p.stderr)
+
+
+def test_default_auto_machine(t, d):
+    """--qemu-default-auto relies on the machine type's default: it sets
+    q35-gpup2p where the domain has q35 (or pc-q35-10.0, the version our
+    QEMU's type extends), keeps it, and refuses another type; check
+    --domain then finds the VM gets its clique."""
+    with open(DOMAIN) as f:
+        dom = f.read()
+    for have, want in (("q35", "q35-gpup2p"),
+                       ("pc-q35-10.0", "pc-q35-10.0-gpup2p"),
+                       ("q35-gpup2p", "q35-gpup2p")):
+        p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto", "-",
+                input=dom.replace("machine='q35'", "machine='%s'" % have))
+        t.ok(p.returncode == 0 and "machine=\"%s\"" % want in p.stdout and
+             (have == want) == ("machine type" not in p.stderr),
+             "--qemu-default-auto: machine type %s gives %s%s" %
+             (have, want, ", said on stderr" if have != want else ""),
+             p.stderr)
+        if have == "q35":
+            out = os.path.join(d, "auto.xml")
+            with open(out, "w") as f:
+                f.write(p.stdout)
+            ck = run("check", "--sysfs-root", NV_HOST, "--domain", out,
+                     "--qemu", QEMU_STANDIN, "--json")
+            items = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
+                if ck.stdout.startswith("{") else {}
+            t.eq(items.get("VM clique", {}).get("verdict"), "ok",
+                 "... and check --domain finds the VM gets its clique")
+    p = run("libvirt", "--sysfs-root", HOST, "--qemu-default-auto", "-",
+            input=dom.replace("machine='q35'", "machine='pc-i440fx-9.2'"))
+    t.ok(p.returncode == 1 and not p.stdout and "'pc-i440fx-9.2'" in
+         p.stderr and "q35-gpup2p" in p.stderr,
+         "--qemu-default-auto: another machine type is refused, naming it",
+         p.stderr)
+
+
+def test_split_group(t, d):
+    """A GPU whose IOMMU group holds a device the domain does not assign
+    (06:00.1 beside 06:00.0): `libvirt` warns that the group is split,
+    and check --domain says so too."""
+    xml = JUDGE_DOMAIN % {"rootns": "", "qemu": QEMU_STANDIN, "a": "06",
+                          "b": "41", "extra": ""}
+    path = os.path.join(d, "split.xml")
+    with open(path, "w") as f:
+        f.write(xml)
+    tr = run("libvirt", "--sysfs-root", HOST, path)
+    ck = run("check", "--sysfs-root", HOST, "--domain", path, "--qemu",
+             QEMU_STANDIN, "--json")
+    items = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
+        if ck.stdout.startswith("{") else {}
+    item = items.get("0000:06:00.0 IOMMU group", {})
+    t.ok("0000:06:00.1, which this domain does not assign" in tr.stderr and
+         item.get("verdict") == "warn" and "0000:06:00.1" in
+         item.get("detail", "") and "split" in item.get("detail", ""),
+         "a split IOMMU group: libvirt and check --domain both warn, "
+         "naming the device left out", tr.stderr + json.dumps(item))
+    item = items.get("0000:41:00.0 IOMMU group", {})
+    t.eq(item.get("verdict"), "ok", "... and a group the domain holds "
+         "whole is ok")
+
+
 def test_all(t):
     test(t)
+    test_stock_nvidia_only(t)
     with tempfile.TemporaryDirectory() as d:
         test_one_judge(t, d)
         test_typed_id(t, d)
+        test_empty_file(t, d)
+        test_unknown_address_width(t, d)
+        test_set_libvirt_alias(t, d)
+        test_default_auto_machine(t, d)
+        test_split_group(t, d)
 
 
 if __name__ == "__main__":

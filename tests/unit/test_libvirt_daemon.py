@@ -41,9 +41,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
+from fixture_copy import nvidia_host  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-HOST = os.path.normpath(os.path.join(HERE, "..", "fixtures",
-                                    "vhost-two-numa"))
+# The virtual host's capture; the test reads a copy whose GPU stand-ins
+# show NVIDIA's vendor id (stock QEMU takes clique ids for no other).
+CAPTURE = os.path.normpath(os.path.join(HERE, "..", "fixtures",
+                                       "vhost-two-numa"))
 G = os.path.abspath(os.environ.get("GPUP2P", "gpup2p"))
 # Absolute: the dropper run's LD_LIBRARY_PATH, read in the daemon's
 # temporary directory (the commands' working directory).
@@ -130,9 +134,11 @@ class Session:
     start() starts it; stop() ends it, and may be called whatever start()
     got to."""
 
-    def __init__(self, top, pw):
-        """@pw: USER's passwd entry when running as root, else None."""
+    def __init__(self, top, pw, host):
+        """@pw: USER's passwd entry when running as root, else None;
+        @host: the captured host gpup2p reads."""
         self.top = top
+        self.host = host
         self.daemon = None
         self.log = None
         self.env = dict(os.environ, HOME=os.path.join(top, "home"),
@@ -196,9 +202,9 @@ class Session:
         return self.run(["virsh", "-c", URI] + list(args))
 
     def gpup2p(self, *args, env=None):
-        return self.run([G, "libvirt", "--sysfs-root", HOST, "--connect",
-                        URI, "--domain", "gpu-vm"] + list(args),
-                        env=dict(asan_env(), **(env or {})))
+        return self.run([G, "libvirt", "--sysfs-root", self.host,
+                         "--connect", URI, "--domain", "gpu-vm"] +
+                        list(args), env=dict(asan_env(), **(env or {})))
 
     def stop(self, hurry=False):
         """End the daemon: SIGTERM and 10 s to leave, then SIGKILL; with
@@ -306,8 +312,9 @@ def main(t):
     try:
         top = tempfile.mkdtemp(prefix="gpup2p-libvirtd-")
         os.chmod(top, 0o755)
+        host = nvidia_host(CAPTURE, os.path.join(top, "host"))
         if pw is not None:
-            devices = os.path.join(HOST, "sys", "bus", "pci", "devices")
+            devices = os.path.join(host, "sys", "bus", "pci", "devices")
             bad = unreachable(pw, [("-x", top), ("-x", G), ("-r", G),
                                    ("-r", devices), ("-x", devices)] +
                               ([("-r", os.path.join(DROPPER,
@@ -317,7 +324,7 @@ def main(t):
                 t.skip_all("user %s (GPUP2P_TEST_USER), which the daemon, "
                            "virsh and gpup2p run as, cannot reach: %s" %
                            (USER, ", ".join(bad)))
-        s = Session(top, pw)
+        s = Session(top, pw, host)
         s.start()
         ver = s.virsh("version")
         up = s.alive()

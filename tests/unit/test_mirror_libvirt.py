@@ -15,12 +15,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
-from test_libvirt import run, validate  # noqa: E402
+from fixture_copy import nvidia_host  # noqa: E402
+from test_libvirt import _TMP, run, validate  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures")
 TWO_NUMA = os.path.join(FIX, "vhost-two-numa")
 HIDDEN = os.path.join(FIX, "vhost-hidden")
+# Its stand-ins as NVIDIA's, for stock QEMU's ids (vendor 10de only).
+NV_HIDDEN = nvidia_host(HIDDEN, os.path.join(_TMP, "nv-hidden"))
 
 # The hidden-style capture (tests/vhost/topologies/hidden.json): node 0
 # switch with gpu0 gpu1 nic0, node 1 switch with gpu2 gpu3 nic1, gpu4 on
@@ -141,7 +144,8 @@ def test_hidden(t):
         # With the clique edits, either way round. Every GPU of this host
         # sits below a switch port without ACS: a guest's request would
         # bypass the IOMMU, so none gets an id, and each is named.
-        p4 = run("libvirt", "--sysfs-root", HIDDEN, "--qemu-stock", again)
+        p4 = run("libvirt", "--sysfs-root", NV_HIDDEN, "--qemu-stock",
+                 again)
         both = p4.stdout
         t.ok(p4.returncode == 0 and "x-nv-gpudirect-clique" not in both and
              chains(both)[1] == ch, "--qemu-stock on a mirrored domain "
@@ -150,7 +154,7 @@ def test_hidden(t):
              "bypasses the IOMMU" in p4.stderr,
              "--qemu-stock: each GPU behind a switch without ACS is named",
              p4.stderr)
-        p5 = run("libvirt", "--sysfs-root", HIDDEN, "--qemu-stock",
+        p5 = run("libvirt", "--sysfs-root", NV_HIDDEN, "--qemu-stock",
                  "--mirror", again)
         t.ok(p5.returncode == 0 and chains(p5.stdout)[1] == ch and
              p5.stdout.count("pcie-expander-bus") == 3,
@@ -180,6 +184,34 @@ def test_hidden(t):
         t.ok(p9.returncode == 1 and "NUMA cells of its own" in p9.stderr
              and not p9.stdout,
              "three cells and a memnode: refused, not cut to two", p9.stderr)
+        # The cells --mirror would write, in other words (GiB, a CPU list,
+        # no unit: KiB), are the same cells: taken, and kept as written.
+        own = ("  <cpu><numa><cell id='0' cpus='0,1' memory='4' unit='GiB'/>"
+               "<cell id='1' cpus='2-3' memory='4194304'/></numa></cpu>\n")
+        p10 = run_mirror(t, HIDDEN, domain(bdfs, extra=own))
+        cells = [(c.get("id"), c.get("cpus"), c.get("memory"),
+                  c.get("unit")) for c in ET.fromstring(p10.stdout).iter(
+                      "cell")] if p10.returncode == 0 else []
+        t.ok(p10.returncode == 0 and cells ==
+             [("0", "0,1", "4", "GiB"), ("1", "2-3", "4194304", None)],
+             "the domain's own cells, equal in value (GiB vs KiB, 0,1 vs "
+             "0-1), are taken and kept as the operator wrote them",
+             p10.stderr + repr(cells))
+        for what, cells in (
+                ("one id twice", "<cell id='0' cpus='0-1' memory='4' "
+                 "unit='GiB'/><cell id='0' cpus='2-3' memory='4' "
+                 "unit='GiB'/>"),
+                ("other CPUs", "<cell id='0' cpus='0,2' memory='4' "
+                 "unit='GiB'/><cell id='1' cpus='1,3' memory='4' "
+                 "unit='GiB'/>"),
+                ("other memory", "<cell id='0' cpus='0-1' memory='4' "
+                 "unit='GB'/><cell id='1' cpus='2-3' memory='4' "
+                 "unit='GiB'/>")):
+            p11 = run_mirror(t, HIDDEN, domain(bdfs, extra=(
+                "  <cpu><numa>%s</numa></cpu>\n" % cells)))
+            t.ok(p11.returncode == 1 and "NUMA cells of its own" in
+                 p11.stderr, "cells that differ in value (%s) are refused"
+                 % what, p11.stderr)
 
 
 def test_qemu_args(t):

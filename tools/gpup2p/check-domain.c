@@ -7,6 +7,8 @@
 #ifdef GP_HAVE_LIBVIRT
 #include <libxml/parser.h>
 #include <libxml/xpath.h>
+
+#include "libvirt-domain.h"
 #endif
 
 void check_domain_free(Domain *d)
@@ -127,6 +129,16 @@ static bool domain_read_hostdevs(Domain *d, xmlXPathContextPtr ctx,
             xmlChar *managed = a->parent && a->parent->parent ?
                 xmlGetProp(a->parent->parent, BAD_CAST "managed") : NULL;
 
+            /* As `gpup2p libvirt` (and libvirt at define) refuses it. */
+            if (g_ptr_array_find_with_equal_func(d->hostdevs, bdf,
+                                                 g_str_equal, NULL)) {
+                g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: "
+                            "<hostdev> %s is assigned twice", d->path, bdf);
+                g_free(bdf);
+                xmlFree(managed);
+                ok = false;
+                break;
+            }
             g_ptr_array_add(d->hostdevs, bdf);
             if (managed && !xmlStrcmp(managed, BAD_CAST "yes")) {
                 g_hash_table_add(d->managed, g_strdup(bdf));
@@ -225,23 +237,15 @@ Domain *check_domain_read(const char *path, GError **errp)
     xmlDocPtr doc;
     xmlXPathContextPtr ctx;
     g_autofree char *type = NULL, *hidden = NULL, *fw = NULL;
-    g_autofree char *loader = NULL;
+    g_autofree char *loader = NULL, *text = NULL;
     bool ok;
 
     d->path = g_strdup(path);
     d->hostdevs = g_ptr_array_new_with_free_func(g_free);
     d->managed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        NULL);
-    doc = xmlReadFile(path, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
-                      XML_PARSE_NOWARNING);
-    if (!doc) {
-        const xmlError *e = xmlGetLastError();
-        g_autofree char *why = g_strdup(e && e->message ? e->message :
-                                        "unreadable");
-
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
-                    "%s: not a readable XML file: %s", path,
-                    g_strchomp(why));
+    if (!g_file_get_contents(path, &text, NULL, errp) ||
+        !(doc = gp_xml_read(text, path, errp))) {
         return NULL;
     }
     ctx = xmlXPathNewContext(doc);

@@ -61,10 +61,18 @@ static bool group_member_blocks(const Check *c, const GpDevice *o)
            strcmp(o->driver, "pci-stub") && !domain_manages(c, o->bdf);
 }
 
+/* Does the VM's domain assign @bdf (in any mode)? */
+static bool domain_assigns(const Check *c, const char *bdf)
+{
+    return c->dom && g_ptr_array_find_with_equal_func(c->dom->hostdevs, bdf,
+                                                      g_str_equal, NULL);
+}
+
 static void check_gpu_binding(Check *c, const GpDevice *g)
 {
     g_autofree char *detail = NULL;
     g_autoptr(GString) others = g_string_new(NULL);
+    g_autoptr(GString) left = g_string_new(NULL);
     guint j;
 
     check_gpu_driver(c, g);
@@ -77,10 +85,25 @@ static void check_gpu_binding(Check *c, const GpDevice *g)
     for (j = 0; j < c->topo->devices->len; j++) {
         const GpDevice *o = g_ptr_array_index(c->topo->devices, j);
 
-        if (o != g && o->iommu_group == g->iommu_group && !o->is_bridge &&
-            group_member_blocks(c, o)) {
-            g_string_append_printf(others, " %s(%s)", o->bdf, o->driver);
+        if (o == g || o->iommu_group != g->iommu_group || o->is_bridge) {
+            continue;
         }
+        if (group_member_blocks(c, o)) {
+            g_string_append_printf(others, " %s(%s)", o->bdf, o->driver);
+        } else if (c->dom && !domain_assigns(c, o->bdf)) {
+            g_string_append_printf(left, " %s", o->bdf);
+        }
+    }
+    if (!others->len && left->len) {
+        /* VFIO lets the group go; it is shared with whoever gets the rest. */
+        detail = g_strdup_printf("group %d also holds%s, which this domain "
+                                 "does not assign: the group is split across "
+                                 "VMs or the host", g->iommu_group,
+                                 left->str);
+        check_item_for(c->r, ITEM_WARN, "IOMMU group", g, NULL, detail,
+             "assign every device of the group to this VM, or separate "
+             "them (ACS on the path)");
+        return;
     }
     detail = others->len ?
         g_strdup_printf("group %d also holds, bound to a host driver,%s",

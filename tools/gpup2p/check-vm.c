@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* `gpup2p check --domain`, the VM items: clique ids, hidden KVM, guest
  * address bits, the firmware's 64-bit aperture and pci-hole64. */
+#include <string.h>
+
 #include "check.h"
 
 #ifdef GP_HAVE_LIBVIRT
@@ -96,6 +98,15 @@ void check_domain_firmware(Check *c)
                                  "BARs need %s", have, need_text);
         check_item(c->r, d->ovmf_mmio64 >= need ? ITEM_OK : ITEM_FAIL,
              "firmware 64-bit aperture", detail, fix);
+    } else if (d->ovmf && !guest_phys_bits(c, &how)) {
+        /* The host's CPU model with the host's width, which is unknown. */
+        detail = g_strdup_printf("OVMF sizes its aperture from the guest's "
+                                 "address bits, the host's here, which are "
+                                 "unknown (no 'address sizes' in "
+                                 "proc/cpuinfo); the BARs need %s",
+                                 need_text);
+        check_item(c->r, ITEM_UNTESTED, "firmware 64-bit aperture", detail,
+             "run on the host, or capture with 'gpup2p snapshot'");
     } else if (d->ovmf) {
         bits = MIN(guest_phys_bits(c, &how), OVMF_MAX_PHYS_BITS);
         window = bits > 3 ? 1ULL << (bits - 3) : 0;
@@ -137,6 +148,8 @@ void check_domain_ids(Check *c)
     g_autofree gchar *xml = NULL;
     g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) doubts = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *joined = NULL;
 
     if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
         !(d = gp_domain_parse(xml, c->dom->path, &err))) {
@@ -149,14 +162,148 @@ void check_domain_ids(Check *c)
                    "(auto, or none)", NULL);
         return;
     }
-    if (!gp_domain_check_ids(d, c->topo, &err)) {
+    if (!gp_domain_check_ids(d, c->topo, doubts, &err)) {
         check_item(c->r, ITEM_FAIL, "clique ids", err->message,
              "give those GPUs different ids, or let QEMU plan them "
              "(x-gpu-p2p-clique=auto)");
         return;
     }
+    if (doubts->len) {
+        /* Not proof that P2P fails: the VM starts, the hook lets it. */
+        g_ptr_array_add(doubts, NULL);
+        joined = g_strjoinv("; ", (char **)doubts->pdata);
+        check_item(c->r, ITEM_WARN, "clique ids", joined,
+             "if P2P fails in the guest (gpup2p-verify says so), give those "
+             "GPUs different ids, or let QEMU plan them "
+             "(x-gpu-p2p-clique=auto)");
+        return;
+    }
     check_item(c->r, ITEM_OK, "clique ids", "every explicit id holds GPUs the "
          "host lets a guest pair", NULL);
+#else
+    (void)c;
+#endif
+}
+
+#ifdef GP_HAVE_LIBVIRT
+/*
+ * What clique NVIDIA GPU @h gets on a QEMU whose vfio-pci offers @props,
+ * with @machine: NULL when it gets one, else why not. @how says where
+ * the clique comes from.
+ */
+static const char *gpu_clique(const GpDomainHostdev *h, unsigned props,
+                              const char *machine, char **how)
+{
+    bool ours = props & GP_QEMU_CLIQUE_AUTO;
+
+    if (h->id_property && !strcmp(h->id_property, "x-gpu-p2p-clique")) {
+        if (!ours) {
+            return "it sets x-gpu-p2p-clique, which this QEMU lacks: the VM "
+                   "will not start";
+        }
+        if (h->explicit_id < 0 && !h->auto_set) {
+            return "x-gpu-p2p-clique is off for it";
+        }
+        *how = g_strdup_printf("%s (x-gpu-p2p-clique, %s)",
+                               h->auto_set ? "auto" : "an explicit id",
+                               h->setting_from);
+        return NULL;
+    }
+    if (h->id_property) {       /* upstream's: any QEMU, ids only */
+        if (h->explicit_id < 0) {
+            return "x-nv-gpudirect-clique takes an id 0-15, not auto or "
+                   "off: QEMU refuses the VM";
+        }
+        *how = g_strdup_printf("id %d (x-nv-gpudirect-clique, %s)",
+                               h->explicit_id, h->setting_from);
+        return NULL;
+    }
+    if (ours && gp_machine_defaults_auto(machine)) {
+        *how = g_strdup_printf("auto (the default of machine type %s)",
+                               machine);
+        return NULL;
+    }
+    if (ours) {
+        return "no setting, and x-gpu-p2p-clique defaults to off on this "
+               "machine type";
+    }
+    return "no x-nv-gpudirect-clique id, and this QEMU has no "
+           "x-gpu-p2p-clique";
+}
+#endif
+
+/*
+ * Will the VM's GPUs get their clique? From each GPU's setting (its
+ * override, a -set, a -global), the machine type's default and what the
+ * domain's QEMU offers: two or more GPUs of which one gets none is a
+ * failure (the guest driver refuses P2P with a GPU that has none).
+ */
+void check_domain_clique(Check *c)
+{
+#ifdef GP_HAVE_LIBVIRT
+    const char *fix = "the machine type q35-gpup2p on the packaged QEMU "
+                      "('gpup2p libvirt --qemu-default-auto'), or "
+                      "x-gpu-p2p-clique=auto per GPU ('gpup2p libvirt'), "
+                      "or planned ids for stock QEMU ('gpup2p libvirt "
+                      "--qemu-stock')";
+    g_autofree gchar *xml = NULL;
+    g_autofree char *machine = NULL;
+    g_autoptr(GpDomain) d = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GString) got = g_string_new(NULL);
+    g_autoptr(GString) none = g_string_new(NULL);
+    g_autoptr(GPtrArray) nvidia = g_ptr_array_new();
+    unsigned props;
+    guint i;
+
+    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
+        !(d = gp_domain_parse(xml, c->dom->path, &err)) ||
+        !gp_domain_find_gpus(d, c->topo, &err)) {
+        check_item(c->r, ITEM_FAIL, "VM clique", err->message,
+                   "fix the domain XML");
+        return;
+    }
+    /* Only NVIDIA's GPUs take a clique, in any QEMU. */
+    for (i = 0; i < d->gpus->len; i++) {
+        if (gp_domain_guest_nvidia(d, g_ptr_array_index(d->gpus, i))) {
+            g_ptr_array_add(nvidia, g_ptr_array_index(d->gpus, i));
+        }
+    }
+    if (nvidia->len < 2) {
+        check_item(c->r, ITEM_OK, "VM clique", "fewer than two NVIDIA GPUs "
+                   "(as the guest sees them): no peer to share a clique "
+                   "with", NULL);
+        return;
+    }
+    if (!c->qemu || !gp_qemu_vfio_props(c->qemu, &props, NULL)) {
+        check_item(c->r, ITEM_UNTESTED, "VM clique", "what the GPUs get "
+                   "depends on the QEMU, which cannot be asked here",
+                   "name the binary with --qemu");
+        return;
+    }
+    machine = gp_domain_machine(d);
+    for (i = 0; i < nvidia->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(nvidia, i);
+        g_autofree char *how = NULL;
+        const char *why = gpu_clique(h, props, machine, &how);
+
+        if (why) {
+            g_string_append_printf(none, "%s%s: %s", none->len ? "; " : "",
+                                   h->bdf, why);
+        } else {
+            g_string_append_printf(got, "%s%s: %s", got->len ? "; " : "",
+                                   h->bdf, how);
+        }
+    }
+    if (none->len) {
+        g_string_prepend(none, "with ");
+        g_string_append_printf(none, " (machine type %s, QEMU %s), the "
+                               "guest gets no clique for these GPUs",
+                               machine ? machine : "not named", c->qemu);
+        check_item(c->r, ITEM_FAIL, "VM clique", none->str, fix);
+        return;
+    }
+    check_item(c->r, ITEM_OK, "VM clique", got->str, NULL);
 #else
     (void)c;
 #endif

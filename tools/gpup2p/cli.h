@@ -57,6 +57,9 @@ bool gp_cli_parse(GOptionContext *ctx, int *argc, char ***argv);
 /* The value of @option ("BDF,...") split into *@bdfs; NULL for NULL. */
 bool gp_cli_bdf_list(const char *cmd, const char *option, const char *text,
                      char ***bdfs);
+/* Whether @bdfs[@i] names the device of an earlier entry ("01:00.0" is
+ * "0000:01:00.0"); the list is a usage error then. */
+bool gp_cli_bdf_repeated(char *const *bdfs, size_t i);
 /* A device argument; @what names it in the message ("device A"). */
 bool gp_cli_bdf_arg(const char *cmd, const char *what, const char *arg);
 /* --policy's value; leaves *@policy as it is for NULL. */

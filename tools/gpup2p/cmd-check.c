@@ -27,6 +27,7 @@ static const struct {
     { check_qemu, false },
     { check_mmio64, false },
     { check_domain_ids, true },
+    { check_domain_clique, true },
     { check_domain_kvm, true },
     { check_domain_address_bits, true },
     { check_domain_firmware, true },
@@ -85,8 +86,8 @@ static int report_end(Report *r, bool with_domain)
         gp_cli_print_json(node);
     } else {
         if (!with_domain) {
-            printf("(the VM's settings -- hidden KVM, address bits, "
-                   "firmware aperture -- are checked with --domain)\n");
+            printf("(the VM's settings -- its clique, hidden KVM, address "
+                   "bits, firmware aperture -- are checked with --domain)\n");
         }
         printf("%u failed, %u warnings, %u untested\n", r->fails, r->warns,
                r->untested);
@@ -106,8 +107,8 @@ int gp_cmd_check(int argc, char **argv)
           "The GPUs to check (default: the domain's, else NVIDIA "
           "display-class devices)", "BDF,..." },
         { "domain", 0, 0, G_OPTION_ARG_FILENAME, &domain,
-          "Also check this libvirt domain XML (its GPUs, <emulator>, "
-          "firmware, address bits)", "FILE" },
+          "Also check this libvirt domain XML (its GPUs, whether they get "
+          "a clique, <emulator>, firmware, address bits)", "FILE" },
         { "qemu", 0, 0, G_OPTION_ARG_FILENAME, &qemu,
           "The QEMU binary VMs use (default: the domain's <emulator>, "
           "else qemu-system-x86_64; none for a capture)", "PATH" },

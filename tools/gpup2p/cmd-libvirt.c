@@ -356,6 +356,44 @@ static bool emulator_wants_stock(const GpDomain *d, bool *stock,
     return false;
 }
 
+/*
+ * --qemu-default-auto: auto is the default of the extension's machine
+ * type only (plain q35 keeps off). q35, and pc-q35-10.0 (the version it
+ * extends), become it; any other type is refused rather than changed to
+ * another chipset or version, which would change the guest's ABI.
+ */
+static bool set_machine_auto(GpDomain *d, GError **errp)
+{
+    static const struct {
+        const char *from, *to;
+    } types[] = {
+        { "q35", "q35-gpup2p" },
+        { "pc-q35-10.0", "pc-q35-10.0-gpup2p" },
+    };
+    g_autofree char *machine = gp_domain_machine(d);
+    size_t i;
+
+    if (gp_machine_defaults_auto(machine)) {
+        return true;
+    }
+    for (i = 0; machine && i < G_N_ELEMENTS(types); i++) {
+        if (!strcmp(machine, types[i].from)) {
+            warn("machine type %s set to %s: x-gpu-p2p-clique defaults to "
+                 "auto only there (--qemu-default-auto)", machine,
+                 types[i].to);
+            gp_domain_set_machine(d, types[i].to);
+            return true;
+        }
+    }
+    g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: --qemu-default-auto "
+                "needs the machine type q35-gpup2p (x-gpu-p2p-clique "
+                "defaults to auto only there), and the domain's is '%s': "
+                "set <type machine='q35-gpup2p'> yourself (a change of "
+                "guest ABI), or leave out --qemu-default-auto", d->name,
+                machine ? machine : "not named");
+    return false;
+}
+
 /* The clique settings: fixed ids, auto through overrides, or nothing. */
 static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
                         const GpTopology *topo, GError **errp)
@@ -365,18 +403,27 @@ static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
     guint i, n = 0;
 
     if (o->qemu_auto) {
-        return true;            /* QEMU's default is auto */
+        return set_machine_auto(d, errp);   /* QEMU's default is auto */
     }
     if (!stock) {
         gp_domain_set_auto(d, o->snapshot);
         return true;
     }
-    /* The operator's explicit ids are kept; the planner takes the rest. */
+    /*
+     * The operator's explicit ids are kept; the planner takes the rest of
+     * the NVIDIA GPUs. Stock QEMU refuses the property on any other
+     * vendor's device, and the VM would not start.
+     */
     bdfs = g_new0(const char *, d->gpus->len + 1);
     for (i = 0; i < d->gpus->len; i++) {
         const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
 
-        if (h->explicit_id < 0) {
+        if (!gp_domain_guest_nvidia(d, h)) {
+            warn("%s is not an NVIDIA GPU (vendor %04x as the guest sees "
+                 "it): stock QEMU refuses x-nv-gpudirect-clique on it, so "
+                 "it gets no clique setting", h->bdf,
+                 gp_domain_guest_vendor(d, h));
+        } else if (h->explicit_id < 0) {
             bdfs[n++] = h->bdf;
         }
     }
@@ -405,6 +452,19 @@ static void set_emulator(const LibvirtOpts *o, GpDomain *d)
     }
 }
 
+/* gp_domain_check_ids(), its doubts said as warnings. */
+static bool ids_hold(const GpDomain *d, const GpTopology *topo, GError **errp)
+{
+    g_autoptr(GPtrArray) doubts = g_ptr_array_new_with_free_func(g_free);
+    bool ok = gp_domain_check_ids(d, topo, doubts, errp);
+    guint i;
+
+    for (i = 0; i < doubts->len; i++) {
+        warn("%s", (const char *)g_ptr_array_index(doubts, i));
+    }
+    return ok;
+}
+
 /* Rewrite @xml; returns the new text or NULL with an error. */
 static char *transform(const LibvirtOpts *o, const char *xml,
                        const char *name, GError **errp)
@@ -427,7 +487,7 @@ static char *transform(const LibvirtOpts *o, const char *xml,
     }
     /* One judge with the hook and check --domain: explicit ids the host
      * proves wrong are refused here too, never passed on. */
-    if (gp_domain_has_explicit_ids(d) && !gp_domain_check_ids(d, topo, errp)) {
+    if (gp_domain_has_explicit_ids(d) && !ids_hold(d, topo, errp)) {
         g_prefix_error(errp, "refusing domain '%s': ", d->domain_name);
         return NULL;
     }
@@ -459,9 +519,10 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
     g_autoptr(GpDomain) d = NULL;
     g_autoptr(GpTopology) topo = NULL;
     g_autoptr(GError) err = NULL;
+    bool off;
 
     d = gp_domain_parse(xml, name, &err);
-    if (!d) {
+    if (!d || !gp_domain_hook_off(d, &off, &err)) {
         return gp_cli_fail("libvirt", GP_EXIT_FAILED, "%s", err->message);
     }
     if (!gp_domain_has_explicit_ids(d)) {
@@ -474,7 +535,14 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
              "judge: %s", d->domain_name, err->message);
         return GP_EXIT_OK;
     }
-    if (!gp_domain_check_ids(d, topo, &err)) {
+    if (!ids_hold(d, topo, &err)) {
+        if (off) {
+            /* The operator's word for this VM, on any QEMU. */
+            warn("domain '%s' is not refused: its <metadata> turns the "
+                 "check off (<hook xmlns='%s' check='off'/>): %s",
+                 d->domain_name, GP_LIBVIRT_METADATA_NS, err->message);
+            return GP_EXIT_OK;
+        }
         return gp_cli_fail("libvirt", GP_EXIT_REFUSED, "refusing domain "
                            "'%s': %s", d->domain_name, err->message);
     }
@@ -666,15 +734,16 @@ int gp_cmd_libvirt(int argc, char **argv)
         { "domain", 'd', 0, G_OPTION_ARG_STRING, &domain,
           "Domain on the connection (instead of FILE)", "NAME" },
         { "check", 0, 0, G_OPTION_ARG_NONE, &o.check,
-          "Only check: fail when GPUs given one clique id cannot do P2P "
-          "on this host (the libvirt hook)", NULL },
+          "Only check explicit clique ids (the libvirt hook): exit 2 "
+          "where the host proves them wrong, warn where it cannot "
+          "confirm them", NULL },
         { "qemu-default-auto", 0, 0, G_OPTION_ARG_NONE, &o.qemu_auto,
-          "The domain's machine type (q35-gpup2p) defaults to "
-          "x-gpu-p2p-clique=auto and QEMU reads the host snapshot: add no "
-          "per-device override", NULL },
+          "The domain's machine type (q35-gpup2p; q35 is set to it) "
+          "defaults to x-gpu-p2p-clique=auto and QEMU reads the host "
+          "snapshot: add no per-device override", NULL },
         { "qemu-stock", 0, 0, G_OPTION_ARG_NONE, &o.stock,
           "For a QEMU without the extension: planned ids through "
-          "x-nv-gpudirect-clique", NULL },
+          "x-nv-gpudirect-clique (NVIDIA GPUs only)", NULL },
         { "host-snapshot", 0, 0, G_OPTION_ARG_FILENAME, &o.snapshot,
           "QEMU reads the host from this snapshot (x-gpu-p2p-host-snapshot) "
           "instead of " GP_HOST_SNAPSHOT, "DIR" },

@@ -78,8 +78,11 @@ static void print_args(char **args, const char *nccl, bool shell)
 
 /* Each rule of the command line, said on its own. */
 static bool qemu_args_valid(gboolean mirror, int argc, char **argv,
-                            const char *nccl, gint cpus, gint memory)
+                            const char *nccl, const char *cpus_text,
+                            unsigned *cpus, gint memory)
 {
+    guint64 n;
+
     int i;
 
     if (!mirror) {
@@ -91,18 +94,30 @@ static bool qemu_args_valid(gboolean mirror, int argc, char **argv,
                             "devices, BDFs like %s", GP_CLI_BDF_EXAMPLE);
     }
     for (i = 1; i < argc; i++) {
+        char norm[GP_BDF_LEN];
+
         if (!gp_cli_bdf_arg("qemu-args", "each device", argv[i])) {
             return false;
+        }
+        if (gp_cli_bdf_repeated(argv + 1, (size_t)(i - 1))) {
+            gp_bdf_normalize(argv[i], norm);
+            return gp_cli_usage("qemu-args", "each device once: %s is "
+                                "named twice ('%s')", norm, argv[i]);
         }
     }
     if (nccl && strchr(nccl, ',')) {
         return gp_cli_usage("qemu-args", "--nccl-topo '%s': a comma "
                             "in the path would split QEMU's option", nccl);
     }
-    if (cpus < 0) {
-        return gp_cli_usage("qemu-args", "--cpus must be 0 (one per "
-                            "NUMA cell) or more, not '%d'", cpus);
+    /* Read here, not by GOption: an explicit 0 must not pass for the
+     * default (no --cpus: one per NUMA cell). */
+    if (cpus_text && !g_ascii_string_to_unsigned(cpus_text, 10, 1,
+                                                 G_MAXINT, &n, NULL)) {
+        return gp_cli_usage("qemu-args", "--cpus must be 1 or more "
+                            "(without it: one per NUMA cell), not '%s'",
+                            cpus_text);
     }
+    *cpus = cpus_text ? (unsigned)n : 0;
     if (memory <= 0) {
         return gp_cli_usage("qemu-args", "--memory must be a "
                             "positive number of MiB, not '%d'", memory);
@@ -113,14 +128,16 @@ static bool qemu_args_valid(gboolean mirror, int argc, char **argv,
 int gp_cmd_qemu_args(int argc, char **argv)
 {
     g_autofree char *root = NULL, *nccl = NULL, *props = NULL;
+    g_autofree char *cpus_text = NULL;
     gboolean mirror = FALSE, shell = FALSE, map = FALSE;
-    gint cpus = 0, memory = 1024;
+    gint memory = 1024;
+    unsigned cpus = 0;
     GOptionEntry entries[] = {
         { "mirror", 0, 0, G_OPTION_ARG_NONE, &mirror,
           "Mirror the host's PCIe hierarchy and NUMA nodes", NULL },
         { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &root,
           "Read a captured host instead of /sys", "DIR" },
-        { "cpus", 0, 0, G_OPTION_ARG_INT, &cpus,
+        { "cpus", 0, 0, G_OPTION_ARG_STRING, &cpus_text,
           "vCPUs, spread over the NUMA cells (default: one per cell)", "N" },
         { "memory", 0, 0, G_OPTION_ARG_INT, &memory,
           "Guest memory in MiB, spread over the cells (default 1024)",
@@ -148,7 +165,8 @@ int gp_cmd_qemu_args(int argc, char **argv)
     if (!gp_cli_parse(ctx, &argc, &argv)) {
         return GP_EXIT_USAGE;
     }
-    if (!qemu_args_valid(mirror, argc, argv, nccl, cpus, memory)) {
+    if (!qemu_args_valid(mirror, argc, argv, nccl, cpus_text, &cpus,
+                         memory)) {
         return GP_EXIT_USAGE;
     }
     topo = gp_topo_read(root ? root : "/", &err);
@@ -164,9 +182,8 @@ int gp_cmd_qemu_args(int argc, char **argv)
         print_map(m);
         return GP_EXIT_OK;
     }
-    args = gp_mirror_qemu_args(m, cpus ? (unsigned)cpus :
-                               MAX(gp_mirror_cells(m), 1), memory, props,
-                               &err);
+    args = gp_mirror_qemu_args(m, cpus ? cpus : MAX(gp_mirror_cells(m), 1),
+                               memory, props, &err);
     if (!args) {
         return gp_cli_fail("qemu-args", GP_EXIT_FAILED, "%s", err->message);
     }

@@ -197,6 +197,37 @@ static char *global_value(const GpDomain *d, const char *property)
     return found;
 }
 
+/*
+ * What the <qemu:commandline> "-set device.@id.@property=VALUE" arguments
+ * give the device whose QEMU id is @id (the last one wins, as in QEMU).
+ * libvirt passes -device as JSON since QEMU 6.2, and QEMU then refuses a
+ * -set for it; an id set so is judged all the same, as the domain says.
+ */
+static char *set_value(const GpDomain *d, const char *id,
+                       const char *property)
+{
+    xmlNodePtr cl = child(d->root, "commandline", qemu_ns_any());
+    g_autofree char *prefix = g_strdup_printf("device.%s.%s=", id, property);
+    char *found = NULL;
+    bool after_set = false;
+    xmlNodePtr a;
+
+    for (a = cl ? cl->children : NULL; a; a = a->next) {
+        g_autofree xmlChar *v = NULL;
+
+        if (!is_element(a, "arg")) {
+            continue;
+        }
+        v = xmlGetProp(a, BAD_CAST "value");
+        if (v && after_set && g_str_has_prefix((const char *)v, prefix)) {
+            g_free(found);
+            found = g_strdup((const char *)v + strlen(prefix));
+        }
+        after_set = v && !xmlStrcmp(v, BAD_CAST "-set");
+    }
+    return found;
+}
+
 /* -1 for auto or off, the id for 0-15, -2 for anything else. */
 static int parse_clique(const char *value)
 {
@@ -233,9 +264,12 @@ static bool frontend_says_string(const GpDomain *d, const GpDomainHostdev *h,
     return true;
 }
 
-/* The clique setting in effect for @h: its override, else a -global. */
+/*
+ * The clique setting in effect for @h: its override, else a -set for its
+ * QEMU id (@qemu_id), else a -global.
+ */
 static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
-                             GError **errp)
+                             const char *qemu_id, GError **errp)
 {
     xmlNodePtr fe = override_frontend(d, h->alias);
     g_autofree xmlChar *verify = frontend_value(fe, "x-gpu-p2p-verify");
@@ -244,12 +278,16 @@ static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
     size_t i;
 
     h->explicit_id = -1;
+    h->id_property = NULL;
+    h->setting_from = NULL;
     h->verify_relaxed = v && (!strcmp(v, "warn") || !strcmp(v, "trust"));
     for (i = 0; i < G_N_ELEMENTS(clique_properties); i++) {
         g_autofree xmlChar *own = frontend_value(fe, clique_properties[i]);
-        g_autofree char *global = own ? NULL :
+        g_autofree char *set = own ? NULL :
+                               set_value(d, qemu_id, clique_properties[i]);
+        g_autofree char *global = own || set ? NULL :
                                   global_value(d, clique_properties[i]);
-        const char *value = own ? (const char *)own : global;
+        const char *value = own ? (const char *)own : set ? set : global;
         int id;
 
         if (!value) {
@@ -268,6 +306,9 @@ static bool read_explicit_id(const GpDomain *d, GpDomainHostdev *h,
         }
         h->explicit_id = id;
         h->id_property = clique_properties[i];
+        h->auto_set = !strcmp(value, "auto");
+        h->setting_from = own ? "<qemu:override>" : set ? "-set" :
+                          "-global";
         return true;            /* the extension's property comes first */
     }
     return true;
@@ -285,12 +326,28 @@ static bool collect_hostdevs(GpDomain *d, GError **errp)
 {
     xmlNodePtr devices = child(d->root, "devices", NULL);
     xmlNodePtr hd;
+    unsigned unnamed = 0;
 
     for (hd = devices ? devices->children : NULL; hd; hd = hd->next) {
+        g_autofree char *qemu_id = NULL;
         GpDomainHostdev *h;
         xmlNodePtr alias;
 
-        if (!is_element(hd, "hostdev") || !prop_equals(hd, "type", "pci")) {
+        if (!is_element(hd, "hostdev")) {
+            continue;
+        }
+        /*
+         * QEMU's id for the device: its user alias, else the one libvirt
+         * gives at start, hostdevN, counting the hostdevs (of any type)
+         * that have no user alias.
+         */
+        alias = child(hd, "alias", NULL);
+        qemu_id = alias ? (char *)xmlGetProp(alias, BAD_CAST "name") : NULL;
+        if (!qemu_id || !g_str_has_prefix(qemu_id, "ua-")) {
+            g_free(qemu_id);
+            qemu_id = g_strdup_printf("hostdev%u", unnamed++);
+        }
+        if (!prop_equals(hd, "type", "pci")) {
             continue;
         }
         h = g_new0(GpDomainHostdev, 1);
@@ -302,13 +359,47 @@ static bool collect_hostdevs(GpDomain *d, GError **errp)
                         d->name, xmlGetLineNo(hd));
             return false;
         }
-        alias = child(hd, "alias", NULL);
         h->alias = alias ? (char *)xmlGetProp(alias, BAD_CAST "name") : NULL;
-        if (!read_explicit_id(d, h, errp)) {
+        if (!read_explicit_id(d, h, qemu_id, errp)) {
             return false;
         }
     }
     return true;
+}
+
+xmlDocPtr gp_xml_read(const char *xml, const char *name, GError **errp)
+{
+    xmlDocPtr doc;
+    const xmlError *e;
+    g_autofree char *why = NULL;
+    const char *p;
+
+    /* libxml2 says "line 0" and nothing else for an empty document. */
+    for (p = xml; g_ascii_isspace(*p); p++) {
+    }
+    if (!*p) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: the file is "
+                    "empty%s: no XML, so no <domain>", name,
+                    *xml ? " (blanks only)" : "");
+        return NULL;
+    }
+    doc = xmlReadMemory(xml, (int)strlen(xml), name, NULL,
+                        XML_PARSE_NONET | XML_PARSE_NOBLANKS |
+                        XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    if (doc) {
+        return doc;
+    }
+    e = xmlGetLastError();
+    why = g_strchomp(g_strdup(e && e->message ? e->message :
+                              "libxml2 gives no reason"));
+    if (e && e->line > 0) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: not well-formed "
+                    "XML: line %d: %s", name, e->line, why);
+    } else {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: not well-formed "
+                    "XML: %s", name, why);
+    }
+    return NULL;
 }
 
 GpDomain *gp_domain_parse(const char *xml, const char *name, GError **errp)
@@ -318,15 +409,8 @@ GpDomain *gp_domain_parse(const char *xml, const char *name, GError **errp)
     d->name = name;
     d->hostdevs = g_ptr_array_new_with_free_func(hostdev_free);
     d->gpus = g_ptr_array_new();
-    d->doc = xmlReadMemory(xml, (int)strlen(xml), name, NULL,
-                           XML_PARSE_NONET | XML_PARSE_NOBLANKS |
-                           XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    d->doc = gp_xml_read(xml, name, errp);
     if (!d->doc) {
-        const xmlError *e = xmlGetLastError();
-
-        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: not well-formed "
-                    "XML: line %d: %s", name, e ? e->line : 0,
-                    e && e->message ? g_strchomp(e->message) : "?");
         return NULL;
     }
     d->root = xmlDocGetRootElement(d->doc);
@@ -406,33 +490,58 @@ bool gp_domain_find_gpus(GpDomain *d, const GpTopology *topo,
     return true;
 }
 
-/* Why @a and @b may not share a clique on @topo; NULL when they may. */
+/*
+ * Why @a and @b may not share a clique on @topo; NULL when they may.
+ * @proven: the host proves it wrong (a guest's request would bypass the
+ * IOMMU, or the IOMMU cannot tell the two apart); otherwise it only
+ * lacks proof that it works (a root complex not known to forward P2P, a
+ * verdict it cannot reach).
+ */
 static char *pair_objection(const GpTopology *topo, const GpDomainHostdev *a,
-                            const GpDomainHostdev *b, bool *unknown)
+                            const GpDomainHostdev *b, bool *proven)
 {
     GpP2pVerdict v;
     char *why;
 
-    *unknown = false;
-    if (!a->dev || !b->dev) {
-        *unknown = true;
-        return g_strdup_printf("%s is not a PCI device of this host",
-                               a->dev ? b->bdf : a->bdf);
+    *proven = true;
+    if (a->dev->iommu_group >= 0 &&
+        a->dev->iommu_group == b->dev->iommu_group) {
+        return g_strdup_printf("both are in IOMMU group %d, so the IOMMU "
+                               "cannot keep a guest's P2P request between "
+                               "them apart", a->dev->iommu_group);
     }
     gp_p2p_verdict(topo, a->dev, b->dev, &v);
     if (gp_vm_p2p_ok(v.vm_kind)) {
         gp_p2p_verdict_clear(&v);
         return NULL;
     }
-    *unknown = v.vm_kind == GP_VM_P2P_UNKNOWN;
+    *proven = v.vm_kind == GP_VM_P2P_BYPASS;
     why = g_strdup_printf("%s (guest P2P %s)", v.vm_reason,
                           gp_vm_p2p_kind_name(v.vm_kind));
     gp_p2p_verdict_clear(&v);
     return why;
 }
 
+/* A GPU given an id that is not on the host: libvirt could not start it. */
+static bool ids_on_host(const GpDomain *d, GError **errp)
+{
+    guint i;
+
+    for (i = 0; i < d->hostdevs->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, i);
+
+        if (h->explicit_id >= 0 && !h->dev) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND, "%s is given "
+                        "clique %d (%s), but it is not a PCI device of this "
+                        "host", h->bdf, h->explicit_id, h->id_property);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
-                         GError **errp)
+                         GPtrArray *warnings, GError **errp)
 {
     guint i, j;
 
@@ -441,38 +550,42 @@ bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
 
         h->dev = gp_topo_find(topo, h->bdf);
     }
+    if (!ids_on_host(d, errp)) {
+        return false;
+    }
     for (i = 0; i < d->hostdevs->len; i++) {
         const GpDomainHostdev *a = g_ptr_array_index(d->hostdevs, i);
 
         for (j = i + 1; a->explicit_id >= 0 && j < d->hostdevs->len; j++) {
             const GpDomainHostdev *b = g_ptr_array_index(d->hostdevs, j);
             g_autofree char *why = NULL;
-            bool unknown;
+            bool proven;
 
             if (b->explicit_id != a->explicit_id ||
-                (a->dev && !gp_device_is_gpu(a->dev)) ||
-                (b->dev && !gp_device_is_gpu(b->dev))) {
+                !gp_device_is_gpu(a->dev) || !gp_device_is_gpu(b->dev)) {
                 continue;
             }
-            why = pair_objection(topo, a, b, &unknown);
+            why = pair_objection(topo, a, b, &proven);
             if (!why) {
                 continue;
             }
             /*
-             * As QEMU: a pair the host cannot judge keeps its id, and
-             * x-gpu-p2p-verify=warn|trust on both turns a no into a warning.
+             * Only proof refuses: what the host cannot confirm keeps its
+             * id with a warning, and x-gpu-p2p-verify=warn|trust on both
+             * turns a proven no into one too, as in QEMU.
              */
-            if (unknown || (a->verify_relaxed && b->verify_relaxed)) {
-                fprintf(stderr, "gpup2p libvirt: warning: domain '%s': "
-                        "%s and %s share clique %d, which the host %s: %s\n",
-                        d->domain_name, a->bdf, b->bdf, a->explicit_id,
-                        unknown ? "cannot judge" : "contradicts", why);
+            if (!proven || (a->verify_relaxed && b->verify_relaxed)) {
+                g_ptr_array_add(warnings, g_strdup_printf(
+                    "domain '%s': %s and %s share clique %d, which the host "
+                    "%s: %s", d->domain_name, a->bdf, b->bdf,
+                    a->explicit_id, proven ? "contradicts" :
+                    "cannot confirm", why));
                 continue;
             }
             g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s and %s "
-                        "share clique %d (%s), but the host says they cannot "
-                        "do P2P: %s", a->bdf, b->bdf, a->explicit_id,
-                        a->id_property, why);
+                        "share clique %d (%s), but the host proves they "
+                        "cannot do P2P in a guest: %s", a->bdf, b->bdf,
+                        a->explicit_id, a->id_property, why);
             return false;
         }
     }
@@ -621,6 +734,31 @@ static int stock_id(const GpDomain *d, int k)
     return -1;
 }
 
+unsigned gp_domain_guest_vendor(const GpDomain *d, const GpDomainHostdev *h)
+{
+    g_autofree xmlChar *own = frontend_value(override_frontend(d, h->alias),
+                                             "x-pci-vendor-id");
+    g_autofree char *global = own ? NULL :
+                              global_value(d, "x-pci-vendor-id");
+    const char *v = own ? (const char *)own : global;
+    char *end;
+    guint64 id;
+
+    if (v) {
+        /* QEMU reads integers in decimal or 0x hex. */
+        id = g_ascii_strtoull(v, &end, 0);
+        if (end != v && !*end && id <= 0xffff) {
+            return (unsigned)id;
+        }
+    }
+    return h->dev ? h->dev->vendor : 0xffff;
+}
+
+bool gp_domain_guest_nvidia(const GpDomain *d, const GpDomainHostdev *h)
+{
+    return gp_domain_guest_vendor(d, h) == GP_PCI_VENDOR_NVIDIA;
+}
+
 void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
 {
     xmlNsPtr ns = ensure_qemu_ns(d);
@@ -634,8 +772,21 @@ void gp_domain_set_stock(GpDomain *d, const GpPlan *plan)
         g_autofree char *v = id >= 0 ? g_strdup_printf("%d", id) : NULL;
         xmlNodePtr fe;
 
-        ensure_alias(h);
-        fe = frontend_for(d, ns, h->alias);
+        /*
+         * Stock QEMU knows none of the extension's properties, and refuses
+         * x-nv-gpudirect-clique on another vendor's device ("invalid
+         * device vendor"): such a device keeps no clique setting at all.
+         */
+        if (!gp_domain_guest_nvidia(d, h)) {
+            fe = override_frontend(d, h->alias);
+            g_clear_pointer(&v, g_free);
+        } else {
+            ensure_alias(h);
+            fe = frontend_for(d, ns, h->alias);
+        }
+        if (!fe) {
+            continue;
+        }
         set_property(fe, ns, "x-gpu-p2p-clique", NULL, NULL);
         set_property(fe, ns, "x-gpu-p2p-host-plan", NULL, NULL);
         set_property(fe, ns, "x-gpu-p2p-host-snapshot", NULL, NULL);
@@ -722,6 +873,29 @@ void gp_domain_size_pci_hole(GpDomain *d)
     xmlSetProp(hole, BAD_CAST "unit", BAD_CAST "KiB");
 }
 
+char *gp_domain_machine(const GpDomain *d)
+{
+    xmlNodePtr type = child(child(d->root, "os", NULL), "type", NULL);
+
+    return type ? (char *)xmlGetProp(type, BAD_CAST "machine") : NULL;
+}
+
+bool gp_machine_defaults_auto(const char *machine)
+{
+    return machine && (!strcmp(machine, "q35-gpup2p") ||
+                       (g_str_has_prefix(machine, "pc-q35-") &&
+                        g_str_has_suffix(machine, "-gpup2p")));
+}
+
+void gp_domain_set_machine(GpDomain *d, const char *machine)
+{
+    xmlNodePtr type = child(child(d->root, "os", NULL), "type", NULL);
+
+    if (type) {
+        xmlSetProp(type, BAD_CAST "machine", BAD_CAST machine);
+    }
+}
+
 char *gp_domain_emulator(const GpDomain *d)
 {
     xmlNodePtr em = child(child(d->root, "devices", NULL), "emulator", NULL);
@@ -747,6 +921,28 @@ void gp_domain_set_emulator(GpDomain *d, const char *path)
         }
     }
     xmlNodeSetContent(em, BAD_CAST path);
+}
+
+bool gp_domain_hook_off(const GpDomain *d, bool *off, GError **errp)
+{
+    static xmlNs ns = { .href = BAD_CAST GP_LIBVIRT_METADATA_NS };
+    xmlNodePtr hook = child(child(d->root, "metadata", NULL), "hook", &ns);
+    g_autofree xmlChar *check = hook ? xmlGetProp(hook, BAD_CAST "check") :
+                                NULL;
+
+    *off = false;
+    if (!check || !xmlStrcmp(check, BAD_CAST "on")) {
+        return true;
+    }
+    if (xmlStrcmp(check, BAD_CAST "off")) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: <hook "
+                    "xmlns='%s' check='%s'> in <metadata>: check is on or "
+                    "off", d->name, GP_LIBVIRT_METADATA_NS,
+                    (const char *)check);
+        return false;
+    }
+    *off = true;
+    return true;
 }
 
 bool gp_domain_qemu_unprivileged(const GpDomain *d)

@@ -20,7 +20,10 @@ typedef struct {
     char *alias;                /* <alias name>, NULL when none */
     const GpDevice *dev;        /* in the host topology, once known */
     int explicit_id;            /* clique id the domain sets, -1 none */
-    const char *id_property;    /* the property that sets it */
+    const char *id_property;    /* the property that sets an id, auto or
+                                 * off; NULL when the domain sets none */
+    const char *setting_from;   /* "<qemu:override>", "-set", "-global" */
+    bool auto_set;              /* the setting is auto */
     bool verify_relaxed;        /* x-gpu-p2p-verify=warn or trust */
 } GpDomainHostdev;
 
@@ -33,6 +36,11 @@ typedef struct {
     GPtrArray *gpus;            /* the display-class subset, once known */
 } GpDomain;
 
+/*
+ * @xml parsed (no network, blanks dropped); NULL with an error naming
+ * @name and what is wrong: empty, or where it is not well-formed.
+ */
+xmlDocPtr gp_xml_read(const char *xml, const char *name, GError **errp);
 GpDomain *gp_domain_parse(const char *xml, const char *name, GError **errp);
 void gp_domain_free(GpDomain *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpDomain, gp_domain_free)
@@ -45,27 +53,62 @@ bool gp_domain_find_gpus(GpDomain *d, const GpTopology *topo,
                          GError **errp);
 
 /*
- * Check explicit ids against @topo: GPUs sharing an id must be P2P peers
- * on the host. Returns false, naming the pair and the reason, when the
- * host says no. As QEMU does, only warns for a pair the host cannot judge
- * and when both set x-gpu-p2p-verify=warn or trust.
+ * Check explicit ids against @topo. Returns false, naming what and why,
+ * only where the host proves an id wrong: a GPU given an id is not on the
+ * host, or two GPUs sharing an id are in one IOMMU group or a guest's
+ * request between them would bypass the IOMMU. What the host cannot
+ * confirm (a root complex not known to forward P2P, a pair it cannot
+ * judge) adds a line to @warnings (char *) instead, as does a proven no
+ * when both set x-gpu-p2p-verify=warn or trust (as QEMU does).
  */
 bool gp_domain_check_ids(const GpDomain *d, const GpTopology *topo,
-                         GError **errp);
+                         GPtrArray *warnings, GError **errp);
 
 /*
  * Per GPU, x-gpu-p2p-clique=auto, and x-gpu-p2p-host-snapshot=@snapshot
  * when not NULL (QEMU's own default is GP_HOST_SNAPSHOT).
  */
 void gp_domain_set_auto(GpDomain *d, const char *snapshot);
-/* Per GPU, the planned id through upstream's x-nv-gpudirect-clique. */
+/*
+ * The vendor id the guest sees for @h (matched to the host): the one its
+ * <qemu:override> or a -global gives x-pci-vendor-id, else the host's.
+ * QEMU checks this one before it places a clique capability.
+ */
+unsigned gp_domain_guest_vendor(const GpDomain *d, const GpDomainHostdev *h);
+/* Whether the guest sees @h as NVIDIA's (stock QEMU's test). */
+bool gp_domain_guest_nvidia(const GpDomain *d, const GpDomainHostdev *h);
+/*
+ * Per NVIDIA GPU, the planned id through upstream's x-nv-gpudirect-clique;
+ * other GPUs get no clique setting (stock QEMU refuses the property on
+ * them, and knows none of the extension's).
+ */
 void gp_domain_set_stock(GpDomain *d, const GpPlan *plan);
 /* Grow <pcihole64> to hold the GPUs' 64-bit BARs. */
 void gp_domain_size_pci_hole(GpDomain *d);
+/* <os><type machine=...>, NULL when it names none. */
+char *gp_domain_machine(const GpDomain *d);
+/*
+ * Whether @machine is the extension's machine type (q35-gpup2p, or a
+ * versioned pc-q35-X.Y-gpup2p), on which x-gpu-p2p-clique defaults to
+ * auto; on any other it defaults to off.
+ */
+bool gp_machine_defaults_auto(const char *machine);
+/* Set <os><type machine=...> (where the domain has <os><type>). */
+void gp_domain_set_machine(GpDomain *d, const char *machine);
 /* The domain's <emulator>, NULL when it names none. */
 char *gp_domain_emulator(const GpDomain *d);
 /* Point <emulator> at @path. */
 void gp_domain_set_emulator(GpDomain *d, const char *path);
+
+/* The project's namespace for <metadata> elements libvirt keeps. */
+#define GP_LIBVIRT_METADATA_NS "urn:vfio-gpu-p2p:libvirt:1"
+
+/*
+ * The per-domain opt-out of the hook's refusal: <metadata><gpup2p:hook
+ * check='off'/></metadata> (GP_LIBVIRT_METADATA_NS). @off: whether it is
+ * set; false (and @errp) for a check value other than on or off.
+ */
+bool gp_domain_hook_off(const GpDomain *d, bool *off, GError **errp);
 
 /* Whether libvirt runs this domain's QEMU as an unprivileged user. */
 bool gp_domain_qemu_unprivileged(const GpDomain *d);

@@ -328,8 +328,8 @@ static void add_controllers(xmlDocPtr doc, const GpMirror *m,
     }
 }
 
-static bool domain_size(xmlDocPtr doc, const char *name, unsigned *vcpus,
-                        guint64 *memory_kib, GError **errp)
+/* A libvirt memory size (@unit NULL or "": KiB, libvirt's default). */
+static bool size_kib(const char *value, const char *unit, guint64 *kib)
 {
     static const struct {
         const char *unit;
@@ -341,22 +341,30 @@ static bool domain_size(xmlDocPtr doc, const char *name, unsigned *vcpus,
         { "GiB", 1 << 30 }, { "TB", 1000000000000 }, { "T", 1ull << 40 },
         { "TiB", 1ull << 40 },
     };
+    guint64 v = g_ascii_strtoull(value, NULL, 10);
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(units); i++) {
+        if (!strcmp(unit && *unit ? unit : "KiB", units[i].unit)) {
+            *kib = v * units[i].bytes / 1024;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool domain_size(xmlDocPtr doc, const char *name, unsigned *vcpus,
+                        guint64 *memory_kib, GError **errp)
+{
     xmlXPathObjectPtr rv = xpath(doc, "string(/domain/vcpu)");
     xmlXPathObjectPtr rm = xpath(doc, "string(/domain/memory)");
     xmlXPathObjectPtr ru = xpath(doc, "string(/domain/memory/@unit)");
     const char *unit = ru->stringval[0] ? (const char *)ru->stringval : "KiB";
-    guint64 value = g_ascii_strtoull((const char *)rm->stringval, NULL, 10);
-    bool ok = false;
-    size_t i;
+    bool ok;
 
     *vcpus = (unsigned)g_ascii_strtoull((const char *)rv->stringval, NULL,
                                         10);
-    for (i = 0; i < G_N_ELEMENTS(units); i++) {
-        if (!strcmp(unit, units[i].unit)) {
-            *memory_kib = value * units[i].bytes / 1024;
-            ok = true;
-        }
-    }
+    ok = size_kib((const char *)rm->stringval, unit, memory_kib);
     if (!ok || !*memory_kib || !*vcpus) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: --mirror needs "
                     "<vcpu> and <memory> to spread over NUMA cells (got "
@@ -370,15 +378,104 @@ static bool domain_size(xmlDocPtr doc, const char *name, unsigned *vcpus,
     return ok;
 }
 
-static char *node_text(xmlDocPtr doc, xmlNodePtr n)
+/*
+ * Whether libvirt's CPU list @text ("0-3,6,^2") holds exactly the CPUs
+ * @first to @first + @count - 1.
+ */
+static bool cpus_are(const char *text, unsigned first, unsigned count)
 {
-    xmlBufferPtr buf = xmlBufferCreate();
-    char *text;
+    g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+    g_autoptr(GHashTable) set = g_hash_table_new(NULL, NULL);
+    unsigned i;
 
-    xmlNodeDump(buf, doc, n, 0, 0);
-    text = g_strdup((const char *)xmlBufferContent(buf));
-    xmlBufferFree(buf);
-    return text;
+    for (i = 0; parts[i]; i++) {
+        const char *p = g_strstrip(parts[i]);
+        bool minus = *p == '^';
+        guint64 lo, hi;
+        char *end;
+
+        p += minus;
+        lo = g_ascii_strtoull(p, &end, 10);
+        if (end == p || lo > G_MAXUINT16) {
+            return false;
+        }
+        hi = lo;
+        if (*end == '-') {
+            p = end + 1;
+            hi = g_ascii_strtoull(p, &end, 10);
+            if (end == p || hi < lo || hi > G_MAXUINT16) {
+                return false;
+            }
+        }
+        if (*end) {
+            return false;
+        }
+        for (; lo <= hi; lo++) {
+            gpointer key = GUINT_TO_POINTER((guint)lo + 1);
+
+            if (minus) {
+                g_hash_table_remove(set, key);
+            } else {
+                g_hash_table_add(set, key);
+            }
+        }
+    }
+    for (i = first; i < first + count; i++) {
+        if (!g_hash_table_contains(set, GUINT_TO_POINTER(i + 1))) {
+            return false;
+        }
+    }
+    return g_hash_table_size(set) == count;
+}
+
+/*
+ * Whether the domain's own <numa> @old means the cells --mirror would
+ * write: as many cells, each id with the same CPUs and memory, however
+ * written (GiB or KiB, "0,1" or "0-1"), and nothing else in them.
+ */
+static bool cells_match(xmlNodePtr old, const GpMirrorCell *cells,
+                        unsigned n, guint64 kib)
+{
+    static const char *const known[] = { "id", "cpus", "memory", "unit" };
+    g_autofree bool *got = g_new0(bool, n);
+    unsigned seen = 0;
+    xmlNodePtr c;
+    xmlAttrPtr a;
+
+    for (c = old->children; c; c = c->next) {
+        g_autofree char *id = NULL, *cpus = NULL, *mem = NULL, *unit = NULL;
+        guint64 i, have;
+        size_t k;
+
+        if (c->type != XML_ELEMENT_NODE) {
+            continue;
+        }
+        if (xmlStrcmp(c->name, BAD_CAST "cell") || c->children) {
+            return false;       /* distances, caches: the operator's own */
+        }
+        for (a = c->properties; a; a = a->next) {
+            for (k = 0; k < G_N_ELEMENTS(known) &&
+                 xmlStrcmp(a->name, BAD_CAST known[k]); k++) {
+            }
+            if (k == G_N_ELEMENTS(known)) {
+                return false;
+            }
+        }
+        id = (char *)xmlGetProp(c, BAD_CAST "id");
+        cpus = (char *)xmlGetProp(c, BAD_CAST "cpus");
+        mem = (char *)xmlGetProp(c, BAD_CAST "memory");
+        unit = (char *)xmlGetProp(c, BAD_CAST "unit");
+        if (!id || !cpus || !mem ||
+            !g_ascii_string_to_unsigned(id, 10, 0, n - 1, &i, NULL) ||
+            got[i] || !size_kib(mem, unit, &have) ||
+            have != kib / n + (i == n - 1 ? kib % n : 0) ||
+            !cpus_are(cpus, cells[i].first_cpu, cells[i].cpus)) {
+            return false;
+        }
+        got[i] = true;
+        seen++;
+    }
+    return seen == n;
 }
 
 /*
@@ -430,20 +527,16 @@ static bool set_numa(xmlDocPtr doc, const GpMirror *m, const char *name,
         xmlNewProp(c, BAD_CAST "unit", BAD_CAST "KiB");
     }
     if (old) {
-        g_autofree char *was = node_text(doc, old);
-        g_autofree char *now = node_text(doc, numa);
-
-        if (strcmp(was, now)) {
+        /* The same cells, however written, are kept as written. */
+        xmlFreeNode(numa);
+        if (!cells_match(old, cells, n, kib)) {
             g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: the domain "
                         "has NUMA cells of its own, and --mirror would need "
                         "%u others (one per host NUMA node of the assigned "
                         "devices): remove <cpu><numa> and any <numatune> "
                         "memnode, or leave out --mirror", name, n);
-            xmlFreeNode(numa);
             return false;
         }
-        xmlReplaceNode(old, numa);
-        xmlFreeNode(old);
     } else {
         xmlAddChild(cpu, numa);
     }

@@ -59,8 +59,10 @@ static void usage(FILE *out)
             "16 P2P domains or no GPU\nto plan), 5 host not ready (check: an "
             "item failed), 6 not fully checked (check:\nno item failed, some "
             "could not be checked from the input), 2 refused domain\n"
-            "(libvirt --check: the host proves its clique ids wrong), 64 bad "
-            "command line (as\ngpup2p-verify); 4 is not used.\n");
+            "(libvirt --check: the host proves its clique ids wrong: an IOMMU "
+            "bypass, one\nIOMMU group, a device not there; what it cannot "
+            "confirm is a warning), 64 bad\ncommand line (as gpup2p-verify); "
+            "4 is not used.\n");
 }
 
 /* GLib names the option and value ("Missing argument for --devices"). */
@@ -106,9 +108,29 @@ bool gp_cli_bdf_list(const char *cmd, const char *option, const char *text,
             return gp_cli_usage(cmd, "%s needs BDFs like %s, not "
                                 "'%s'", option, GP_CLI_BDF_EXAMPLE, list[i]);
         }
+        if (gp_cli_bdf_repeated(list, i)) {
+            return gp_cli_usage(cmd, "%s names %s twice ('%s')", option,
+                                norm, list[i]);
+        }
     }
     *bdfs = g_steal_pointer(&list);
     return true;
+}
+
+bool gp_cli_bdf_repeated(char *const *bdfs, size_t i)
+{
+    char a[GP_BDF_LEN], b[GP_BDF_LEN];
+    size_t j;
+
+    if (!gp_bdf_normalize(bdfs[i], a)) {
+        return false;
+    }
+    for (j = 0; j < i; j++) {
+        if (gp_bdf_normalize(bdfs[j], b) && !strcmp(a, b)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 bool gp_cli_policy(const char *cmd, const char *text, GpPlanPolicy *policy)
@@ -216,13 +238,17 @@ void gp_cli_print_json(JsonNode *node)
     fputs(text, stdout);
 }
 
-/* Output that did not reach its file (a full disk) is a failure. */
+/*
+ * Output that did not reach its file (a full disk) is a failure, exit 1
+ * whatever the command's own status: a `check` whose report was lost
+ * must not read as "not ready" (5) or "not fully checked" (6).
+ */
 static int finish_output(int status)
 {
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "gpup2p: writing the output failed: %s\n",
                 g_strerror(errno));
-        return status ? status : GP_EXIT_FAILED;
+        return GP_EXIT_FAILED;
     }
     return status;
 }
