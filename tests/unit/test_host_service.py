@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import stat
+import socket
 import subprocess
 import sys
 import tempfile
@@ -372,6 +373,39 @@ def override(prop, a, b, extra=""):
             dev % ("ua-b", prop, b, extra) + "</qemu:override>")
 
 
+def syslog_lines(t, d, run_hook, gone, bad):
+    """The hook's lines reach the system log through util-linux's logger,
+    read back from a syslog socket of the test's own."""
+    path = os.path.join(d, "syslog.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(5)
+    os.environ["GPUP2P_HOOK_LOG_SOCKET"] = path
+    try:
+        cases = [(gone, bad, "is not installed"),
+                 (None, "<domain><devices>", "could not check domain"),
+                 (None, bad, "refusing domain 'ids-vm'")]
+        for script, xml, words in cases:
+            p = run_hook(xml, script=script)
+            got = []
+            sock.settimeout(5)
+            while True:             # every line of this case
+                try:
+                    got.append(sock.recv(65536).decode(errors="replace"))
+                except OSError:
+                    break
+                sock.settimeout(0.5)
+            t.ok(any("gpup2p-hook" in g and words in g and "ids-vm" in g
+                     for g in got) and
+                 len(got) == len(p.stderr.splitlines()),
+                 "hook: '%s' also reaches the system log, tagged "
+                 "gpup2p-hook, as every line it says" % words,
+                 "\n".join(got) + "\n" + p.stderr)
+    finally:
+        del os.environ["GPUP2P_HOOK_LOG_SOCKET"]
+        sock.close()
+
+
 def test_hook(t, d):
     # The hook as installed, with gpup2p pointed at the captured host
     # (the hook reads the live /sys, which has no GPUs here).
@@ -396,6 +430,7 @@ def test_hook(t, d):
 
     # It fails open: only a contradiction the host proves keeps a VM off.
     bad = DOMAIN % (QEMU_NS, "41", override("x-gpu-p2p-clique", "3", "3"))
+    syslog_lines(t, d, run_hook, gone, bad)
     p = run_hook(bad, script=gone)
     t.ok(p.returncode == 0 and "is not installed" in p.stderr and
          "ids-vm" in p.stderr,
