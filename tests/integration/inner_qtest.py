@@ -9,6 +9,7 @@ Writes raw findings to $VHOST_OUT/qtest.json for the test outside."""
 
 import json
 import os
+import re
 import subprocess
 
 from qemu_cfg import OURS, STOCK, Vm, cap_list, start_error
@@ -282,6 +283,37 @@ def startup_errors(b):
             for name, devs in cases.items()}
 
 
+DOMAIN = """<domain type='kvm'><name>stock-vendor</name><memory>65536</memory>
+<os><type arch='x86_64' machine='q35'>hvm</type></os><devices>%s</devices>
+</domain>"""
+HOSTDEV = ("<hostdev mode='subsystem' type='pci' managed='yes'><source>"
+           "<address domain='0x%s' bus='0x%s' slot='0x%s' function='0x%s'/>"
+           "</source></hostdev>")
+
+
+def stock_vendor(b):
+    """Debian's QEMU judges the stock output for display devices that are
+    not NVIDIA's (the stand-ins are vendor 1234): the property is refused
+    at start, and the domain gpup2p libvirt --qemu-stock writes for them
+    (no property) starts."""
+    g0, g1 = b["gpu0"], b["gpu1"]
+    xml = DOMAIN % "".join(
+        HOSTDEV % tuple(re.split("[:.]", d)) for d in (g0, g1))
+    gpup2p = os.path.join(PROJECT, "build", "tools", "gpup2p", "gpup2p")
+    p = subprocess.run([gpup2p, "libvirt", "--qemu-stock", "-"], input=xml,
+                       capture_output=True, text=True)
+    return {
+        "transform": {"rc": p.returncode, "xml": p.stdout,
+                      "stderr": p.stderr},
+        "with-property": start_error(STOCK, [
+            "vfio-pci,host=%s,bus=rp0,x-nv-gpudirect-clique=0" % g0]),
+        # What the transform wrote: the devices without the property.
+        "as-written": start_error(STOCK, [
+            "vfio-pci,host=%s,bus=rp0" % g0,
+            "vfio-pci,host=%s,bus=rp1" % g1]),
+    }
+
+
 def main():
     names = ["gpu0", "gpu1", "gpu2", "gpu3", "edu0"]
     b = {n: bdf(n) for n in names}
@@ -299,7 +331,8 @@ def main():
                     ("hotplug_explicit", lambda: hotplug_explicit(b)),
                     ("migration", lambda: migration(b)),
                     ("sources", lambda: sources(b)),
-                    ("startup", lambda: startup_errors(b))):
+                    ("startup", lambda: startup_errors(b)),
+                    ("stock_vendor", lambda: stock_vendor(b))):
         try:
             res[key] = fn()
         except Exception as e:      # recorded; the test outside fails it

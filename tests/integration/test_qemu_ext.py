@@ -290,6 +290,26 @@ def startup_checks(t, s, bdfs):
          "GPUs on root ports with one explicit id start")
 
 
+def stock_vendor_checks(t, q, bdfs):
+    """Debian's QEMU as the judge of the stock output for display devices
+    of another vendor."""
+    s = q["stock_vendor"]
+    w = s["with-property"]
+    t.ok(w["rc"] != 0 and "invalid device vendor" in w["stderr"],
+         "stock QEMU refuses x-nv-gpudirect-clique on a display device of "
+         "vendor 1234", json.dumps(w))
+    tr = s["transform"]
+    t.ok(tr["rc"] == 0 and "x-nv-gpudirect-clique" not in tr["xml"] and
+         "<hostdev" in tr["xml"] and
+         all(bdfs[g] in tr["stderr"] for g in ("gpu0", "gpu1")),
+         "gpup2p libvirt --qemu-stock writes no clique for them and names "
+         "both", json.dumps(tr))
+    a = s["as-written"]
+    t.ok(a["rc"] == 0 and a["started"],
+         "and stock QEMU starts the devices as the transform left them",
+         json.dumps(a))
+
+
 def nested_guest(t, r):
     t.eq(r["inner_rc"], 0, "the nested guest ran its checks")
     cold = {g["bdf"]: g for g in r["cold"].get("gpus", [])}
@@ -351,6 +371,10 @@ def test(t):
         except (KeyError, TypeError, IndexError) as e:
             t.ok(False, "%s has its findings" % fn.__name__, repr(e))
     startup_checks(t, q["startup"], q["bdfs"])
+    try:
+        stock_vendor_checks(t, q, q["bdfs"])
+    except (KeyError, TypeError) as e:
+        t.ok(False, "stock_vendor_checks has its findings", repr(e))
     nested_guest(t, load_json(os.path.join(outdir, "results.json")))
 
 
