@@ -356,7 +356,7 @@ def test(t):
         "date +%%s.%%N > $VHOST_OUT/phase-nested; "
         "python3 tests/integration/inner_qemu.py; "
         "date +%%s.%%N > $VHOST_OUT/phase-end" % (qemu, vhost_cache()),
-        timeout=1500, extra=VIRTIO_GPU)
+        timeout=800, extra=VIRTIO_GPU)     # below meson's 900 s
     phases(t, outdir)
     if not t.ok(rc == 0, "the scenarios ran inside the virtual host",
                 out[-3000:] + err[-3000:]):
