@@ -568,6 +568,35 @@ static void vm_reason_text(const GpTopology *topo, const GpDevice *a,
  * the running kernel's own (its host bridge list, its walk). The reasons
  * say so where it changes the library's verdict, the rule's words kept.
  */
+/*
+ * The guest verdict from the library's and the kernel's: a "bypass" from
+ * either is proof, then an "unknown" from either stands (the module reads
+ * an all-ones register as isolating; a module built from an older rule may
+ * answer by it); only where both reach the IOMMU does the root complex
+ * half follow p2pdma's own answer, the kernel's authority.
+ * @why: which answer decided.
+ */
+static GpVmP2pKind combine_vm(GpVmP2pKind lib, GpVmP2pKind kern,
+                              bool kern_from_p2pdma, const char **why)
+{
+    if (lib == GP_VM_P2P_BYPASS || kern == GP_VM_P2P_BYPASS ||
+        lib == GP_VM_P2P_UNKNOWN || kern == GP_VM_P2P_UNKNOWN) {
+        GpVmP2pKind k = lib == GP_VM_P2P_BYPASS || kern == GP_VM_P2P_BYPASS
+                        ? GP_VM_P2P_BYPASS : GP_VM_P2P_UNKNOWN;
+
+        *why = k == lib ? "the library's, the more cautious" :
+               "the kernel's, the more cautious";
+        return k;
+    }
+    if (kern_from_p2pdma) {
+        *why = "the kernel's: p2pdma's own answer for the root complex";
+        return kern;
+    }
+    *why = lib == GP_VM_P2P_NONE ? "the library's, the more cautious" :
+           "the kernel's, the more cautious";
+    return lib == GP_VM_P2P_NONE ? lib : kern;
+}
+
 static void prefer_kernel(const GpTopology *topo, const GpDevice *a,
                           const GpDevice *b, GpP2pVerdict *v)
 {
@@ -602,14 +631,19 @@ static void prefer_kernel(const GpTopology *topo, const GpDevice *a,
     source = kv->flags & GPUP2P_VERDICT_VM_FROM_P2PDMA ?
              "the root complex as p2pdma answers" : "the module's rule";
     if (kv->vm_kind != (unsigned)v->vm_kind) {
+        const char *why;
+        GpVmP2pKind k = combine_vm(v->vm_kind, (GpVmP2pKind)kv->vm_kind,
+                                   kv->flags & GPUP2P_VERDICT_VM_FROM_P2PDMA,
+                                   &why);
+
         old = v->vm_reason;
         v->vm_reason = g_strdup_printf(
             "the kernel (%s, recorded in the snapshot) says %s; the "
-            "library's rule said %s: %s", source,
+            "library's rule said %s: %s; %s stands", source,
             gp_vm_p2p_kind_name((GpVmP2pKind)kv->vm_kind),
-            gp_vm_p2p_kind_name(v->vm_kind), old);
+            gp_vm_p2p_kind_name(v->vm_kind), old, why);
         g_free(old);
-        v->vm_kind = (GpVmP2pKind)kv->vm_kind;
+        v->vm_kind = k;
     }
 }
 

@@ -723,6 +723,26 @@ static void test_kernel_verdicts_preferred(void)
     gp_plan_free(plan);
     g_clear_pointer(&t, gp_topo_free);
 
+    /*
+     * A recorded "through the IOMMU" for a pair the library proves a guest
+     * bypasses (A sits behind a switch port without ACS): a module of an
+     * older rule, or one that read an all-ones register as isolating. The
+     * proof stands; the kernel's answer never makes a clique of it.
+     */
+    sb_write(sb, GP_KERNEL_VERDICTS_FILE,
+             "source p2pdma\n"
+             SB_GPU_A " " SB_GPU_C " host-bridge 4 through-iommu 0x38\n"
+             SB_GPU_C " " SB_GPU_A " host-bridge 4 through-iommu 0x38\n");
+    t = read_ok(sb_root(sb));
+    g_assert_nonnull(t->kernel_verdicts);
+    g_clear_pointer(&why, g_free);
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_C, NULL, &why), ==,
+                    GP_VM_P2P_BYPASS);
+    assert_has(why, "says through-iommu; the library's rule said "
+               "bypasses-iommu: ");
+    assert_has(why, "the library's, the more cautious stands");
+    g_clear_pointer(&t, gp_topo_free);
+
     /* A broken line: the whole record is not taken, and the note says so. */
     sb_write(sb, GP_KERNEL_VERDICTS_FILE,
              SB_GPU_C " " SB_GPU_F " host-bridge 4 through-iommu 0x38\n"
