@@ -84,7 +84,8 @@ def scenario_dir(topology):
     if _scenarios[name] > 1:
         name += "-%d" % _scenarios[name]
     path = os.path.join(RUNS, name)
-    shutil.rmtree(path, ignore_errors=True)
+    for old in (path, path + ".attempt-1"):
+        shutil.rmtree(old, ignore_errors=True)
     os.makedirs(path)
     return path
 
@@ -106,9 +107,12 @@ def vhost_run(topology, script, timeout=240, append="", out=None,
     p = subprocess.run(cmd, capture_output=True, text=True)
     try:
         with open(os.path.join(out, "retries.log")) as f:
+            # A fault a test injects on purpose is not counted.
+            kind = "injected" if os.environ.get("VHOST_FAULT_INJECTED") \
+                else "counted"
             for line in f:
-                print("# vhost retry (%s): %s" % (os.path.basename(out),
-                                                  line.strip()), flush=True)
+                print("# vhost retry [%s] (%s): %s" % (
+                    kind, os.path.basename(out), line.strip()), flush=True)
     except FileNotFoundError:
         pass
     if p.returncode != 0:

@@ -20,14 +20,14 @@ OUTER_QEMU = os.path.join(PROJECT, "build", "qemu-outer",
 
 # A stand-in for the outer emulator that aborts itself (SIGABRT, as a
 # failed assertion does) once the command inside has written "mark" to
-# the results directory, on the first start only (FAULT_TIMES: on every
-# start). It is Debian's QEMU, killed from outside: the fault injected is
+# the results directory (FAULT_AFTER: another file, "rc" once the command
+# has finished), on the first start only (FAULT_TIMES: on every start). It is Debian's QEMU, killed from outside: the fault injected is
 # exactly "the emulator died by a signal of its own". FAULT_QEMU: the
 # virtual host's own emulator (vhost.py's default).
 ABORTING_QEMU = r"""#!/bin/sh
 if [ "$FAULT_TIMES" = always ] || [ ! -e "$FAULT_STATE" ]; then
     touch "$FAULT_STATE"
-    (while [ ! -e "$FAULT_OUT/mark" ]; do sleep 0.2; done
+    (while [ ! -e "$FAULT_OUT/$FAULT_AFTER" ]; do sleep 0.2; done
      kill -ABRT $$) &
 fi
 exec "$FAULT_QEMU" "$@"
@@ -39,26 +39,42 @@ MARKING = ("if [ -e $VHOST_OUT/mark ]; then echo stale; exit 7; fi; "
            "touch $VHOST_OUT/mark; sleep 2; echo ran")
 
 
+def aborted_run(d, times, command, after="mark"):
+    """Run @command on the aborting stand-in; (rc, stdout, stderr, out)."""
+    wrapper = os.path.join(d, "qemu")
+    with open(wrapper, "w") as f:
+        f.write(ABORTING_QEMU)
+    os.chmod(wrapper, 0o755)
+    out = os.path.join(d, "out-%s-%s" % (times, after))
+    os.environ.update(FAULT_TIMES=times, FAULT_OUT=out, FAULT_AFTER=after,
+                      FAULT_QEMU=os.environ.get("VHOST_QEMU", OUTER_QEMU),
+                      FAULT_STATE=os.path.join(d, "state-%s-%s" %
+                                               (times, after)),
+                      VHOST_FAULT_INJECTED="1")
+    try:
+        return vhost_run("two-numa.json", command, timeout=180, out=out,
+                         extra=["--qemu", wrapper])
+    finally:
+        for k in ("FAULT_TIMES", "FAULT_OUT", "FAULT_STATE", "FAULT_QEMU",
+                  "FAULT_AFTER", "VHOST_FAULT_INJECTED"):
+            del os.environ[k]
+
+
 def emulator_faults(t):
     with tempfile.TemporaryDirectory() as d:
-        wrapper = os.path.join(d, "qemu")
-        with open(wrapper, "w") as f:
-            f.write(ABORTING_QEMU)
-        os.chmod(wrapper, 0o755)
+        # The command finished (its status written), then the emulator
+        # aborted: the status stands, nothing is retried, the run fails.
+        # (The command writes the status itself, so that the abort comes
+        # after it for sure.)
+        rc, got, err, out = aborted_run(
+            d, "once-after-rc",
+            "echo 3 > $VHOST_OUT/rc; touch $VHOST_OUT/mark; sleep 60")
+        t.ok(rc == 3 and "retry" not in err and
+             "then the emulator ended badly" in err and "SIGABRT" in err,
+             "the emulator aborting after the command's status: that "
+             "status stands, never retried, the abort named", err)
         for times in ("once", "always"):
-            out = os.path.join(d, "out-" + times)
-            os.environ.update(FAULT_TIMES=times, FAULT_OUT=out,
-                              FAULT_QEMU=os.environ.get("VHOST_QEMU",
-                                                        OUTER_QEMU),
-                              FAULT_STATE=os.path.join(d, "state-" + times))
-            try:
-                rc, got, err, _ = vhost_run(
-                    "two-numa.json", MARKING, timeout=180, out=out,
-                    extra=["--qemu", wrapper])
-            finally:
-                for k in ("FAULT_TIMES", "FAULT_OUT", "FAULT_STATE",
-                          "FAULT_QEMU"):
-                    del os.environ[k]
+            rc, got, err, out = aborted_run(d, times, MARKING)
             retries = read(os.path.join(out, "retries.log"))
             if times == "once":
                 t.eq(rc, 0, "the outer emulator aborting once: the "
@@ -70,10 +86,11 @@ def emulator_faults(t):
                      "the fault is named with the signal, the console and "
                      "the count", err)
                 t.ok(len(retries.splitlines()) == 1 and
-                     os.path.exists(os.path.join(out, "attempt-1",
-                                                 "console.log")),
-                     "retries.log keeps it; the attempt's console is kept "
-                     "in attempt-1/", retries)
+                     os.path.exists(out + ".attempt-1/console.log") and
+                     not os.path.exists(os.path.join(out, "attempt-1")),
+                     "retries.log keeps it; the attempt's files are kept "
+                     "beside the results share (OUT.attempt-1), not in it",
+                     retries)
             else:
                 t.eq(rc, 125, "aborting again on the retry: the run fails")
                 t.ok(err.count("retrying once") == 1 and
@@ -130,12 +147,13 @@ def test(t):
     # A boot that does not reach the command in time (here: a limit of
     # 2 s, as a starved TCG boot would overrun its measured one) is
     # retried once with the reason in the log, then reported.
-    os.environ["VHOST_BOOT_LIMIT"] = "2"
+    os.environ.update(VHOST_BOOT_LIMIT="2", VHOST_FAULT_INJECTED="1")
     try:
         rc, out, err, outdir = vhost_run("two-numa.json", "echo ran",
                                          timeout=120)
     finally:
         del os.environ["VHOST_BOOT_LIMIT"]
+        del os.environ["VHOST_FAULT_INJECTED"]
     t.eq(rc, 124, "a boot that stalls twice ends as a time-out")
     t.ok(err.count("retrying once") == 1 and "boot stalled again" in err
          and "the command had not started after" in err,
@@ -144,8 +162,8 @@ def test(t):
         if os.path.exists(os.path.join(outdir, "retries.log")) else ""
     t.ok(len(retries.splitlines()) == 1, "retries.log keeps the one retry",
          retries)
-    t.ok(os.path.exists(os.path.join(outdir, "attempt-1", "console.log")),
-         "and the stalled boot's console, in attempt-1/")
+    t.ok(os.path.exists(outdir + ".attempt-1/console.log"),
+         "and the stalled boot's console, in OUT.attempt-1")
 
     emulator_faults(t)
 

@@ -468,10 +468,9 @@ def cmd_inner(args):
         qemu += ["-device", dev]
     qemu += args.qemu_arg
     write_cmdline(outdir, qemu)
-    # The emulator here is our QEMU: its death is ours, never retried.
-    return boot(qemu, outdir, args,
-                lambda: prepare_outdir(args, kdir, version, []),
-                retry_emulator=False)
+    # The emulator here is our QEMU: its death or hang is ours, never
+    # retried.
+    return boot(qemu, outdir, args, None, retry_emulator=False)
 
 
 def cmd_run(args):
@@ -495,10 +494,13 @@ def cmd_run(args):
         qargs = topo.qemu_args(out)
         with open(os.path.join(out, "topology.json"), "w") as f:
             json.dump(topo.manifest(), f, indent=2)
+        if qemu:
+            write_cmdline(out, qemu)
         return out, qargs
 
+    qemu = []
     outdir, qargs = setup()
-    qemu = [args.qemu] + base_qemu_args(
+    qemu += [args.qemu] + base_qemu_args(
         vmlinuz, initrd, outdir,
         "intel_iommu=on %s %s" % (topo.desc.get("kernel_args", ""),
                                   args.append)) + [
@@ -564,44 +566,41 @@ def stall_reason(console, waited):
 
 
 def set_aside(outdir, attempt):
-    """Move everything an attempt left into attempt-N/, so that a retry
-    starts from an empty directory and can read nothing the failed
-    attempt wrote; the evidence stays beside it."""
-    dest = os.path.join(outdir, "attempt-%d" % attempt)
+    """Move everything an attempt left into a sibling OUTDIR.attempt-N,
+    outside the results share, so that a retry starts from an empty
+    directory and its guest can read nothing the failed attempt wrote;
+    the evidence stays beside it."""
+    dest = "%s.attempt-%d" % (outdir.rstrip("/"), attempt)
+    shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(dest)
     for name in os.listdir(outdir):
-        if not name.startswith("attempt-"):
-            os.rename(os.path.join(outdir, name), os.path.join(dest, name))
+        os.rename(os.path.join(outdir, name), os.path.join(dest, name))
     return dest
 
 
+# The signals an emulator dies of by its own fault: a failed assertion or
+# abort(), a crash. Not SIGKILL (the OOM killer, or us), nor SIGBUS (a
+# backing file), nor a request to stop.
+CRASH_SIGNALS = (signal.SIGABRT, signal.SIGSEGV)
+
+
 def emulator_fault(returncode, qemu_out):
-    """Why the outer emulator ended by its own fault, or None: killed by a
-    signal we did not send (an assertion aborts it), or an assertion or
-    internal error on its stderr."""
-    lines = [l for l in qemu_out.splitlines()
-             if "Assertion" in l or "assertion" in l or
-             "internal error" in l.lower() or "Aborted" in l]
-    said = (": " + lines[0].strip()) if lines else ""
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = "signal %d" % -returncode
-        return "the outer emulator died of %s%s" % (name, said)
-    if lines:
-        return "the outer emulator failed (exit %d)%s" % (returncode, said)
-    return None
+    """Why the outer emulator ended by its own fault (a crash signal we
+    did not send, its assertion line if it printed one), or None."""
+    if returncode >= 0 or -returncode not in CRASH_SIGNALS:
+        return None
+    said = [l.strip() for l in qemu_out.splitlines() if "Assertion" in l]
+    return "the outer emulator died of %s%s" % (
+        signal.Signals(-returncode).name, (": " + said[0]) if said else "")
 
 
 def vhost_end(console):
     """How the virtual host ended without its command's status, from its
     console: its kernel's panic line, or a reset with no panic printed."""
-    text = read(console).splitlines()
-    for i, l in enumerate(text):
-        if "Kernel panic - not syncing" in l:
+    for line in read(console).splitlines():
+        if "Kernel panic - not syncing" in line:
             return "the virtual host's kernel panicked: %s" % \
-                l.split("]", 1)[-1].strip()
+                line.split("]", 1)[-1].strip()
     return "the virtual host reset or powered off with no kernel panic " \
            "on its console (a triple fault, or the command's runner killed)"
 
@@ -610,24 +609,27 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
     """Start QEMU, wait for it (killing it at the time limit), print the
     command's output; return the command's status.
 
-    Retried once, the reason logged, kept in retries.log and the failed
-    attempt's files moved to attempt-1/ (the retry starts empty): a boot
-    that stalls before the command starts (a busy host starving TCG: RCU
-    stall reports, or no start within boot_limit()), and, with
-    @retry_emulator (the outer emulator is Debian's, not ours), an
-    emulator that dies by its own fault (a signal we did not send, an
-    assertion). Anything the virtual host itself does after the command
-    started (a status, a panic, a reset) is never retried: it may be
-    ours."""
+    Only with @retry_emulator (the outer emulator, Debian's, runs the
+    virtual host; never for our QEMU's nested guest) and only before the
+    command has left its status, one retry, its reason logged, kept in
+    retries.log and the failed attempt's files moved to OUTDIR.attempt-1
+    (the retry starts empty): a boot that stalls before the command starts
+    (a busy host starving TCG: RCU stall reports, or no start within
+    boot_limit()), or an emulator that dies of a crash signal we did not
+    send (an assertion aborts it). A status from the command, a panic or a
+    reset of the virtual host are never retried: they may be ours."""
     console = os.path.join(outdir, "console.log")
     kind = "inner" if getattr(args, "cmd", "") == "inner" else "run"
     limit = boot_limit(kind, args.timeout)
     t0 = time.monotonic()
     started = None
     stalled = None
-    proc = subprocess.Popen(qemu, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    # To a file, not a pipe: an emulator that says much must not block.
+    qemu_log = os.path.join(outdir, "qemu-output.log")
+    with open(qemu_log, "w") as out:
+        proc = subprocess.Popen(qemu, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT,
+                                start_new_session=True)
     timed_out = False
     while proc.poll() is None:
         now = time.monotonic() - t0
@@ -644,28 +646,29 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
             break
         time.sleep(0.05)
     total = time.monotonic() - t0
-    qemu_out = proc.stdout.read().decode(errors="replace")
-    with open(os.path.join(outdir, "qemu-output.log"), "w") as f:
-        f.write(qemu_out)
+    qemu_out = read(qemu_log)
     has_rc = os.path.exists(os.path.join(outdir, "rc"))
+    began = os.path.exists(os.path.join(outdir, ".started"))
+    timing = {"boot_to_command_s": started, "total_s": total,
+              "attempt": attempt}
+    with open(os.path.join(outdir, "timing.json"), "w") as f:
+        json.dump(timing, f)
     fault = None
-    if not stalled and not timed_out:
-        if retry_emulator:
-            fault = emulator_fault(proc.returncode, qemu_out)
-        refused = [l for l in qemu_out.splitlines()
-                   if l.startswith(os.path.basename(qemu[0]) + ":")]
-        if not fault and proc.returncode == 1 and refused and \
+    if not stalled and not timed_out and not has_rc:
+        fault = emulator_fault(proc.returncode, qemu_out)
+        if not fault and not began and proc.returncode == 1 and \
                 read(console) == "":
             # The emulator refused its command line: nothing to retry.
-            log("the emulator refused to start: %s" % refused[0])
+            refused = [l for l in qemu_out.splitlines() if l.strip()]
+            log("the emulator refused to start: %s" %
+                (refused[0] if refused else "exit 1, nothing said"))
             return evidence(outdir, console, qemu_out, 125)
-        if not fault and not has_rc and \
-                not os.path.exists(os.path.join(outdir, ".started")):
+        if not fault and not began:
             # Dead before the command (under nested TCG a guest may reset
             # in early boot): as much a stalled boot as one that hangs.
             stalled = "the guest ended before the command started " \
                       "(QEMU exit %d)" % proc.returncode
-    if (stalled or fault) and attempt == 1:
+    if (stalled or fault) and attempt == 1 and retry_emulator:
         why = ("boot stalled (%s, limit %.0f s)" % (stalled, limit)
                if stalled else fault)
         why += "; retrying once (retry 1 of 1)"
@@ -682,25 +685,30 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
     output = read(os.path.join(outdir, "output.log"))
     sys.stdout.write(output)
     sys.stdout.flush()
-    timing = {"boot_to_command_s": started, "total_s": total,
-              "attempt": attempt}
-    with open(os.path.join(outdir, "timing.json"), "w") as f:
-        json.dump(timing, f)
     rc_text = read(os.path.join(outdir, "rc")).strip()
     if stalled:
-        log("boot stalled again (%s); killed the virtual host" % stalled)
+        log("boot stalled%s (%s); killed the virtual host" % (
+            " again" if attempt > 1 else "", stalled))
         return evidence(outdir, console, qemu_out, 124)
     if timed_out:
         log("timed out after %.0f s; killed the virtual host" % args.timeout)
         return evidence(outdir, console, qemu_out, 124)
     if fault:
-        log("%s, again: no status from the virtual host" % fault)
+        log("%s%s: no status from the virtual host" % (
+            fault, ", again" if attempt > 1 else ""))
         return evidence(outdir, console, qemu_out, 125)
-    if proc.returncode != 0 or not rc_text:
+    if not rc_text:
         log("the virtual host ended without the command's status "
             "(QEMU exit %d): %s" % (proc.returncode, vhost_end(console)))
         return evidence(outdir, console, qemu_out, 125)
     rc = int(rc_text)
+    crashed = emulator_fault(proc.returncode, qemu_out)
+    if crashed or proc.returncode != 0:
+        # The command finished, then the emulator failed: its status
+        # stands (never retried), and the run fails.
+        log("the command exited %d, then the emulator ended badly (%s)"
+            % (rc, crashed or "QEMU exit %d" % proc.returncode))
+        return evidence(outdir, console, qemu_out, rc or 125)
     if rc != 0 or args.verbose:
         log("command exited %d; boot to command %.1f s, whole run %.1f s"
             % (rc, started or -1, total))
