@@ -664,6 +664,11 @@ static void witness_groups(const GpDevice *a, const GpDevice *b,
                            b->iommu_group < 0 ? b : NULL;
     char *old = v->vm_reason;
 
+    /* A device with itself is no peer pair: its group proves nothing (and
+     * the module, which has no group witness, answers by the rule). */
+    if (a == b) {
+        return;
+    }
     if (none && v->vm_kind == GP_VM_P2P_OK) {
         v->vm_reason = g_strdup_printf(
             "%s is in no IOMMU group (no IOMMU, or the capture lacks its "

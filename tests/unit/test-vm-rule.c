@@ -602,6 +602,10 @@ static void test_iommu_groups_witness(void)
     t = read_ok(sb_root(sb));
     g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, NULL, NULL), ==,
                     GP_VM_P2P_OK);
+    /* A device with itself shares its group with itself: no proof of
+     * anything, the rule's answer (as the kernel module gives it). */
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_C, NULL, NULL), ==,
+                    GP_VM_P2P_OK);
     /* Separate groups under sibling ports without ACS: config decides. */
     g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, &why), ==,
                     GP_VM_P2P_BYPASS);
