@@ -37,7 +37,10 @@ def expected_class(desc, a, b):
 
 def boot(t, append, label):
     script = INSIDE % {"gpup2p": gpup2p(), "gpus": " ".join(GPUS)}
-    rc, out, err, outdir = vhost_run("two-numa.json", script, append=append)
+    # 400 s a boot (two fit in meson's 900 s): the snapshot writes some 400
+    # files over 9p, which a host busy writing back a build made slow.
+    rc, out, err, outdir = vhost_run("two-numa.json", script, append=append,
+                                     timeout=400)
     if not t.ok(rc == 0, "%s: commands inside the virtual host" % label,
                 out + err):
         return None
