@@ -169,12 +169,19 @@ static char *global_arg_value(const char *arg, const char *property)
     return NULL;
 }
 
-/* What the <qemu:commandline> -global arguments give @property. */
-static char *global_value(const GpDomain *d, const char *property)
+/*
+ * The value the last "@option ARG" of <qemu:commandline> gives, as
+ * @value_of(ARG, @data) reads it (NULL: this ARG says nothing); the last
+ * one wins, as in QEMU.
+ */
+static char *commandline_value(const GpDomain *d, const char *option,
+                               char *(*value_of)(const char *arg,
+                                                 const char *data),
+                               const char *data)
 {
     xmlNodePtr cl = child(d->root, "commandline", qemu_ns_any());
     char *found = NULL;
-    bool after_global = false;
+    bool after_option = false;
     xmlNodePtr a;
 
     for (a = cl ? cl->children : NULL; a; a = a->next) {
@@ -184,17 +191,30 @@ static char *global_value(const GpDomain *d, const char *property)
             continue;
         }
         v = xmlGetProp(a, BAD_CAST "value");
-        if (v && after_global) {
-            char *val = global_arg_value((const char *)v, property);
+        if (v && after_option) {
+            char *val = value_of((const char *)v, data);
 
             if (val) {
-                g_free(found);  /* the last one wins, as in QEMU */
+                g_free(found);
                 found = val;
             }
         }
-        after_global = v && !xmlStrcmp(v, BAD_CAST "-global");
+        after_option = v && !xmlStrcmp(v, BAD_CAST option);
     }
     return found;
+}
+
+/* What the <qemu:commandline> -global arguments give @property. */
+static char *global_value(const GpDomain *d, const char *property)
+{
+    return commandline_value(d, "-global", global_arg_value, property);
+}
+
+/* The value after @prefix in a -set argument, or NULL. */
+static char *set_arg_value(const char *arg, const char *prefix)
+{
+    return g_str_has_prefix(arg, prefix) ? g_strdup(arg + strlen(prefix))
+                                         : NULL;
 }
 
 /*
@@ -206,26 +226,9 @@ static char *global_value(const GpDomain *d, const char *property)
 static char *set_value(const GpDomain *d, const char *id,
                        const char *property)
 {
-    xmlNodePtr cl = child(d->root, "commandline", qemu_ns_any());
     g_autofree char *prefix = g_strdup_printf("device.%s.%s=", id, property);
-    char *found = NULL;
-    bool after_set = false;
-    xmlNodePtr a;
 
-    for (a = cl ? cl->children : NULL; a; a = a->next) {
-        g_autofree xmlChar *v = NULL;
-
-        if (!is_element(a, "arg")) {
-            continue;
-        }
-        v = xmlGetProp(a, BAD_CAST "value");
-        if (v && after_set && g_str_has_prefix((const char *)v, prefix)) {
-            g_free(found);
-            found = g_strdup((const char *)v + strlen(prefix));
-        }
-        after_set = v && !xmlStrcmp(v, BAD_CAST "-set");
-    }
-    return found;
+    return commandline_value(d, "-set", set_arg_value, prefix);
 }
 
 /* -1 for auto or off, the id for 0-15, -2 for anything else. */
