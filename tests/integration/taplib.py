@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -387,7 +387,9 @@ def prepare_outdir(args, kdir, version, modules):
         tempfile.mkdtemp(prefix="vhost-")
     os.makedirs(outdir, exist_ok=True)
     args.out = outdir       # a retry's setup comes back to the same place
-    for f in ["rc", "output.log", ".started", "console.log"]:
+    # A reused directory: nothing of an earlier run may pass for this one.
+    for f in ["rc", "output.log", ".started", "console.log", "retries.log",
+              "timing.json", "qemu-output.log"]:
         try:
             os.unlink(os.path.join(outdir, f))
         except FileNotFoundError:
