@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Capture the PCI part of sysfs in the shape gp_topo_read() reads. */
-/* syncfs() */
+/* syncfs(); QEMU's build already defines it on the command line */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
