@@ -597,6 +597,34 @@ static GpVmP2pKind combine_vm(GpVmP2pKind lib, GpVmP2pKind kern,
     return lib == GP_VM_P2P_NONE ? lib : kern;
 }
 
+/*
+ * A pair the module could not answer when the snapshot was taken (@kv's
+ * error): the kernel's answer, which readers prefer, is missing, so the
+ * bare-metal verdict is unknown; the guest verdict is the more cautious of
+ * the library's and "unknown" (a bypass the library proves stands).
+ */
+static void kernel_unanswered(const GpKernelVerdict *kv, GpP2pVerdict *v)
+{
+    const char *why;
+    GpVmP2pKind k = combine_vm(v->vm_kind, GP_VM_P2P_UNKNOWN, false, &why);
+    char *old = v->reason;
+
+    v->reason = g_strdup_printf("the kernel module could not answer for "
+                                "this pair when the snapshot was taken "
+                                "(%s); the library's rule said %s: %s",
+                                kv->error, gp_p2p_kind_name(v->kind), old);
+    g_free(old);
+    v->kind = GP_P2P_UNKNOWN;
+    old = v->vm_reason;
+    v->vm_reason = g_strdup_printf("the kernel module could not answer for "
+                                   "this pair when the snapshot was taken "
+                                   "(%s); the library's rule said %s: %s; "
+                                   "%s stands", kv->error,
+                                   gp_vm_p2p_kind_name(v->vm_kind), old, why);
+    g_free(old);
+    v->vm_kind = k;
+}
+
 static void prefer_kernel(const GpTopology *topo, const GpDevice *a,
                           const GpDevice *b, GpP2pVerdict *v)
 {
@@ -614,6 +642,10 @@ static void prefer_kernel(const GpTopology *topo, const GpDevice *a,
         return;
     }
     v->kernel_recorded = true;
+    if (kv->error[0]) {
+        kernel_unanswered(kv, v);
+        return;
+    }
     source = kv->flags & GPUP2P_VERDICT_FROM_P2PDMA ? "p2pdma" :
              "the module's rule";
     if (kv->kind != (unsigned)v->kind) {

@@ -366,6 +366,70 @@ static bool kernel_verdict_device(const GpDevice *dev)
 }
 
 /*
+ * The GP_KERNEL_VERDICTS_FILE text for every ordered pair of @topo's GPUs
+ * and NICs, each asked of @ask. A pair the module cannot answer (ENODEV
+ * for a device it no longer finds, or any other error) is recorded as
+ * that pair's unknown with the error, and the others are still asked: one
+ * odd device never fails the snapshot.
+ */
+char *gp_kernel_verdicts_format(const GpTopology *topo, bool from_p2pdma,
+                                GpKernelAsk ask, void *ctx)
+{
+    static const char *const kinds[] = { "direct", "host-bridge", "none" };
+    static const char *const vm_kinds[] = { "through-iommu",
+                                            "bypasses-iommu", "none" };
+    g_autoptr(GString) out = NULL;
+    guint i, j;
+
+    out = g_string_new("# gpup2p kernel verdicts: A B bare-metal distance "
+                       "guest out_flags (kernel/include/uapi/gpup2p.h); "
+                       "a pair the module could not answer: A B unknown 0 "
+                       "unknown 0x0 ERROR\n");
+    g_string_append_printf(out, "source %s\n", from_p2pdma ? "p2pdma" :
+                           "rule");
+    for (i = 0; i < topo->devices->len; i++) {
+        const GpDevice *a = g_ptr_array_index(topo->devices, i);
+
+        for (j = 0; kernel_verdict_device(a) && j < topo->devices->len;
+             j++) {
+            const GpDevice *b = g_ptr_array_index(topo->devices, j);
+            struct gpup2p_verdict v = { 0 };
+            g_autoptr(GError) err = NULL;
+
+            if (a == b || !kernel_verdict_device(b)) {
+                continue;
+            }
+            v.a = GPUP2P_PCI_ADDR(a->domain, a->bus,
+                                  (a->slot << 3) | a->function);
+            v.b = GPUP2P_PCI_ADDR(b->domain, b->bus,
+                                  (b->slot << 3) | b->function);
+            if (!ask(ctx, &v, &err)) {
+                /* This pair alone is unknown: readers say why. */
+                g_strdelimit(err->message, "\r\n", ' ');
+                g_string_append_printf(out, "%s %s unknown 0 unknown 0x0 "
+                                       "%s\n", a->bdf, b->bdf,
+                                       err->message);
+                g_clear_error(&err);
+                continue;
+            }
+            if (v.verdict >= G_N_ELEMENTS(kinds) ||
+                v.vm_verdict >= G_N_ELEMENTS(vm_kinds)) {
+                continue;       /* a newer module's code: the rule decides */
+            }
+            g_string_append_printf(out, "%s %s %s %u %s 0x%x\n", a->bdf,
+                                   b->bdf, kinds[v.verdict], v.distance,
+                                   vm_kinds[v.vm_verdict], v.out_flags);
+        }
+    }
+    return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+static bool ask_module(void *ctx, struct gpup2p_verdict *v, GError **errp)
+{
+    return gp_helper_verdict(*(int *)ctx, v, errp);
+}
+
+/*
  * With the kernel module loaded (/dev/gpup2p), its verdicts on every
  * ordered pair of GPUs and NICs, into GP_KERNEL_VERDICTS_FILE; readers of
  * the capture prefer them (lib/p2p.c), since on a kernel with p2pdma they
@@ -376,16 +440,12 @@ static bool kernel_verdict_device(const GpDevice *dev)
 static gboolean copy_kernel_verdicts(const char *root, const char *tmp,
                                      GError **errp)
 {
-    static const char *const kinds[] = { "direct", "host-bridge", "none" };
-    static const char *const vm_kinds[] = { "through-iommu",
-                                            "bypasses-iommu", "none" };
     g_autofree char *dst = g_build_filename(tmp, GP_KERNEL_VERDICTS_FILE,
                                             NULL);
     g_autofree char *dir = g_path_get_dirname(dst);
     g_autoptr(GpTopology) topo = NULL;
-    g_autoptr(GString) out = NULL;
+    g_autofree char *text = NULL;
     struct gpup2p_info info;
-    guint i, j;
     int fd;
 
     if (strcmp(root, "/") != 0 ||
@@ -397,47 +457,14 @@ static gboolean copy_kernel_verdicts(const char *root, const char *tmp,
         return TRUE;
     }
     topo = gp_topo_read(tmp, errp);
-    if (!topo || !gp_helper_info(fd, &info, errp)) {
-        close(fd);
-        return FALSE;
-    }
-    out = g_string_new("# gpup2p kernel verdicts: A B bare-metal distance "
-                       "guest out_flags (kernel/include/uapi/gpup2p.h)\n");
-    g_string_append_printf(out, "source %s\n", info.caps & GPUP2P_CAP_P2PDMA ?
-                           "p2pdma" : "rule");
-    for (i = 0; i < topo->devices->len; i++) {
-        const GpDevice *a = g_ptr_array_index(topo->devices, i);
-
-        for (j = 0; kernel_verdict_device(a) && j < topo->devices->len;
-             j++) {
-            const GpDevice *b = g_ptr_array_index(topo->devices, j);
-            struct gpup2p_verdict v = { 0 };
-
-            if (a == b || !kernel_verdict_device(b)) {
-                continue;
-            }
-            v.a = GPUP2P_PCI_ADDR(a->domain, a->bus,
-                                  (a->slot << 3) | a->function);
-            v.b = GPUP2P_PCI_ADDR(b->domain, b->bus,
-                                  (b->slot << 3) | b->function);
-            if (!gp_helper_verdict(fd, &v, errp)) {
-                close(fd);
-                g_prefix_error(errp, "%s %s: ", a->bdf, b->bdf);
-                return FALSE;
-            }
-            if (v.verdict >= G_N_ELEMENTS(kinds) ||
-                v.vm_verdict >= G_N_ELEMENTS(vm_kinds)) {
-                continue;       /* a newer module's code: the rule decides */
-            }
-            g_string_append_printf(out, "%s %s %s %u %s 0x%x\n", a->bdf,
-                                   b->bdf, kinds[v.verdict], v.distance,
-                                   vm_kinds[v.vm_verdict], v.out_flags);
-        }
+    if (topo && gp_helper_info(fd, &info, errp)) {
+        text = gp_kernel_verdicts_format(topo,
+                                         info.caps & GPUP2P_CAP_P2PDMA,
+                                         ask_module, &fd);
     }
     close(fd);
-    return mkdirs(dir, errp) &&
-           g_file_set_contents_full(dst, out->str, (gssize)out->len,
-                                    SNAPSHOT_WRITE, 0644,
+    return text && mkdirs(dir, errp) &&
+           g_file_set_contents_full(dst, text, -1, SNAPSHOT_WRITE, 0644,
                                     errp);
 }
 

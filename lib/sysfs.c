@@ -1158,43 +1158,67 @@ static bool kernel_name_index(const char *const *names, size_t n,
     return false;
 }
 
-/* One line "A B KIND DISTANCE GUEST FLAGS"; false (with @why) if broken. */
-static bool kernel_verdict_line(GpTopology *topo, const char *line,
-                                GHashTable *table, char **why)
+/* The fields of an answered pair: "KIND DISTANCE GUEST FLAGS". */
+static bool kernel_verdict_answer(char **w, GpKernelVerdict *kv, char **why)
 {
-    g_auto(GStrv) w = g_strsplit(line, " ", -1);
-    GpKernelVerdict kv;
-    const GpDevice *a, *b;
     char *end;
     guint64 n;
 
-    if (g_strv_length(w) != 6) {
+    if (g_strv_length(w) != 4) {
         *why = g_strdup("not 6 fields");
         return false;
     }
     if (!kernel_name_index(kernel_kind_names,
-                           G_N_ELEMENTS(kernel_kind_names), w[2], &kv.kind) ||
+                           G_N_ELEMENTS(kernel_kind_names), w[0], &kv->kind) ||
         !kernel_name_index(kernel_vm_names, G_N_ELEMENTS(kernel_vm_names),
-                           w[4], &kv.vm_kind)) {
-        *why = g_strdup_printf("'%s %s' are not verdicts", w[2], w[4]);
+                           w[2], &kv->vm_kind)) {
+        *why = g_strdup_printf("'%s %s' are not verdicts", w[0], w[2]);
         return false;
     }
-    n = g_ascii_strtoull(w[3], &end, 10);
-    if (!g_ascii_isdigit(w[3][0]) || *end || n > 2 * GP_P2P_MAX_HOPS) {
-        *why = g_strdup_printf("'%s' is not a distance", w[3]);
+    n = g_ascii_strtoull(w[1], &end, 10);
+    if (!g_ascii_isdigit(w[1][0]) || *end || n > 2 * GP_P2P_MAX_HOPS) {
+        *why = g_strdup_printf("'%s' is not a distance", w[1]);
         return false;
     }
-    kv.distance = (unsigned)n;
-    if (!g_str_has_prefix(w[5], "0x") || !g_ascii_isxdigit(w[5][2])) {
-        *why = g_strdup_printf("'%s' is not a flags word", w[5]);
+    kv->distance = (unsigned)n;
+    if (!g_str_has_prefix(w[3], "0x") || !g_ascii_isxdigit(w[3][2])) {
+        *why = g_strdup_printf("'%s' is not a flags word", w[3]);
         return false;
     }
-    n = g_ascii_strtoull(w[5] + 2, &end, 16);
+    n = g_ascii_strtoull(w[3] + 2, &end, 16);
     if (*end || n > G_MAXUINT32) {
-        *why = g_strdup_printf("'%s' is not a flags word", w[5]);
+        *why = g_strdup_printf("'%s' is not a flags word", w[3]);
         return false;
     }
-    kv.flags = (unsigned)n;
+    kv->flags = (unsigned)n;
+    return true;
+}
+
+/*
+ * One line "A B KIND DISTANCE GUEST FLAGS", or "A B unknown 0 unknown 0x0
+ * ERROR..." for a pair the module could not answer (lib/snapshot.c);
+ * false (with @why) if broken.
+ */
+static bool kernel_verdict_line(GpTopology *topo, const char *line,
+                                GHashTable *table, char **why)
+{
+    g_auto(GStrv) w = g_strsplit(line, " ", 7);
+    GpKernelVerdict kv = { 0 };
+    const GpDevice *a, *b;
+
+    if (g_strv_length(w) < 2) {
+        *why = g_strdup("not 6 fields");
+        return false;
+    }
+    if (g_strv_length(w) == 7 && !strcmp(w[2], "unknown") &&
+        !strcmp(w[3], "0") && !strcmp(w[4], "unknown") &&
+        !strcmp(w[5], "0x0") && w[6][0]) {
+        kv.kind = GP_P2P_RULE_UNKNOWN;
+        kv.vm_kind = GP_P2P_VM_UNKNOWN;
+        g_strlcpy(kv.error, w[6], sizeof(kv.error));
+    } else if (!kernel_verdict_answer(w + 2, &kv, why)) {
+        return false;
+    }
     a = gp_topo_find(topo, w[0]);
     b = gp_topo_find(topo, w[1]);
     if (!a || !b) {

@@ -104,13 +104,15 @@ struct GpDevice {
 /*
  * A verdict the kernel module (/dev/gpup2p) gave for an ordered pair, as
  * `gpup2p snapshot` recorded it in GP_KERNEL_VERDICTS_FILE: the codes and
- * out_flags of kernel/include/uapi/gpup2p.h.
+ * out_flags of kernel/include/uapi/gpup2p.h; or, with @error set, why the
+ * module could not answer for the pair (then the pair is unknown).
  */
 typedef struct GpKernelVerdict {
     unsigned kind;              /* GPUP2P_VERDICT_* */
     unsigned distance;
     unsigned vm_kind;           /* GPUP2P_VM_* */
     unsigned flags;             /* GPUP2P_VERDICT_* out_flags */
+    char error[160];            /* "": answered */
 } GpKernelVerdict;
 
 /* In a capture: the module's verdicts, one ordered pair a line. */

@@ -10,6 +10,7 @@
 
 #include "gpup2p/p2p.h"
 #include "gpup2p/plan.h"
+#include "gpup2p/snapshot.h"
 #include "sysfs-builder.h"
 
 #define DOWN_A "0000:02:00.0"
@@ -759,6 +760,73 @@ static void test_kernel_verdicts_preferred(void)
                     GP_VM_P2P_NONE);
 }
 
+/* A stand-in for the module: every pair reaches the IOMMU, but it cannot
+ * answer for C and F (a device the kernel no longer finds: ENODEV). */
+static bool ask_standin(void *ctx, struct gpup2p_verdict *v, GError **errp)
+{
+    const uint32_t c = GPUP2P_PCI_ADDR(0, 0x05, 0);
+    const uint32_t f = GPUP2P_PCI_ADDR(0, 0x41, 0);
+
+    (*(unsigned *)ctx)++;
+    if ((v->a == c && v->b == f) || (v->a == f && v->b == c)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "/dev/gpup2p: "
+                    "GPUP2P_VERDICT: No such device (no such PCI device)");
+        return false;
+    }
+    v->verdict = GPUP2P_VERDICT_HOST_BRIDGE;
+    v->distance = 4;
+    v->vm_verdict = GPUP2P_VM_OK;
+    v->out_flags = GPUP2P_VERDICT_FROM_P2PDMA | GPUP2P_VERDICT_VM_FROM_P2PDMA;
+    return true;
+}
+
+/*
+ * One pair the module cannot answer is that pair's unknown in the
+ * snapshot's record, not a failed snapshot: every other pair keeps the
+ * kernel's answer.
+ */
+static void test_kernel_verdicts_one_pair_fails(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *why = NULL;
+    unsigned asked = 0;
+    GpP2pKind bare;
+
+    sb_two_node_host(sb, 0x29c0);       /* the rule's list: not forwarded */
+    sb_cpu(sb, "GenuineIntel", 6);
+    t = read_ok(sb_root(sb));
+    text = gp_kernel_verdicts_format(t, true, ask_standin, &asked);
+    g_assert_nonnull(text);
+    /* 5 GPUs and a NIC: every ordered pair asked, none skipped. */
+    g_assert_cmpuint(asked, ==, 30);
+    assert_has(text, SB_GPU_C " " SB_GPU_F " unknown 0 unknown 0x0 ");
+    assert_has(text, SB_GPU_F " " SB_GPU_C " unknown 0 unknown 0x0 ");
+    assert_has(text, SB_GPU_C " " SB_GPU_D " host-bridge 4 through-iommu "
+               "0x18\n");
+    g_clear_pointer(&t, gp_topo_free);
+
+    sb_write(sb, GP_KERNEL_VERDICTS_FILE, text);
+    t = read_ok(sb_root(sb));
+    g_assert_nonnull(t->kernel_verdicts);
+    g_assert_null(t->kernel_verdicts_note);
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, &bare, &why), ==,
+                    GP_VM_P2P_UNKNOWN);
+    g_assert_cmpint(bare, ==, GP_P2P_UNKNOWN);
+    assert_has(why, "the kernel module could not answer for this pair when "
+               "the snapshot was taken (/dev/gpup2p: GPUP2P_VERDICT: No "
+               "such device (no such PCI device)); the library's rule "
+               "said none: ");
+    g_clear_pointer(&why, g_free);
+    /* The pairs it answered: the kernel's, as before. */
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_D, NULL, NULL), ==,
+                    GP_VM_P2P_OK);
+    /* A proof of the library's still stands over the kernel's answer. */
+    g_assert_cmpint(vm(t, SB_GPU_A, SB_GPU_B, NULL, NULL), ==,
+                    GP_VM_P2P_BYPASS);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -784,5 +852,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vm-rule/plan", test_plan_follows_vm_rule);
     g_test_add_func("/vm-rule/kernel-verdicts",
                     test_kernel_verdicts_preferred);
+    g_test_add_func("/vm-rule/kernel-verdicts/one-pair-fails",
+                    test_kernel_verdicts_one_pair_fails);
     return g_test_run();
 }
