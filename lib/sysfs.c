@@ -930,6 +930,21 @@ static bool host_bridge_dir(const char *name, unsigned *domain, unsigned *bus)
            sscanf(name, "pci%x:%x%c", domain, bus, &tail) == 2 && *bus <= 0xff;
 }
 
+/* Was @bdf left out as gone (topo->devices_gone names it first)? */
+static bool device_gone(const GpTopology *topo, const char *bdf)
+{
+    guint i;
+
+    for (i = 0; i < topo->devices_gone->len; i++) {
+        const char *line = g_ptr_array_index(topo->devices_gone, i);
+
+        if (g_str_has_prefix(line, bdf) && line[strlen(bdf)] == ':') {
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
  * The last host bridge directory on the path is the device's root: Intel
  * VMD puts a root bus of its own (pci10000:e0) below an endpoint of
@@ -975,6 +990,13 @@ static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
     }
     host = gp_topo_add_host_bridge(topo, domain, bus);
     if (n - 2 > root) {
+        if (gp_bdf_normalize(l->parts[n - 2], bdf) &&
+            !gp_topo_find(topo, bdf) && device_gone(topo, bdf)) {
+            g_ptr_array_add(topo->devices_gone, g_strdup_printf(
+                "%s: its upstream bridge %s went away while sysfs was "
+                "read; left out", l->entry, bdf));
+            return true;
+        }
         if (!gp_bdf_normalize(l->parts[n - 2], bdf) ||
             !(parent = gp_topo_find(topo, bdf))) {
             g_set_error(errp, GP_ERROR, GP_ERROR_NOT_FOUND,
@@ -994,11 +1016,17 @@ static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
         g_autofree char *dir = g_build_filename(topo->sys, dev->sysfs_path,
                                                 NULL);
 
-        if (g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+        /*
+         * Gone between the two looks: as above. So is a device whose
+         * directory is still there but an attribute every PCI device has
+         * (vendor, device, class) is not: sysfs removes a device's files
+         * before its directory. Garbage in an attribute still fails.
+         */
+        if (g_file_test(dir, G_FILE_TEST_IS_DIR) &&
+            !g_error_matches(err, GP_ERROR, GP_ERROR_NOT_FOUND)) {
             g_propagate_error(errp, g_steal_pointer(&err));
             return false;
         }
-        /* Gone between the two looks: as above. */
         g_ptr_array_add(topo->devices_gone, g_strdup_printf(
             "%s: %s went away while sysfs was read (%s); left out",
             l->entry, dir, err->message));
