@@ -111,7 +111,8 @@ static unsigned char gpup2p_hop_port(struct pci_dev *hop, bool first)
 	if (!pci_is_pcie(hop))
 		return GP_P2P_PORT_CONVENTIONAL;
 	if (first)
-		return GP_P2P_PORT_ENDPOINT;
+		return pci_pcie_type(hop) == PCI_EXP_TYPE_RC_END ?
+		       GP_P2P_PORT_RC_ENDPOINT : GP_P2P_PORT_ENDPOINT;
 	switch (pci_pcie_type(hop)) {
 	case PCI_EXP_TYPE_ROOT_PORT:
 		return GP_P2P_PORT_ROOT;
@@ -143,7 +144,7 @@ static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
 	path->nhops = 0;
 	for (hop = pdev; hop; hop = pci_upstream_bridge(hop)) {
 		struct gp_p2p_hop *h;
-		u16 ctrl = 0, cap = 0;
+		u16 ctrl = 0, cap = 0, ctrl8 = 0;
 
 		if (path->nhops == GP_P2P_MAX_HOPS)
 			return -ELOOP;
@@ -164,6 +165,20 @@ static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
 		h->acs_cap = cap;
 		h->port = gpup2p_hop_port(hop, hop == pdev);
 		h->multifunction = hop->multifunction;
+		/* Linux's ACS quirks: ids, Sunrise Point's Control at ACS + 8,
+		 * and the flag the Intel PCH quirk answers by. */
+		h->vendor = hop->vendor;
+		h->device = hop->device;
+		h->acs_ctrl8_known = 0;
+		if (hop->acs_cap &&
+		    gp_acs_quirk_ctrl8_wanted(hop->vendor, hop->device) &&
+		    pci_read_config_word(hop, hop->acs_cap + 8, &ctrl8) ==
+		    PCIBIOS_SUCCESSFUL && !PCI_POSSIBLE_ERROR(ctrl8))
+			h->acs_ctrl8_known = 1;
+		h->acs_ctrl8 = ctrl8;
+		h->acs_enabled_quirk =
+			hop->dev_flags & PCI_DEV_FLAGS_ACS_ENABLED_QUIRK ?
+			GP_P2P_FLAG_SET : GP_P2P_FLAG_CLEAR;
 	}
 	gpup2p_host_gather(pdev, &path->host);
 	return 0;

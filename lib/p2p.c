@@ -206,8 +206,9 @@ static unsigned char hop_port(const GpDevice *d, bool first)
         return GP_P2P_PORT_CONVENTIONAL;
     case GP_PCIE_TYPE_ENDPOINT:
     case GP_PCIE_TYPE_LEGACY_ENDPOINT:
-    case GP_PCIE_TYPE_RC_INTEGRATED:
         return GP_P2P_PORT_ENDPOINT;
+    case GP_PCIE_TYPE_RC_INTEGRATED:
+        return GP_P2P_PORT_RC_ENDPOINT;
     case GP_PCIE_TYPE_ROOT_PORT:
         return GP_P2P_PORT_ROOT;
     case GP_PCIE_TYPE_UPSTREAM_PORT:
@@ -255,6 +256,16 @@ static bool rule_path_gather(const GpDevice *dev, RulePath *rp)
         h->acs_cap = d->acs.present ? d->acs.cap : 0;
         h->port = hop_port(d, d == dev);
         h->multifunction = hop_multifunction(d);
+        h->vendor = d->vendor;
+        h->device = d->device;
+        /* Intel Sunrise Point's Control at ACS + 8: the reader fetched it
+         * for these ids (lib/sysfs.c); 0 where the file ends before. */
+        h->acs_ctrl8_known = h->acs_state == GP_P2P_ACS_PRESENT &&
+                             gp_acs_quirk_ctrl8_wanted(d->vendor, d->device) &&
+                             gp_pcicfg_read16(d->config, d->acs.offset + 8u,
+                                              &h->acs_ctrl8);
+        /* Linux's PCI_DEV_FLAGS_ACS_ENABLED_QUIRK is not in sysfs. */
+        h->acs_enabled_quirk = GP_P2P_FLAG_UNKNOWN;
     }
     rp->path.host.domain = dev->host->domain;
     rp->path.host.bus = dev->host->bus;
@@ -438,6 +449,7 @@ static const char *port_words(const struct gp_p2p_hop *h)
         return h->multifunction ? "multifunction switch upstream port" :
                "switch upstream port";
     case GP_P2P_PORT_ENDPOINT:
+    case GP_P2P_PORT_RC_ENDPOINT:
         return h->multifunction ? "multifunction device" : "device";
     default:
         return "bridge";
@@ -471,6 +483,7 @@ static void append_bypass_ports(GString *out, const RulePath *rp,
 
     for (i = 0; i < rp->path.nhops; i++) {
         const struct gp_p2p_hop *h = &rp->path.hops[i];
+        const struct gp_acs_quirk_entry *e;
         g_autofree char *bits = NULL;
         g_autofree char *need = NULL;
 
@@ -481,6 +494,14 @@ static void append_bypass_ports(GString *out, const RulePath *rp,
         }
         g_string_append_printf(out, "%s%s", out->len ? ", " : "",
                                rp->dev[i]->bdf);
+        /* A device quirk answers before any register (Linux's order). */
+        if (gp_acs_quirk(h, GP_P2P_ACS_ISOLATE, &e) == GP_ACS_QUIRK_FAILS) {
+            g_string_append_printf(out, " (%s %04x:%04x: Linux's ACS quirk "
+                                   "%s says it does not isolate)",
+                                   port_words(h), h->vendor, h->device,
+                                   gp_acs_quirk_name(e->kind));
+            continue;
+        }
         switch (h->port) {
         case GP_P2P_PORT_CONVENTIONAL:
             g_string_append(out, " (conventional PCI: a shared bus, no ACS)");
@@ -512,6 +533,39 @@ static void append_bypass_ports(GString *out, const RulePath *rp,
     }
 }
 
+/*
+ * Why a hop of @rp in @mask that config space could be read of is still
+ * unknown: a device quirk of Linux's answers by what sysfs does not show.
+ * NULL when none is.
+ */
+static char *quirk_unknown_why(const RulePath *rp, unsigned mask)
+{
+    unsigned i;
+
+    for (i = 0; i < rp->path.nhops; i++) {
+        const struct gp_p2p_hop *h = &rp->path.hops[i];
+        const struct gp_acs_quirk_entry *e;
+
+        if (!(mask & (1u << i)) ||
+            gp_acs_quirk(h, GP_P2P_ACS_ISOLATE, &e) != GP_ACS_QUIRK_UNKNOWN) {
+            continue;
+        }
+        if (e->kind == GP_ACS_QUIRK_INTEL_PCH) {
+            return g_strdup_printf("Linux's ACS quirk %s isolates Intel PCH "
+                                   "root port %s (8086:%04x) only where it "
+                                   "set PCI_DEV_FLAGS_ACS_ENABLED_QUIRK at "
+                                   "boot, which sysfs does not show",
+                                   gp_acs_quirk_name(e->kind),
+                                   rp->dev[i]->bdf, h->device);
+        }
+        return g_strdup_printf("Linux's ACS quirk %s reads ACS Control of "
+                               "%s at ACS + 8, which was not read (needs "
+                               "root)", gp_acs_quirk_name(e->kind),
+                               rp->dev[i]->bdf);
+    }
+    return NULL;
+}
+
 static void vm_reason_text(const GpTopology *topo, const GpDevice *a,
                            const GpDevice *b, const RulePath *pa,
                            const RulePath *pb, const GpP2pVerdict *v,
@@ -524,8 +578,14 @@ static void vm_reason_text(const GpTopology *topo, const GpDevice *a,
     case GP_VM_P2P_UNKNOWN:
         if (vm->unknown_a || vm->unknown_b) {
             const char *dead = first_unreadable(pa, vm->unknown_a);
+            g_autofree char *quirk = NULL;
 
             dead = dead ? dead : first_unreadable(pb, vm->unknown_b);
+            if (!dead) {
+                quirk = quirk_unknown_why(pa, vm->unknown_a);
+                quirk = quirk ? quirk : quirk_unknown_why(pb, vm->unknown_b);
+                dead = quirk;
+            }
             append_hops(ports, pa, vm->unknown_a, false);
             append_hops(ports, pb, vm->unknown_b, false);
             g_string_append_printf(why, "cannot tell whether a guest's "

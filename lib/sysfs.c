@@ -447,7 +447,16 @@ static bool config_fetch_caps(int fd, GpPciConfig *cfg, size_t *limit,
                                    path, errp);
 }
 
-/* The extended capability chain: each header, and ACS's registers. */
+/* Does the rule read the word at ACS + 8 of this device (Intel Sunrise
+ * Point PCH root ports keep ACS Control there)? */
+static bool acs_ctrl8_wanted(const GpPciConfig *cfg)
+{
+    return gp_acs_quirk_ctrl8_wanted(cfg->bytes[0] | cfg->bytes[1] << 8,
+                                     cfg->bytes[2] | cfg->bytes[3] << 8);
+}
+
+/* The extended capability chain: each header, and ACS's registers (with
+ * the word at ACS + 8 where a Linux quirk reads Control there). */
 static bool config_fetch_ext_caps(int fd, GpPciConfig *cfg, size_t *limit,
                                   const char *path, GError **errp)
 {
@@ -472,7 +481,8 @@ static bool config_fetch_ext_caps(int fd, GpPciConfig *cfg, size_t *limit,
             break;
         }
         if ((hdr & 0xffff) == GP_PCI_EXT_CAP_ID_ACS &&
-            !config_fetch(fd, cfg, limit, off + 4, 4, path, errp)) {
+            !config_fetch(fd, cfg, limit, off + 4,
+                          acs_ctrl8_wanted(cfg) ? 8 : 4, path, errp)) {
             return false;
         }
         off = (hdr >> 20) & 0xffc;

@@ -760,6 +760,136 @@ static void test_kernel_verdicts_preferred(void)
                     GP_VM_P2P_NONE);
 }
 
+/*
+ * A host whose two root ports 00:01.0 and 00:02.0 are @vendor:@device,
+ * with ACS (Capability 5fh, Control @ctrl, the word at ACS + 8 @ctrl8)
+ * where @acs, each with a GPU below in a group of its own, on an AMD Zen
+ * CPU (the root complex forwards): only the ports decide.
+ */
+static GpTopology *quirk_host(SysfsBuilder *sb, uint16_t vendor,
+                              uint16_t device, bool acs, uint16_t ctrl,
+                              uint16_t ctrl8)
+{
+    const char *const ports[] = { "0000:00:01.0", "0000:00:02.0" };
+    size_t i;
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x1022, 0x1480,
+           0x060000, 0, -1, NULL);
+    for (i = 0; i < G_N_ELEMENTS(ports); i++) {
+        g_autofree char *gpu = g_strdup_printf("0000:0%zu:00.0", i + 1);
+
+        sb_add(sb, NULL, ports[i], SB_ROOT_PORT, vendor, device, PORT_CLASS,
+               0, (int)i + 1, "pcieport");
+        add_gpu(sb, ports[i], gpu, (int)i + 1);
+        if (acs) {
+            g_autofree char *dir = sb_device_dir(sb, ports[i]);
+            g_autofree char *path = g_build_filename(dir, "config", NULL);
+            g_autofree gchar *cfg = NULL;
+            gsize len;
+
+            sb_set_acs(sb, ports[i], 0x5f, ctrl);
+            g_assert_true(g_file_get_contents(path, &cfg, &len, NULL));
+            cfg[0x108] = (char)(ctrl8 & 0xff);
+            cfg[0x109] = (char)(ctrl8 >> 8);
+            g_assert_true(g_file_set_contents(path, cfg, (gssize)len, NULL));
+        }
+    }
+    sb_cpu(sb, "AuthenticAMD", 0x19);
+    return read_ok(sb_root(sb));
+}
+
+/*
+ * Linux's ACS quirks (pci_dev_specific_acs_enabled(), drivers/pci/
+ * quirks.c) answer before any ACS register, in the shared rule as in
+ * pci_acs_enabled(): root ports without ACS that Linux counts as
+ * isolating, ports with ACS it does not, a flag sysfs does not show, and
+ * Sunrise Point's Control at ACS + 8.
+ */
+static void test_acs_quirks(void)
+{
+    static const struct {
+        uint16_t vendor, device;
+        bool acs;
+        uint16_t ctrl, ctrl8;
+        GpVmP2pKind want;
+        const char *words;
+    } cases[] = {
+        /* Ampere root ports: no ACS, pci_quirk_xgene_acs isolates. */
+        { 0x1def, 0xe005, false, 0, 0, GP_VM_P2P_OK, NULL },
+        /* Cavium ThunderX1 root ports; one past its ids gets no quirk. */
+        { 0x177d, 0xa000, false, 0, 0, GP_VM_P2P_OK, NULL },
+        { 0x177d, 0xa800, false, 0, 0, GP_VM_P2P_BYPASS,
+          "0000:00:01.0 (no ACS capability)" },
+        /* Amazon Annapurna Labs root ports. */
+        { 0x1c36, 0x0031, false, 0, 0, GP_VM_P2P_OK, NULL },
+        /* Zhaoxin: listed ports isolate without ACS; others never do,
+         * whatever their ACS Control says. */
+        { 0x1d17, 0x0715, false, 0, 0, GP_VM_P2P_OK, NULL },
+        { 0x1d17, 0x0700, true, SB_ACS_LINUX, 0, GP_VM_P2P_BYPASS,
+          "0000:00:01.0 (root port 1d17:0700: Linux's ACS quirk "
+          "pci_quirk_zhaoxin_pcie_ports_acs says it does not isolate)" },
+        /* Intel PCH root ports: by a flag sysfs does not show. */
+        { 0x8086, 0x1c10, false, 0, 0, GP_VM_P2P_UNKNOWN,
+          "PCI_DEV_FLAGS_ACS_ENABLED_QUIRK at boot, which sysfs does not "
+          "show" },
+        /* Sunrise Point: Control is the word at ACS + 8, not + 6. */
+        { 0x8086, 0xa110, true, 0, SB_ACS_LINUX, GP_VM_P2P_OK, NULL },
+        { 0x8086, 0xa110, true, SB_ACS_LINUX, 0, GP_VM_P2P_BYPASS,
+          "0000:00:01.0 (root port 8086:a110: Linux's ACS quirk "
+          "pci_quirk_intel_spt_pch_acs says it does not isolate)" },
+        /* Any other Intel root port: its ACS registers, as always. */
+        { 0x8086, 0xa120, true, SB_ACS_LINUX, 0, GP_VM_P2P_OK, NULL },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(SysfsBuilder) sb = sb_new();
+        g_autoptr(GpTopology) t = NULL;
+        g_autofree char *why = NULL;
+        GpVmP2pKind got;
+
+        t = quirk_host(sb, cases[i].vendor, cases[i].device, cases[i].acs,
+                       cases[i].ctrl, cases[i].ctrl8);
+        got = vm(t, "0000:01:00.0", "0000:02:00.0", NULL, &why);
+        if (got != cases[i].want ||
+            (cases[i].words && !strstr(why, cases[i].words))) {
+            g_error("case %zu (%04x:%04x): %s: %s; wanted %s%s%s", i,
+                    cases[i].vendor, cases[i].device,
+                    gp_vm_p2p_kind_name(got), why,
+                    gp_vm_p2p_kind_name(cases[i].want),
+                    cases[i].words ? " with " : "",
+                    cases[i].words ? cases[i].words : "");
+        }
+    }
+}
+
+/*
+ * Two functions of a multifunction NIC that Linux's
+ * pci_quirk_mf_endpoint_acs vouches for (Intel 82599): no ACS, yet their
+ * functions do not reach each other, so Linux gives each its own group.
+ */
+static void test_acs_quirk_functions(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autofree char *why = NULL;
+    const char *const fns[] = { "0000:01:00.0", "0000:01:00.1" };
+    size_t i;
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x2020,
+           0x060000, 0, -1, NULL);
+    add_port(sb, NULL, "0000:00:01.0", SB_ROOT_PORT, 1);
+    sb_set_acs(sb, "0000:00:01.0", 0x5f, SB_ACS_LINUX);
+    for (i = 0; i < G_N_ELEMENTS(fns); i++) {
+        sb_add(sb, "0000:00:01.0", fns[i], SB_ENDPOINT, 0x8086, 0x10fb,
+               0x020000, 0, (int)i + 2, "vfio-pci");
+        sb_set_multifunction(sb, fns[i]);
+    }
+    sb_cpu(sb, "GenuineIntel", 6);
+    t = read_ok(sb_root(sb));
+    g_assert_cmpint(vm(t, fns[0], fns[1], NULL, &why), ==, GP_VM_P2P_OK);
+}
+
 /* A stand-in for the module: every pair reaches the IOMMU, but it cannot
  * answer for C and F (a device the kernel no longer finds: ENODEV). */
 static bool ask_standin(void *ctx, struct gpup2p_verdict *v, GError **errp)
@@ -848,6 +978,9 @@ int main(int argc, char **argv)
     g_test_add_func("/vm-rule/linux/conventional-pci", test_conventional_pci);
     g_test_add_func("/vm-rule/linux/one-device-by-link",
                     test_one_device_by_link);
+    g_test_add_func("/vm-rule/linux/acs-quirks", test_acs_quirks);
+    g_test_add_func("/vm-rule/linux/acs-quirk-functions",
+                    test_acs_quirk_functions);
     g_test_add_func("/vm-rule/iommu-groups", test_iommu_groups_witness);
     g_test_add_func("/vm-rule/plan", test_plan_follows_vm_rule);
     g_test_add_func("/vm-rule/kernel-verdicts",

@@ -64,16 +64,35 @@ enum gp_p2p_port {
 	GP_P2P_PORT_PCI_BRIDGE,	/* PCIe-to-PCI/PCI-X bridge: a conventional
 				 * bus below it */
 	GP_P2P_PORT_CONVENTIONAL,	/* no PCIe capability: conventional PCI */
+	GP_P2P_PORT_RC_ENDPOINT,	/* a root complex integrated endpoint */
+};
+
+/* A flag of Linux's struct pci_dev that a filler may or may not see. */
+enum gp_p2p_flag {
+	GP_P2P_FLAG_UNKNOWN,	/* not visible (sysfs does not show it) */
+	GP_P2P_FLAG_CLEAR,
+	GP_P2P_FLAG_SET,
 };
 
 /* One device of a path: the device itself, then each upstream bridge. */
 struct gp_p2p_hop {
 	unsigned int addr;		/* GP_P2P_ADDR() */
+	unsigned short vendor;		/* PCI ids, for Linux's ACS quirks */
+	unsigned short device;
 	unsigned short acs_ctrl;	/* ACS Control register */
 	unsigned short acs_cap;		/* ACS Capability register */
+	/*
+	 * The word at ACS + 8, where Intel's Sunrise Point PCH root ports
+	 * keep ACS Control (pci_quirk_intel_spt_pch_acs()); read only where
+	 * gp_acs_quirk_ctrl8_wanted() says, else acs_ctrl8_known is 0.
+	 */
+	unsigned short acs_ctrl8;
+	unsigned char acs_ctrl8_known;
 	unsigned char acs_state;	/* enum gp_p2p_acs_state */
 	unsigned char port;		/* enum gp_p2p_port */
 	unsigned char multifunction;	/* Linux's pci_dev.multifunction */
+	/* PCI_DEV_FLAGS_ACS_ENABLED_QUIRK: enum gp_p2p_flag */
+	unsigned char acs_enabled_quirk;
 };
 
 /*
@@ -389,6 +408,416 @@ struct gp_p2p_vm_outcome {
 };
 
 /*
+ * Linux's ACS quirks: pci_dev_specific_acs_enabled() and its table
+ * pci_dev_acs_enabled[] (drivers/pci/quirks.c, Linux 7.3), which
+ * pci_acs_enabled() asks before reading any ACS register. Each kind names
+ * the quirk function it stands for; the table below holds every entry of
+ * Linux's, in its order (the first entry whose function answers decides),
+ * and tests/unit/test_acs_quirks_source.py compares both, with the device
+ * id lists the functions hold, against Debian's linux-source.
+ *
+ * One kind is not modelled: pci_quirk_amd_sb_acs (AMD/ATI southbridge
+ * functions: SMBus, IDE, HDA, LPC, USB OHCI and two conventional PCI
+ * bridges, on a root bus, where the ACPI IVRS table is present). Its
+ * entries stay in the table, so the comparison still covers them, and the
+ * walk goes on past them as past a function answering -ENOTTY: none of
+ * those devices is a GPU or a NIC, a conventional PCI bus is never a
+ * clique here whatever Linux groups, and the IVRS table is not in sysfs.
+ *
+ * Intel's PCH root ports (pci_quirk_intel_pch_acs) answer by
+ * PCI_DEV_FLAGS_ACS_ENABLED_QUIRK, which Linux sets at boot where it could
+ * turn the ports' isolation on; sysfs does not show it, so read from sysfs
+ * they are unknown (the kernel module fills in the flag).
+ */
+#define GP_P2P_ACS_TB		0x0002
+#define GP_P2P_ACS_DT		0x0040
+
+enum gp_acs_quirk_kind {
+	GP_ACS_QUIRK_AMD_SB,		/* pci_quirk_amd_sb_acs: not modelled */
+	GP_ACS_QUIRK_MF_ENDPOINT,	/* pci_quirk_mf_endpoint_acs */
+	GP_ACS_QUIRK_RCIEP,		/* pci_quirk_rciep_acs */
+	GP_ACS_QUIRK_QCOM_RP,		/* pci_quirk_qcom_rp_acs */
+	GP_ACS_QUIRK_INTEL_PCH,		/* pci_quirk_intel_pch_acs */
+	GP_ACS_QUIRK_INTEL_SPT_PCH,	/* pci_quirk_intel_spt_pch_acs */
+	GP_ACS_QUIRK_CAVIUM,		/* pci_quirk_cavium_acs */
+	GP_ACS_QUIRK_XGENE,		/* pci_quirk_xgene_acs */
+	GP_ACS_QUIRK_BRCM,		/* pci_quirk_brcm_acs */
+	GP_ACS_QUIRK_LOONGSON,		/* pci_quirk_loongson_acs */
+	GP_ACS_QUIRK_AL,		/* pci_quirk_al_acs */
+	GP_ACS_QUIRK_NXP_RP,		/* pci_quirk_nxp_rp_acs */
+	GP_ACS_QUIRK_ZHAOXIN_PORTS,	/* pci_quirk_zhaoxin_pcie_ports_acs */
+	GP_ACS_QUIRK_WANGXUN_NIC,	/* pci_quirk_wangxun_nic_acs */
+	GP_ACS_QUIRK_KINDS
+};
+
+/* The Linux function a kind stands for, by name (reasons, the test). */
+static inline const char *gp_acs_quirk_name(unsigned int kind)
+{
+	static const char *const names[GP_ACS_QUIRK_KINDS] = {
+		[GP_ACS_QUIRK_AMD_SB] = "pci_quirk_amd_sb_acs",
+		[GP_ACS_QUIRK_MF_ENDPOINT] = "pci_quirk_mf_endpoint_acs",
+		[GP_ACS_QUIRK_RCIEP] = "pci_quirk_rciep_acs",
+		[GP_ACS_QUIRK_QCOM_RP] = "pci_quirk_qcom_rp_acs",
+		[GP_ACS_QUIRK_INTEL_PCH] = "pci_quirk_intel_pch_acs",
+		[GP_ACS_QUIRK_INTEL_SPT_PCH] = "pci_quirk_intel_spt_pch_acs",
+		[GP_ACS_QUIRK_CAVIUM] = "pci_quirk_cavium_acs",
+		[GP_ACS_QUIRK_XGENE] = "pci_quirk_xgene_acs",
+		[GP_ACS_QUIRK_BRCM] = "pci_quirk_brcm_acs",
+		[GP_ACS_QUIRK_LOONGSON] = "pci_quirk_loongson_acs",
+		[GP_ACS_QUIRK_AL] = "pci_quirk_al_acs",
+		[GP_ACS_QUIRK_NXP_RP] = "pci_quirk_nxp_rp_acs",
+		[GP_ACS_QUIRK_ZHAOXIN_PORTS] =
+			"pci_quirk_zhaoxin_pcie_ports_acs",
+		[GP_ACS_QUIRK_WANGXUN_NIC] = "pci_quirk_wangxun_nic_acs",
+	};
+
+	return kind < GP_ACS_QUIRK_KINDS ? names[kind] : "?";
+}
+
+struct gp_acs_quirk_entry {
+	unsigned short vendor;
+	unsigned short device;
+	unsigned char any_device;	/* PCI_ANY_ID */
+	unsigned char kind;		/* enum gp_acs_quirk_kind */
+};
+
+#define GP_ACS_Q(v, d, k)	{ (v), (d), 0, GP_ACS_QUIRK_##k }
+#define GP_ACS_Q_ANY(v, k)	{ (v), 0, 1, GP_ACS_QUIRK_##k }
+
+/* pci_dev_acs_enabled[] of Linux 7.3, entry for entry and in order. */
+static const struct gp_acs_quirk_entry gp_acs_quirk_list[] = {
+	/* AMD/ATI southbridge functions */
+	GP_ACS_Q(0x1002, 0x4385, AMD_SB), GP_ACS_Q(0x1002, 0x439c, AMD_SB),
+	GP_ACS_Q(0x1002, 0x4383, AMD_SB), GP_ACS_Q(0x1002, 0x439d, AMD_SB),
+	GP_ACS_Q(0x1002, 0x4384, AMD_SB), GP_ACS_Q(0x1002, 0x4399, AMD_SB),
+	GP_ACS_Q(0x1022, 0x780f, AMD_SB), GP_ACS_Q(0x1022, 0x7809, AMD_SB),
+	/* Solarflare multifunction NICs */
+	GP_ACS_Q(0x1924, 0x0903, MF_ENDPOINT),
+	GP_ACS_Q(0x1924, 0x0923, MF_ENDPOINT),
+	GP_ACS_Q(0x1924, 0x0a03, MF_ENDPOINT),
+	/* Intel multifunction NICs (82598, 82599, X540, X550, 82580, 82576,
+	 * 82575, I350, 82571, I219) */
+	GP_ACS_Q(0x8086, 0x10c6, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10db, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10dd, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10e1, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10f1, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10f7, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10f8, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10f9, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10fa, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10fb, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10fc, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1507, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1514, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x151c, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1529, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x152a, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x154d, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x154f, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1551, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1558, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1509, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x150e, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x150f, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1510, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1511, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1516, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1527, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10c9, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10e6, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10e7, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10e8, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x150a, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x150d, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1518, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1526, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10a7, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10a9, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10d6, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1521, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1522, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1523, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1524, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x105e, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x105f, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x1060, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x10d9, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x15b7, MF_ENDPOINT),
+	GP_ACS_Q(0x8086, 0x15b8, MF_ENDPOINT),
+	/* Intel root complex integrated endpoints */
+	GP_ACS_Q_ANY(0x8086, RCIEP),
+	/* Qualcomm root ports (QDF2xxx, SA8775P, Hamoa, Glymur), HXT SD4800 */
+	GP_ACS_Q(0x17cb, 0x0400, QCOM_RP),
+	GP_ACS_Q(0x17cb, 0x0401, QCOM_RP),
+	GP_ACS_Q(0x17cb, 0x0115, QCOM_RP),
+	GP_ACS_Q(0x17cb, 0x0111, QCOM_RP),
+	GP_ACS_Q(0x17cb, 0x0120, QCOM_RP),
+	GP_ACS_Q(0x1dbf, 0x0401, QCOM_RP),
+	/* Intel PCH root ports */
+	GP_ACS_Q_ANY(0x8086, INTEL_PCH),
+	GP_ACS_Q_ANY(0x8086, INTEL_SPT_PCH),
+	/* Emulex BE3-R, Skyhawk-R */
+	GP_ACS_Q(0x19a2, 0x0710, MF_ENDPOINT),
+	GP_ACS_Q(0x10df, 0x0720, MF_ENDPOINT),
+	/* Cavium ThunderX root ports, multifunction devices */
+	GP_ACS_Q_ANY(0x177d, CAVIUM),
+	GP_ACS_Q(0x177d, 0xa026, MF_ENDPOINT),
+	GP_ACS_Q(0x177d, 0xa059, MF_ENDPOINT),
+	GP_ACS_Q(0x177d, 0xa060, MF_ENDPOINT),
+	/* APM X-Gene, Ampere root ports */
+	GP_ACS_Q(0x10e8, 0xe004, XGENE),
+	GP_ACS_Q(0x1def, 0xe005, XGENE), GP_ACS_Q(0x1def, 0xe006, XGENE),
+	GP_ACS_Q(0x1def, 0xe007, XGENE), GP_ACS_Q(0x1def, 0xe008, XGENE),
+	GP_ACS_Q(0x1def, 0xe009, XGENE), GP_ACS_Q(0x1def, 0xe00a, XGENE),
+	GP_ACS_Q(0x1def, 0xe00b, XGENE), GP_ACS_Q(0x1def, 0xe00c, XGENE),
+	/* Broadcom multifunction devices, iProc PAXB root port */
+	GP_ACS_Q(0x14e4, 0x16d7, MF_ENDPOINT),
+	GP_ACS_Q(0x14e4, 0x1750, MF_ENDPOINT),
+	GP_ACS_Q(0x14e4, 0x1751, MF_ENDPOINT),
+	GP_ACS_Q(0x14e4, 0x1752, MF_ENDPOINT),
+	GP_ACS_Q(0x14e4, 0x1760, MF_ENDPOINT),
+	GP_ACS_Q(0x14e4, 0x1761, MF_ENDPOINT),
+	GP_ACS_Q(0x14e4, 0x1762, MF_ENDPOINT),
+	GP_ACS_Q(0x14e4, 0x1763, MF_ENDPOINT),
+	GP_ACS_Q(0x14e4, 0xd714, BRCM),
+	/* Loongson root ports */
+	GP_ACS_Q(0x0014, 0x3c09, LOONGSON), GP_ACS_Q(0x0014, 0x3c19, LOONGSON),
+	GP_ACS_Q(0x0014, 0x3c29, LOONGSON), GP_ACS_Q(0x0014, 0x7a09, LOONGSON),
+	GP_ACS_Q(0x0014, 0x7a19, LOONGSON), GP_ACS_Q(0x0014, 0x7a29, LOONGSON),
+	GP_ACS_Q(0x0014, 0x7a39, LOONGSON), GP_ACS_Q(0x0014, 0x7a49, LOONGSON),
+	GP_ACS_Q(0x0014, 0x7a59, LOONGSON), GP_ACS_Q(0x0014, 0x7a69, LOONGSON),
+	/* Amazon Annapurna Labs root port */
+	GP_ACS_Q(0x1c36, 0x0031, AL),
+	/* Zhaoxin multifunction devices */
+	GP_ACS_Q(0x1d17, 0x3038, MF_ENDPOINT),
+	GP_ACS_Q(0x1d17, 0x3104, MF_ENDPOINT),
+	GP_ACS_Q(0x1d17, 0x9083, MF_ENDPOINT),
+	/* NXP LX2xx0/LX2xx2 root ports */
+	GP_ACS_Q(0x1957, 0x8d81, NXP_RP), GP_ACS_Q(0x1957, 0x8da1, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8d83, NXP_RP), GP_ACS_Q(0x1957, 0x8d80, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8da0, NXP_RP), GP_ACS_Q(0x1957, 0x8d82, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8d90, NXP_RP), GP_ACS_Q(0x1957, 0x8db0, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8d92, NXP_RP), GP_ACS_Q(0x1957, 0x8d91, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8db1, NXP_RP), GP_ACS_Q(0x1957, 0x8d93, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8d89, NXP_RP), GP_ACS_Q(0x1957, 0x8da9, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8d8b, NXP_RP), GP_ACS_Q(0x1957, 0x8d88, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8da8, NXP_RP), GP_ACS_Q(0x1957, 0x8d8a, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8d98, NXP_RP), GP_ACS_Q(0x1957, 0x8db8, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8d9a, NXP_RP), GP_ACS_Q(0x1957, 0x8d99, NXP_RP),
+	GP_ACS_Q(0x1957, 0x8db9, NXP_RP), GP_ACS_Q(0x1957, 0x8d9b, NXP_RP),
+	/* Zhaoxin root and downstream ports; Wangxun NICs */
+	GP_ACS_Q_ANY(0x1d17, ZHAOXIN_PORTS),
+	GP_ACS_Q_ANY(0x8088, WANGXUN_NIC),
+};
+
+/* An inclusive range of device ids a quirk function matches. */
+struct gp_acs_id_range {
+	unsigned short first, last;
+};
+
+/* pci_quirk_cavium_acs_match(): ThunderX1, ThunderX2, ThunderX3. */
+static const struct gp_acs_id_range gp_acs_quirk_cavium_ids[] = {
+	{ 0xa000, 0xa7ff }, { 0xaf84, 0xaf84 }, { 0xb884, 0xb884 },
+};
+
+/* pci_quirk_zhaoxin_pcie_ports_acs(): the ports that isolate. */
+static const struct gp_acs_id_range gp_acs_quirk_zhaoxin_ids[] = {
+	{ 0x0710, 0x071e }, { 0x0721, 0x0721 }, { 0x0723, 0x0752 },
+};
+
+/* pci_quirk_intel_spt_pch_acs_match(): Sunrise Point, Union Point, 7th
+ * and 8th generation mobile. */
+static const struct gp_acs_id_range gp_acs_quirk_intel_spt_ids[] = {
+	{ 0xa110, 0xa11f }, { 0xa167, 0xa16a }, { 0xa290, 0xa29f },
+	{ 0xa2e7, 0xa2ee }, { 0x9d10, 0x9d1b },
+};
+
+/* pci_quirk_wangxun_nic_acs(): the NICs that isolate their functions. */
+static const struct gp_acs_id_range gp_acs_quirk_wangxun_ids[] = {
+	{ 0x0100, 0x010f }, { 0x1001, 0x1001 }, { 0x2001, 0x2001 },
+	{ 0x5010, 0x5010 }, { 0x5025, 0x5025 }, { 0x5040, 0x5040 },
+	{ 0x5110, 0x5110 }, { 0x5125, 0x5125 }, { 0x5140, 0x5140 },
+};
+
+/* pci_quirk_intel_pch_acs_ids[]: PCH root ports with ACS-like controls
+ * but no ACS capability (Ibex Peak to Wellsburg and 9 series). */
+static const unsigned short gp_acs_quirk_intel_pch_ids[] = {
+	0x3b42, 0x3b43, 0x3b44, 0x3b45, 0x3b46, 0x3b47, 0x3b48, 0x3b49,
+	0x3b4a, 0x3b4b, 0x3b4c, 0x3b4d, 0x3b4e, 0x3b4f, 0x3b50, 0x3b51,
+	0x1c10, 0x1c11, 0x1c12, 0x1c13, 0x1c14, 0x1c15, 0x1c16, 0x1c17,
+	0x1c18, 0x1c19, 0x1c1a, 0x1c1b, 0x1c1c, 0x1c1d, 0x1c1e, 0x1c1f,
+	0x1e10, 0x1e11, 0x1e12, 0x1e13, 0x1e14, 0x1e15, 0x1e16, 0x1e17,
+	0x1e18, 0x1e19, 0x1e1a, 0x1e1b, 0x1e1c, 0x1e1d, 0x1e1e, 0x1e1f,
+	0x8c10, 0x8c11, 0x8c12, 0x8c13, 0x8c14, 0x8c15, 0x8c16, 0x8c17,
+	0x8c18, 0x8c19, 0x8c1a, 0x8c1b, 0x8c1c, 0x8c1d, 0x8c1e, 0x8c1f,
+	0x9c10, 0x9c11, 0x9c12, 0x9c13, 0x9c14, 0x9c15, 0x9c16, 0x9c17,
+	0x9c18, 0x9c19, 0x9c1a, 0x9c1b,
+	0x9c90, 0x9c91, 0x9c92, 0x9c93, 0x9c94, 0x9c95, 0x9c96, 0x9c97,
+	0x9c98, 0x9c99, 0x9c9a, 0x9c9b,
+	0x1d10, 0x1d12, 0x1d14, 0x1d16, 0x1d18, 0x1d1a, 0x1d1c, 0x1d1e,
+	0x8d10, 0x8d11, 0x8d12, 0x8d13, 0x8d14, 0x8d15, 0x8d16, 0x8d17,
+	0x8d18, 0x8d19, 0x8d1a, 0x8d1b, 0x8d1c, 0x8d1d, 0x8d1e,
+	0x8c90, 0x8c92, 0x8c94, 0x8c96, 0x8c98, 0x8c9a, 0x8c9c, 0x8c9e,
+};
+
+#define GP_ACS_N(a)	(sizeof(a) / sizeof((a)[0]))
+
+static inline int gp_acs_id_in(const struct gp_acs_id_range *r,
+			       unsigned int n, unsigned short device)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (device >= r[i].first && device <= r[i].last)
+			return 1;
+	return 0;
+}
+
+static inline int gp_acs_quirk_intel_pch_match(const struct gp_p2p_hop *hop)
+{
+	unsigned int i;
+
+	if (hop->vendor != 0x8086 || hop->port != GP_P2P_PORT_ROOT)
+		return 0;
+	for (i = 0; i < GP_ACS_N(gp_acs_quirk_intel_pch_ids); i++)
+		if (gp_acs_quirk_intel_pch_ids[i] == hop->device)
+			return 1;
+	return 0;
+}
+
+/*
+ * Whether a filler must read the word at ACS + 8 of a device with these
+ * ids (acs_ctrl8): pci_quirk_intel_spt_pch_acs() reads Control there.
+ * The port type is the rule's to check; these ids are all root ports.
+ */
+static inline int gp_acs_quirk_ctrl8_wanted(unsigned short vendor,
+					    unsigned short device)
+{
+	return vendor == 0x8086 &&
+	       gp_acs_id_in(gp_acs_quirk_intel_spt_ids,
+			    GP_ACS_N(gp_acs_quirk_intel_spt_ids), device);
+}
+
+/* What one quirk function answers, as pci_dev_specific_acs_enabled(). */
+enum gp_acs_quirk_answer {
+	GP_ACS_QUIRK_NO_ANSWER,	/* -ENOTTY/-ENODEV: ask the next entry */
+	GP_ACS_QUIRK_FAILS,	/* 0: does not provide @flags */
+	GP_ACS_QUIRK_PASSES,	/* 1: provides them */
+	GP_ACS_QUIRK_UNKNOWN,	/* its answer rests on what was not read */
+};
+
+/* pci_acs_ctrl_enabled(): every control of @req among @ena. */
+static inline unsigned int gp_acs_ctrl_enabled(unsigned int req,
+					       unsigned int ena)
+{
+	return (req & ena) == req ? GP_ACS_QUIRK_PASSES : GP_ACS_QUIRK_FAILS;
+}
+
+/* One quirk function of kind @kind on @hop, for the controls @flags. */
+static inline unsigned int gp_acs_quirk_answer(unsigned int kind,
+					       const struct gp_p2p_hop *hop,
+					       unsigned int flags)
+{
+	const unsigned int isolate = GP_P2P_ACS_ISOLATE;
+	int root = hop->port == GP_P2P_PORT_ROOT;
+
+	switch (kind) {
+	case GP_ACS_QUIRK_MF_ENDPOINT:
+		return gp_acs_ctrl_enabled(flags, isolate | GP_P2P_ACS_TB |
+					   GP_P2P_ACS_DT);
+	case GP_ACS_QUIRK_RCIEP:
+		return hop->port != GP_P2P_PORT_RC_ENDPOINT ?
+		       GP_ACS_QUIRK_NO_ANSWER :
+		       gp_acs_ctrl_enabled(flags, isolate);
+	case GP_ACS_QUIRK_QCOM_RP:
+	case GP_ACS_QUIRK_XGENE:
+	case GP_ACS_QUIRK_BRCM:
+	case GP_ACS_QUIRK_LOONGSON:
+	case GP_ACS_QUIRK_NXP_RP:
+		return gp_acs_ctrl_enabled(flags, isolate);
+	case GP_ACS_QUIRK_INTEL_PCH:
+		if (!gp_acs_quirk_intel_pch_match(hop))
+			return GP_ACS_QUIRK_NO_ANSWER;
+		if (hop->acs_enabled_quirk == GP_P2P_FLAG_UNKNOWN)
+			return GP_ACS_QUIRK_UNKNOWN;
+		return gp_acs_ctrl_enabled(flags,
+			hop->acs_enabled_quirk == GP_P2P_FLAG_SET ? isolate : 0);
+	case GP_ACS_QUIRK_INTEL_SPT_PCH:
+		if (!root || !gp_acs_quirk_ctrl8_wanted(hop->vendor,
+							hop->device) ||
+		    hop->acs_state == GP_P2P_ACS_ABSENT)
+			return GP_ACS_QUIRK_NO_ANSWER;
+		if (hop->acs_state != GP_P2P_ACS_PRESENT ||
+		    !hop->acs_ctrl8_known)
+			return GP_ACS_QUIRK_UNKNOWN;
+		/* pci_acs_flags_enabled()'s mask, Control read at ACS + 8 */
+		flags &= (unsigned int)hop->acs_cap | GP_P2P_ACS_EC;
+		return gp_acs_ctrl_enabled(flags, hop->acs_ctrl8);
+	case GP_ACS_QUIRK_CAVIUM:
+		return root && gp_acs_id_in(gp_acs_quirk_cavium_ids,
+					    GP_ACS_N(gp_acs_quirk_cavium_ids),
+					    hop->device) ?
+		       gp_acs_ctrl_enabled(flags, isolate) :
+		       GP_ACS_QUIRK_NO_ANSWER;
+	case GP_ACS_QUIRK_AL:
+		return !root ? GP_ACS_QUIRK_NO_ANSWER :
+		       flags & ~isolate ? GP_ACS_QUIRK_FAILS :
+		       GP_ACS_QUIRK_PASSES;
+	case GP_ACS_QUIRK_ZHAOXIN_PORTS:
+		if (!root && hop->port != GP_P2P_PORT_SWITCH_DOWN)
+			return GP_ACS_QUIRK_NO_ANSWER;
+		/* Other Zhaoxin ports: Linux answers "no", ACS or not. */
+		return gp_acs_id_in(gp_acs_quirk_zhaoxin_ids,
+				    GP_ACS_N(gp_acs_quirk_zhaoxin_ids),
+				    hop->device) ?
+		       gp_acs_ctrl_enabled(flags, isolate) :
+		       GP_ACS_QUIRK_FAILS;
+	case GP_ACS_QUIRK_WANGXUN_NIC:
+		return gp_acs_id_in(gp_acs_quirk_wangxun_ids,
+				    GP_ACS_N(gp_acs_quirk_wangxun_ids),
+				    hop->device) ?
+		       gp_acs_ctrl_enabled(flags, isolate) :
+		       GP_ACS_QUIRK_FAILS;
+	default:	/* GP_ACS_QUIRK_AMD_SB: not modelled */
+		return GP_ACS_QUIRK_NO_ANSWER;
+	}
+}
+
+/**
+ * gp_acs_quirk() - pci_dev_specific_acs_enabled()
+ * @hop: the device
+ * @flags: the ACS controls asked for
+ * @entry: out: the entry that answered, or 0
+ *
+ * The first entry of gp_acs_quirk_list[] matching @hop's ids whose
+ * function answers decides. Return: enum gp_acs_quirk_answer.
+ */
+static inline unsigned int gp_acs_quirk(const struct gp_p2p_hop *hop,
+					unsigned int flags,
+					const struct gp_acs_quirk_entry **entry)
+{
+	unsigned int i, ans;
+
+	*entry = 0;
+	if (hop->port == GP_P2P_PORT_UNKNOWN)
+		return GP_ACS_QUIRK_NO_ANSWER;
+	for (i = 0; i < GP_ACS_N(gp_acs_quirk_list); i++) {
+		const struct gp_acs_quirk_entry *e = &gp_acs_quirk_list[i];
+
+		if (e->vendor != hop->vendor ||
+		    (!e->any_device && e->device != hop->device))
+			continue;
+		ans = gp_acs_quirk_answer(e->kind, hop, flags);
+		if (ans != GP_ACS_QUIRK_NO_ANSWER) {
+			*entry = e;
+			return ans;
+		}
+	}
+	return GP_ACS_QUIRK_NO_ANSWER;
+}
+
+/*
  * pci_acs_flags_enabled(): the controls of @flags that the Capability
  * register implements (one it lacks is hard-wired, so Linux does not
  * require it; Egress Control stays required) must all be on.
@@ -405,8 +834,27 @@ static inline int gp_p2p_acs_flags_enabled(const struct gp_p2p_hop *hop,
 	return (hop->acs_ctrl & flags) == flags;
 }
 
+/* A quirk's answer as gp_p2p_acs_enabled() returns it; -2: no answer. */
+static inline int gp_acs_quirk_result(const struct gp_p2p_hop *hop,
+				      unsigned int flags)
+{
+	const struct gp_acs_quirk_entry *e;
+
+	switch (gp_acs_quirk(hop, flags, &e)) {
+	case GP_ACS_QUIRK_PASSES:
+		return 1;
+	case GP_ACS_QUIRK_FAILS:
+		return 0;
+	case GP_ACS_QUIRK_UNKNOWN:
+		return -1;
+	default:
+		return -2;
+	}
+}
+
 /*
- * pci_acs_enabled() without device quirks: root and downstream ports are
+ * pci_acs_enabled(): a device quirk answers first
+ * (pci_dev_specific_acs_enabled()); else root and downstream ports are
  * always checked; endpoints and upstream ports only when multifunction
  * (a single function has no peer inside it); conventional PCI, PCIe-to-PCI
  * and PCI-to-PCIe bridges and RC event collectors never pass.
@@ -415,19 +863,37 @@ static inline int gp_p2p_acs_flags_enabled(const struct gp_p2p_hop *hop,
 static inline int gp_p2p_acs_enabled(const struct gp_p2p_hop *hop,
 				     unsigned int flags)
 {
-	switch (hop->port) {
-	case GP_P2P_PORT_UNKNOWN:
+	int q;
+
+	if (hop->port == GP_P2P_PORT_UNKNOWN)
 		return -1;
+	q = gp_acs_quirk_result(hop, flags);
+	if (q != -2)
+		return q;
+	switch (hop->port) {
 	case GP_P2P_PORT_ROOT:
 	case GP_P2P_PORT_SWITCH_DOWN:
 		return gp_p2p_acs_flags_enabled(hop, flags);
 	case GP_P2P_PORT_ENDPOINT:
+	case GP_P2P_PORT_RC_ENDPOINT:
 	case GP_P2P_PORT_SWITCH_UP:
 		return hop->multifunction ?
 		       gp_p2p_acs_flags_enabled(hop, flags) : 1;
 	default:
 		return 0;
 	}
+}
+
+/*
+ * A device that is one device with its peer: its functions must isolate
+ * from each other, as pci_acs_enabled() asks of a multifunction device
+ * (a quirk first, then its own ACS). Return: 1 yes, 0 no, -1 not known.
+ */
+static inline int gp_p2p_acs_functions(const struct gp_p2p_hop *hop)
+{
+	int q = gp_acs_quirk_result(hop, GP_P2P_ACS_ISOLATE);
+
+	return q != -2 ? q : gp_p2p_acs_flags_enabled(hop, GP_P2P_ACS_ISOLATE);
 }
 
 /*
@@ -469,7 +935,7 @@ static inline void gp_p2p_vm_scan_path(const struct gp_p2p_path *p,
 		else if (hop->port == GP_P2P_PORT_UNKNOWN)
 			ok = -1;
 		else if (one_device)
-			ok = gp_p2p_acs_flags_enabled(hop, GP_P2P_ACS_ISOLATE);
+			ok = gp_p2p_acs_functions(hop);
 		else
 			ok = 1;
 		if (ok < 0)
