@@ -391,6 +391,15 @@ GpPlan *gp_plan_compute(const GpTopology *topo, const char *const *bdfs,
         l->device = dev;
         l->reason = left_out_reason(topo, plan->devices, ids, allowed, i,
                                     policy);
+        /* Refused by all: first a peer that shares a clique with others
+         * (the refusal is on this device's side), then any, in order. */
+        for (j = 0; j < n && !l->reason; j++) {
+            if (j != i && ids[j] >= 0) {
+                gp_plan_pair_allowed(topo, dev,
+                                     g_ptr_array_index(plan->devices, j),
+                                     policy, &l->reason);
+            }
+        }
         for (j = 0; j < n && !l->reason; j++) {
             if (j != i) {
                 gp_plan_pair_allowed(topo, dev,

@@ -405,6 +405,37 @@ static void test_left_out_reason(void)
         }
     }
     gp_plan_free(plan);
+
+    /*
+     * A device refused by every peer: blamed on a pair whose peer others
+     * share a clique with (its own side decided), not on a peer that is
+     * itself refused by all. On Skylake-SP, A (its switch port has no ACS)
+     * is refused by all; C and F share a clique; D's host bridge
+     * (pci0000:80, its first device a root port of an unlisted id) does
+     * not forward. D was blamed on A's switch port, the first in order.
+     */
+    g_clear_pointer(&t, gp_topo_free);
+    {
+        g_autoptr(SysfsBuilder) own = sb_new();
+        const char *const all[] = { SB_GPU_A, SB_GPU_C, SB_GPU_F, SB_GPU_D,
+                                    NULL };
+
+        t = two_node_acs(own, 0x2020, "GenuineIntel", 6, false);
+        plan = plan_ok(t, all, GP_PLAN_POLICY_SYSTEM);
+        g_assert_cmpint(clique(plan, t, SB_GPU_C), ==, 0);
+        g_assert_cmpint(clique(plan, t, SB_GPU_F), ==, 0);
+        for (i = 0; i < plan->left_out->len; i++) {
+            const GpPlanLeftOut *l = g_ptr_array_index(plan->left_out, i);
+
+            if (!strcmp(l->device->bdf, SB_GPU_D) &&
+                (strstr(l->reason, SB_GPU_A) ||
+                 !strstr(l->reason, "pci0000:80") ||
+                 !strstr(l->reason, "is not known to forward P2P"))) {
+                g_error("%s: %s", l->device->bdf, l->reason);
+            }
+        }
+        gp_plan_free(plan);
+    }
 }
 
 int main(int argc, char **argv)
