@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpup2p/helper.h"
+#include "gpup2p/module-client.h"
 #include "gpup2p/snapshot.h"
 #include "gpup2p/topo.h"
 #include "sysfs-internal.h"
@@ -426,7 +426,7 @@ char *gp_kernel_verdicts_format(const GpTopology *topo, bool from_p2pdma,
 
 static bool ask_module(void *ctx, struct gpup2p_verdict *v, GError **errp)
 {
-    return gp_helper_verdict(*(int *)ctx, v, errp);
+    return gp_module_verdict(*(int *)ctx, v, errp);
 }
 
 /*
@@ -452,12 +452,12 @@ static gboolean copy_kernel_verdicts(const char *root, const char *tmp,
         !g_file_test("/dev/" GPUP2P_DEVICE_NAME, G_FILE_TEST_EXISTS)) {
         return TRUE;
     }
-    fd = gp_helper_open(NULL);
+    fd = gp_module_open(NULL);
     if (fd < 0) {
         return TRUE;
     }
     topo = gp_topo_read(tmp, errp);
-    if (topo && gp_helper_info(fd, &info, errp)) {
+    if (topo && gp_module_info(fd, &info, errp)) {
         text = gp_kernel_verdicts_format(topo,
                                          info.caps & GPUP2P_CAP_P2PDMA,
                                          ask_module, &fd);

@@ -98,11 +98,17 @@ done
 for f in "$top"/kernel/include/uapi/*.h; do
     sync_file "$f" "$dst/core/include/uapi/$(basename "$f")"
 done
-# Drop files that left lib/ (renamed or removed), so no stale copy stays
+# Drop files that left lib/ or the headers (renamed or removed, as
+# helper.c and helper.h became module-client.*), so no stale copy stays
 # beside the ones the list names.
 for f in "$dst"/core/lib/*; do
     name=$(basename "$f")
     [ -e "$top/lib/$name" ] || rm -f "$f"
+done
+for f in "$dst"/core/include/gpup2p/*; do
+    name=$(basename "$f")
+    [ -e "$top/include/gpup2p/$name" ] ||
+        [ -e "$top/kernel/include/gpup2p/$name" ] || rm -f "$f"
 done
 
 # -Werror covers our files with QEMU's own warning flags; a tree

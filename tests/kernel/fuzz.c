@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gpup2p/helper.h"
+#include "gpup2p/module-client.h"
 
 #define NFDS        4
 #define MAX_ERRNO   256

@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gpup2p/helper.h"
+#include "gpup2p/module-client.h"
 
 /* The numbers of the first API, which put struct sizes into them, and of
  * the second (type 0xB7, nsfs's), whose MAP and AUDIT are gone. */
@@ -183,7 +183,7 @@ static int cmd_rules(const char *bdf_a, const char *bdf_b)
 
     if (!gp_pci_addr_parse(bdf_a, &a, &err) ||
         !gp_pci_addr_parse(bdf_b, &b, &err) ||
-        (fd = gp_helper_open(&err)) < 0) {
+        (fd = gp_module_open(&err)) < 0) {
         printf("{\"error\": \"%s\"}\n", err->message);
         return 1;
     }

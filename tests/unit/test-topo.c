@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpup2p/helper.h"
+#include "gpup2p/module-client.h"
 #include "gpup2p/p2p.h"
 #include "gpup2p/snapshot.h"
 #include "sysfs-builder.h"

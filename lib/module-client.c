@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* User side of the kernel module (/dev/gpup2p). */
+/* The kernel module's client: opens /dev/gpup2p and asks it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "gpup2p/helper.h"
+#include "gpup2p/module-client.h"
 #include "gpup2p/topo.h"
 
 bool gp_pci_addr_parse(const char *bdf, uint32_t *addr, GError **errp)
@@ -38,7 +38,7 @@ void gp_pci_addr_format(uint32_t addr, char out[16])
                (addr >> 3) & 0x1f, addr & 7);
 }
 
-int gp_helper_open(GError **errp)
+int gp_module_open(GError **errp)
 {
     int fd = open("/dev/" GPUP2P_DEVICE_NAME, O_RDONLY | O_CLOEXEC);
 
@@ -50,7 +50,7 @@ int gp_helper_open(GError **errp)
     return fd;
 }
 
-bool gp_helper_info(int fd, struct gpup2p_info *info, GError **errp)
+bool gp_module_info(int fd, struct gpup2p_info *info, GError **errp)
 {
     memset(info, 0, sizeof(*info));
     info->argsz = sizeof(*info);
@@ -64,7 +64,7 @@ bool gp_helper_info(int fd, struct gpup2p_info *info, GError **errp)
     return true;
 }
 
-bool gp_helper_verdict(int fd, struct gpup2p_verdict *v, GError **errp)
+bool gp_module_verdict(int fd, struct gpup2p_verdict *v, GError **errp)
 {
     v->argsz = sizeof(*v);
     if (ioctl(fd, GPUP2P_VERDICT, v) < 0) {

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "gpup2p/helper.h"
+#include "gpup2p/module-client.h"
 #include "gpup2p/p2p.h"
 
 static const char *const verdict_names[] = {
@@ -135,7 +135,7 @@ static bool verdict_pair(int fd, const GpTopology *topo, VerdictPair *p,
     }
     p->kernel.a = dev_addr(p->a);
     p->kernel.b = dev_addr(p->b);
-    if (!gp_helper_verdict(fd, &p->kernel, errp)) {
+    if (!gp_module_verdict(fd, &p->kernel, errp)) {
         g_prefix_error(errp, "%s %s: ", p->a->bdf, p->b->bdf);
         return false;
     }
@@ -361,11 +361,11 @@ int gp_cmd_verdict(int argc, char **argv)
     if (!topo || !(pairs = select_pairs(topo, all, argv, &err))) {
         return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
     }
-    fd = gp_helper_open(&err);
+    fd = gp_module_open(&err);
     if (fd < 0) {
         return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
     }
-    if (!gp_helper_info(fd, &info, &err)) {
+    if (!gp_module_info(fd, &info, &err)) {
         close(fd);
         return gp_cli_fail("verdict", GP_EXIT_FAILED, "%s", err->message);
     }
