@@ -376,9 +376,18 @@ static bool kernel_verdict_device(const GpDevice *dev)
 static gboolean copy_kernel_verdicts(const char *root, const char *tmp,
                                      GError **errp)
 {
-    static const char *const kinds[] = { "direct", "host-bridge", "none" };
-    static const char *const vm_kinds[] = { "through-iommu",
-                                            "bypasses-iommu", "none" };
+    static const char *const kinds[] = {
+        [GPUP2P_VERDICT_DIRECT] = "direct",
+        [GPUP2P_VERDICT_HOST_BRIDGE] = "host-bridge",
+        [GPUP2P_VERDICT_NONE] = "none",
+        [GPUP2P_VERDICT_UNKNOWN] = "unknown",
+    };
+    static const char *const vm_kinds[] = {
+        [GPUP2P_VM_OK] = "through-iommu",
+        [GPUP2P_VM_BYPASS] = "bypasses-iommu",
+        [GPUP2P_VM_NONE] = "none",
+        [GPUP2P_VM_UNKNOWN] = "unknown",
+    };
     g_autofree char *dst = g_build_filename(tmp, GP_KERNEL_VERDICTS_FILE,
                                             NULL);
     g_autofree char *dir = g_path_get_dirname(dst);
