@@ -24,9 +24,11 @@
 static_assert(GPUP2P_VERDICT_DIRECT == GP_P2P_RULE_DIRECT);
 static_assert(GPUP2P_VERDICT_HOST_BRIDGE == GP_P2P_RULE_HOST_BRIDGE);
 static_assert(GPUP2P_VERDICT_NONE == GP_P2P_RULE_NONE);
+static_assert(GPUP2P_VERDICT_UNKNOWN == GP_P2P_RULE_UNKNOWN);
 static_assert(GPUP2P_PATH_COMMON_BRIDGE == GP_P2P_PATH_COMMON_BRIDGE);
 static_assert(GPUP2P_PATH_ACS_REDIRECT == GP_P2P_PATH_ACS_REDIRECT);
 static_assert(GPUP2P_PATH_NO_COMMON == GP_P2P_PATH_NO_COMMON);
+static_assert(GPUP2P_PATH_ACS_UNKNOWN == GP_P2P_PATH_ACS_UNKNOWN);
 static_assert(GPUP2P_HOST_NOT_NEEDED == GP_P2P_HOST_NOT_NEEDED);
 static_assert(GPUP2P_HOST_AMD_ZEN == GP_P2P_HOST_AMD_ZEN);
 static_assert(GPUP2P_HOST_SAME_LISTED == GP_P2P_HOST_SAME_LISTED);
@@ -39,6 +41,7 @@ static_assert(GPUP2P_HOST_KERNEL_FORWARDS > GP_P2P_HOST_SAME_ONLY);
 static_assert(GPUP2P_VM_OK == GP_P2P_VM_OK);
 static_assert(GPUP2P_VM_BYPASS == GP_P2P_VM_BYPASS);
 static_assert(GPUP2P_VM_NONE == GP_P2P_VM_NONE);
+static_assert(GPUP2P_VM_UNKNOWN == GP_P2P_VM_UNKNOWN);
 
 /* Both paths and the references on their hops, kept off the stack. */
 struct gpup2p_paths {
@@ -127,6 +130,30 @@ static unsigned char gpup2p_hop_port(struct pci_dev *hop, bool first)
 	}
 }
 
+/*
+ * @hop's ACS Control and Capability registers, with what the reads say
+ * (gp_p2p_acs_read_state()). A device gone or in D3cold is not touched:
+ * its config space answers all-ones, or a read may wait on a link that is
+ * down.
+ */
+static unsigned char gpup2p_acs_read(struct pci_dev *hop, u16 *ctrl,
+				     u16 *cap)
+{
+	bool gone = pci_dev_is_disconnected(hop) ||
+		    hop->current_state == PCI_D3cold;
+	int ctrl_err = 0, cap_err = 0;
+
+	*ctrl = 0;
+	*cap = 0;
+	if (!gone) {
+		ctrl_err = pci_read_config_word(hop, hop->acs_cap + PCI_ACS_CTRL,
+						ctrl);
+		cap_err = pci_read_config_word(hop, hop->acs_cap + PCI_ACS_CAP,
+					       cap);
+	}
+	return gp_p2p_acs_read_state(gone, ctrl_err, *ctrl, cap_err, *cap);
+}
+
 /**
  * gpup2p_path_gather() - read a device's path up to its host bridge
  * @pdev: the device, referenced by the caller
@@ -153,14 +180,9 @@ static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
 		held[path->nhops] = pci_dev_get(hop);
 		h = &path->hops[path->nhops++];
 		h->addr = gpup2p_pci_addr(hop);
-		h->acs_state = hop->acs_cap ? GP_P2P_ACS_PRESENT :
-					      GP_P2P_ACS_ABSENT;
-		if (hop->acs_cap) {
-			pci_read_config_word(hop, hop->acs_cap + PCI_ACS_CTRL,
-					     &ctrl);
-			pci_read_config_word(hop, hop->acs_cap + PCI_ACS_CAP,
-					     &cap);
-		}
+		h->acs_state = hop->acs_cap ?
+			       gpup2p_acs_read(hop, &ctrl, &cap) :
+			       GP_P2P_ACS_ABSENT;
 		h->acs_ctrl = ctrl;
 		h->acs_cap = cap;
 		h->port = gpup2p_hop_port(hop, hop == pdev);
@@ -170,7 +192,7 @@ static int gpup2p_path_gather(struct pci_dev *pdev, struct gp_p2p_path *path,
 		h->vendor = hop->vendor;
 		h->device = hop->device;
 		h->acs_ctrl8_known = 0;
-		if (hop->acs_cap &&
+		if (h->acs_state == GP_P2P_ACS_PRESENT &&
 		    gp_acs_quirk_ctrl8_wanted(hop->vendor, hop->device) &&
 		    pci_read_config_word(hop, hop->acs_cap + 8, &ctrl8) ==
 		    PCIBIOS_SUCCESSFUL && !PCI_POSSIBLE_ERROR(ctrl8))
@@ -391,7 +413,12 @@ static void gpup2p_p2pdma_fill(struct gpup2p_verdict *v,
 	if (host == GPUP2P_P2PDMA_NOT_ASKED && via_host)
 		host = dist;
 
-	if (dist != GPUP2P_P2PDMA_NOT_ASKED) {
+	/*
+	 * A hop whose ACS could not be read stays UNKNOWN: p2pdma reads the
+	 * same register unchecked, and all ones would say "redirects".
+	 */
+	if (dist != GPUP2P_P2PDMA_NOT_ASKED &&
+	    v->verdict != GPUP2P_VERDICT_UNKNOWN) {
 		v->out_flags |= GPUP2P_VERDICT_FROM_P2PDMA;
 		v->p2pdma = dist;
 		if (dist < 0)
@@ -413,7 +440,12 @@ static void gpup2p_p2pdma_fill(struct gpup2p_verdict *v,
 	if (host != GPUP2P_P2PDMA_NOT_ASKED) {
 		v->out_flags |= GPUP2P_VERDICT_VM_FROM_P2PDMA;
 		v->p2pdma_host = host;
-		if (v->vm_verdict != GPUP2P_VM_BYPASS) {
+		/*
+		 * Only where every hop isolates: p2pdma's answer never
+		 * replaces a bypass, nor a hop that could not be read.
+		 */
+		if (v->vm_verdict == GPUP2P_VM_OK ||
+		    v->vm_verdict == GPUP2P_VM_NONE) {
 			kind = host < 0 ? GPUP2P_VM_NONE : GPUP2P_VM_OK;
 			differs |= kind != v->vm_verdict;
 			v->vm_verdict = kind;
@@ -423,6 +455,21 @@ static void gpup2p_p2pdma_fill(struct gpup2p_verdict *v,
 		v->out_flags |= GPUP2P_VERDICT_RULE_DIFFERS;
 }
 #endif
+
+/*
+ * One device where the paths do not show it, as the library decides:
+ * a PF and its VFs or VFs of one PF, or functions of one slot on a root
+ * bus (no link joins them). Below a root or downstream port the shared
+ * link decides (gp_p2p_share_link()), whatever the slot numbers.
+ */
+static bool gpup2p_same_device(struct pci_dev *a, struct pci_dev *b)
+{
+	if (a == b)
+		return false;
+	return pci_physfn(a) == pci_physfn(b) ||
+	       (!pci_upstream_bridge(a) && !pci_upstream_bridge(b) &&
+		a->bus == b->bus && PCI_SLOT(a->devfn) == PCI_SLOT(b->devfn));
+}
 
 /**
  * gpup2p_verdict() - GPUP2P_VERDICT on a copied-in argument
@@ -456,10 +503,11 @@ long gpup2p_verdict(struct gpup2p_verdict *v)
 	if (ret)
 		goto out_put;
 	gpup2p_cpu_gather(&cpu);
-	gp_p2p_vm_rule(&p->a, &p->b, &cpu,
-		       a != b && a->bus == b->bus &&
-		       PCI_SLOT(a->devfn) == PCI_SLOT(b->devfn), &p->out);
-	/* Every ACS register is read and the CPU known: never UNKNOWN. */
+	gp_p2p_vm_rule(&p->a, &p->b, &cpu, gpup2p_same_device(a, b), &p->out);
+	/*
+	 * The CPU is known; a hop whose ACS could not be read makes the
+	 * answers UNKNOWN, never "redirects".
+	 */
 	gpup2p_verdict_fill(v, p);
 	v->p2pdma = 0;
 	v->p2pdma_host = 0;

@@ -375,9 +375,18 @@ static bool kernel_verdict_device(const GpDevice *dev)
 char *gp_kernel_verdicts_format(const GpTopology *topo, bool from_p2pdma,
                                 GpKernelAsk ask, void *ctx)
 {
-    static const char *const kinds[] = { "direct", "host-bridge", "none" };
-    static const char *const vm_kinds[] = { "through-iommu",
-                                            "bypasses-iommu", "none" };
+    static const char *const kinds[] = {
+        [GPUP2P_VERDICT_DIRECT] = "direct",
+        [GPUP2P_VERDICT_HOST_BRIDGE] = "host-bridge",
+        [GPUP2P_VERDICT_NONE] = "none",
+        [GPUP2P_VERDICT_UNKNOWN] = "unknown",
+    };
+    static const char *const vm_kinds[] = {
+        [GPUP2P_VM_OK] = "through-iommu",
+        [GPUP2P_VM_BYPASS] = "bypasses-iommu",
+        [GPUP2P_VM_NONE] = "none",
+        [GPUP2P_VM_UNKNOWN] = "unknown",
+    };
     g_autoptr(GString) out = NULL;
     guint i, j;
 

@@ -15,6 +15,7 @@
 #include "gpup2p/p2pcap.h"
 #include "gpup2p/topo.h"
 #include "sysfs-internal.h"
+#include "uapi/gpup2p.h"
 
 #define LINK_TEXT_MAX 512
 
@@ -1176,10 +1177,16 @@ static void read_configs(GpTopology *topo, bool all)
 
 /* The names GP_KERNEL_VERDICTS_FILE uses for the UAPI codes. */
 static const char *const kernel_kind_names[] = {
-    "direct", "host-bridge", "none",
+    [GPUP2P_VERDICT_DIRECT] = "direct",
+    [GPUP2P_VERDICT_HOST_BRIDGE] = "host-bridge",
+    [GPUP2P_VERDICT_NONE] = "none",
+    [GPUP2P_VERDICT_UNKNOWN] = "unknown",
 };
 static const char *const kernel_vm_names[] = {
-    "through-iommu", "bypasses-iommu", "none",
+    [GPUP2P_VM_OK] = "through-iommu",
+    [GPUP2P_VM_BYPASS] = "bypasses-iommu",
+    [GPUP2P_VM_NONE] = "none",
+    [GPUP2P_VM_UNKNOWN] = "unknown",
 };
 
 static bool kernel_name_index(const char *const *names, size_t n,

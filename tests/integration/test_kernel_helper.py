@@ -189,8 +189,8 @@ def boot(t, topology, mode, append, label, kernel):
 
 def check_uapi(t, outdir, kernel):
     u = load_result(outdir, "uapi.json")
-    t.eq((u.get("info"), u.get("info_api")), ("ok", 3),
-         kernel.label("GET_INFO answers API version 3"))
+    t.eq((u.get("info"), u.get("info_api")), ("ok", 4),
+         kernel.label("GET_INFO answers API version 4"))
     caps = u.get("info_caps", -1)
     t.eq(caps, 15 if kernel.p2pdma else 7,
          kernel.label("capabilities: VERDICT, VM_VERDICT and IOMMU_GROUP%s; "

@@ -164,6 +164,76 @@ static void test_unknown_acs(void)
     g_assert_cmpuint(out.unknown_a, ==, 0);
 }
 
+/*
+ * The module's reading of a hop (gpup2p_acs_read()): what its two config
+ * reads gave decides the state, and all ones or a failed read is never
+ * "redirects".
+ */
+static void test_acs_read_state(void)
+{
+    static const struct {
+        int gone, ctrl_err;
+        unsigned short ctrl;
+        int cap_err;
+        unsigned short cap;
+        unsigned char want;
+    } cases[] = {
+        { 0, 0, 0x001d, 0, 0x005f, GP_P2P_ACS_PRESENT },
+        { 0, 0, 0x0000, 0, 0x0000, GP_P2P_ACS_PRESENT },
+        { 0, 0, 0xffff, 0, 0x005f, GP_P2P_ACS_UNKNOWN },
+        { 0, 0, 0x001d, 0, 0xffff, GP_P2P_ACS_UNKNOWN },
+        { 0, 0x87, 0x001d, 0, 0x005f, GP_P2P_ACS_UNKNOWN },
+        { 0, 0, 0x001d, 0x87, 0x005f, GP_P2P_ACS_UNKNOWN },
+        { 1, 0, 0x001d, 0, 0x005f, GP_P2P_ACS_UNKNOWN },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_assert_cmpuint(gp_p2p_acs_read_state(cases[i].gone,
+                                               cases[i].ctrl_err,
+                                               cases[i].ctrl,
+                                               cases[i].cap_err,
+                                               cases[i].cap),
+                         ==, cases[i].want);
+    }
+}
+
+/*
+ * A guest's request between two GPUs under one switch whose ports all
+ * isolate, but one downstream port's ACS Control read all ones: the VM
+ * verdict is unknown, where taking the bits as read would say "reaches
+ * the IOMMU".
+ */
+static void test_all_ones_hop_is_unknown(void)
+{
+    static const unsigned char ports[] = {
+        GP_P2P_PORT_ENDPOINT, GP_P2P_PORT_SWITCH_DOWN,
+        GP_P2P_PORT_SWITCH_UP, GP_P2P_PORT_ROOT,
+    };
+    struct gp_p2p_path a, b, c;
+    struct gp_p2p_vm_outcome out;
+    unsigned i;
+
+    switch_paths(&a, &b, &c, 0x2020);       /* Skylake-SP forwards */
+    for (i = 0; i < 4; i++) {
+        a.hops[i].port = b.hops[i].port = ports[i];
+        a.hops[i].acs_state = b.hops[i].acs_state = GP_P2P_ACS_PRESENT;
+        a.hops[i].acs_ctrl = b.hops[i].acs_ctrl = GP_P2P_ACS_ISOLATE;
+        a.hops[i].acs_cap = b.hops[i].acs_cap = GP_P2P_ACS_ISOLATE;
+    }
+    gp_p2p_vm_rule(&a, &b, &intel, 0, &out);
+    g_assert_cmpuint(out.kind, ==, GP_P2P_VM_OK);
+
+    a.hops[1].acs_ctrl = 0xffff;
+    gp_p2p_vm_rule(&a, &b, &intel, 0, &out);
+    g_assert_cmpuint(out.kind, ==, GP_P2P_VM_OK);    /* taken as read */
+    a.hops[1].acs_state = gp_p2p_acs_read_state(0, 0, a.hops[1].acs_ctrl, 0,
+                                                a.hops[1].acs_cap);
+    gp_p2p_vm_rule(&a, &b, &intel, 0, &out);
+    g_assert_cmpuint(out.kind, ==, GP_P2P_VM_UNKNOWN);
+    g_assert_cmpuint(out.unknown_a, ==, 1u << 1);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -171,5 +241,8 @@ int main(int argc, char **argv)
     g_test_add_func("/p2p-rule/redirect", test_redirect_on_either_side);
     g_test_add_func("/p2p-rule/host-bridge", test_host_bridge_rule);
     g_test_add_func("/p2p-rule/unknown-acs", test_unknown_acs);
+    g_test_add_func("/p2p-rule/acs-read-state", test_acs_read_state);
+    g_test_add_func("/p2p-rule/all-ones-hop-is-unknown",
+                    test_all_ones_hop_is_unknown);
     return g_test_run();
 }

@@ -748,6 +748,31 @@ static void test_kernel_verdicts_preferred(void)
     assert_has(why, "the library's, the more cautious stands");
     g_clear_pointer(&t, gp_topo_free);
 
+    /*
+     * A module of API 4 that could not read a hop's ACS answers unknown
+     * for a pair the library finds forwarded: unknown stands, never a
+     * clique. (On API 3 the file could not carry the word: the whole
+     * record was refused as broken.)
+     */
+    sb_write(sb, GP_KERNEL_VERDICTS_FILE,
+             "source p2pdma\n"
+             SB_GPU_C " " SB_GPU_F " unknown 0 unknown 0x0\n"
+             SB_GPU_F " " SB_GPU_C " unknown 0 unknown 0x0\n");
+    t = read_ok(sb_root(sb));
+    g_assert_nonnull(t->kernel_verdicts);
+    g_assert_null(t->kernel_verdicts_note);
+    g_clear_pointer(&why, g_free);
+    g_assert_cmpint(vm(t, SB_GPU_C, SB_GPU_F, &bare, &why), ==,
+                    GP_VM_P2P_UNKNOWN);
+    g_assert_cmpint(bare, ==, GP_P2P_UNKNOWN);
+    assert_has(why, "says unknown; ");
+    assert_has(why, "the kernel's, the more cautious stands");
+    plan = gp_plan_compute(t, gpus, GP_PLAN_POLICY_SYSTEM, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(plan->cliques->len, ==, 0);
+    gp_plan_free(plan);
+    g_clear_pointer(&t, gp_topo_free);
+
     /* A broken line: the whole record is not taken, and the note says so. */
     sb_write(sb, GP_KERNEL_VERDICTS_FILE,
              SB_GPU_C " " SB_GPU_F " host-bridge 4 through-iommu 0x38\n"

@@ -21,12 +21,14 @@ static const char *const verdict_names[] = {
     [GPUP2P_VERDICT_DIRECT] = "direct",
     [GPUP2P_VERDICT_HOST_BRIDGE] = "host-bridge",
     [GPUP2P_VERDICT_NONE] = "none",
+    [GPUP2P_VERDICT_UNKNOWN] = "unknown",
 };
 
 static const char *const vm_verdict_names[] = {
     [GPUP2P_VM_OK] = "through-iommu",
     [GPUP2P_VM_BYPASS] = "bypasses-iommu",
     [GPUP2P_VM_NONE] = "none",
+    [GPUP2P_VM_UNKNOWN] = "unknown",
 };
 
 static uint32_t dev_addr(const GpDevice *dev)

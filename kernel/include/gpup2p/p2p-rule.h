@@ -49,8 +49,28 @@
 enum gp_p2p_acs_state {
 	GP_P2P_ACS_ABSENT,	/* no ACS capability: nothing redirects */
 	GP_P2P_ACS_PRESENT,	/* acs_ctrl holds the ACS Control register */
-	GP_P2P_ACS_UNKNOWN,	/* not readable (unprivileged sysfs reader) */
+	GP_P2P_ACS_UNKNOWN,	/* not readable: an unprivileged sysfs
+				 * reader, a failed or all-ones read, a
+				 * device gone or in D3cold */
 };
+
+/*
+ * What a hop's two ACS register reads say: @ctrl_err and @cap_err are the
+ * config accessor's results (0: read), @gone that the device is
+ * disconnected or in D3cold, where config space answers all-ones or not
+ * at all and nothing was read. A failed read, or a register of all ones
+ * (what a vanished device returns, and no port implements every ACS
+ * control), is never taken for "redirects": the state is unknown.
+ */
+static inline unsigned char gp_p2p_acs_read_state(int gone, int ctrl_err,
+						  unsigned short ctrl,
+						  int cap_err,
+						  unsigned short cap)
+{
+	if (gone || ctrl_err || cap_err || ctrl == 0xffff || cap == 0xffff)
+		return GP_P2P_ACS_UNKNOWN;
+	return GP_P2P_ACS_PRESENT;
+}
 
 /* What a hop is, by the PCIe types pci_acs_enabled() tells apart. */
 enum gp_p2p_port {

@@ -25,7 +25,12 @@
 #include <linux/types.h>
 
 #define GPUP2P_DEVICE_NAME	"gpup2p"
-#define GPUP2P_API_VERSION	3
+/*
+ * 4: a hop's ACS that cannot be read (a failed or all-ones read, a device
+ * disconnected or in D3cold) gives GPUP2P_VERDICT_UNKNOWN,
+ * GPUP2P_PATH_ACS_UNKNOWN and GPUP2P_VM_UNKNOWN instead of an answer.
+ */
+#define GPUP2P_API_VERSION	4
 
 /*
  * A PCI address: segment << 16 | bus << 8 | devfn. Segments above
@@ -115,11 +120,13 @@ struct gpup2p_info {
 #define GPUP2P_VERDICT_DIRECT		0	/* below a common bridge */
 #define GPUP2P_VERDICT_HOST_BRIDGE	1	/* through a host bridge */
 #define GPUP2P_VERDICT_NONE		2	/* not supported */
+#define GPUP2P_VERDICT_UNKNOWN		3	/* a hop's ACS not readable (4) */
 
 /* path_reason */
 #define GPUP2P_PATH_COMMON_BRIDGE	0	/* @common, nothing redirects */
 #define GPUP2P_PATH_ACS_REDIRECT	1	/* @common, ACS at @redirect */
 #define GPUP2P_PATH_NO_COMMON		2	/* only host bridges join */
+#define GPUP2P_PATH_ACS_UNKNOWN		3	/* @common, ACS not readable (4) */
 
 /* host_reason: why the host bridge rule decided (not with DIRECT) */
 #define GPUP2P_HOST_NOT_NEEDED		0
@@ -137,6 +144,7 @@ struct gpup2p_info {
 #define GPUP2P_VM_OK			0	/* reaches the IOMMU, forwarded */
 #define GPUP2P_VM_BYPASS		1	/* a port routes it: @vm_port */
 #define GPUP2P_VM_NONE			2	/* root complex does not forward */
+#define GPUP2P_VM_UNKNOWN		3	/* a hop's ACS not readable (4) */
 
 /* out_flags */
 #define GPUP2P_VERDICT_HAS_COMMON	(1 << 0)	/* @common is valid */
