@@ -90,8 +90,13 @@ static bool clique_from_text(const char *name, const char *text,
         *ptr = VFIO_GPU_P2P_CLIQUE_OFF;
     } else if (!strcmp(text, "auto")) {
         *ptr = VFIO_GPU_P2P_CLIQUE_AUTO;
-    } else if (!qemu_strtou64(text, NULL, 10, &id) &&
+    } else if (text[0] && strspn(text, "0123456789") == strlen(text) &&
+               !parse_uint_full(text, 10, &id) &&
                id <= GP_P2PCAP_MAX_CLIQUE) {
+        /*
+         * Digits only: parse_uint_full() alone takes blanks and a sign,
+         * and qemu_strtou64() wraps a negative number into range.
+         */
         *ptr = VFIO_GPU_P2P_CLIQUE_ID(id);
     } else {
         error_setg(errp, "Property %s: '%s' is not off, auto or a clique "
@@ -895,6 +900,7 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
     g_autofree char *why = NULL;
     HostSource *src = NULL;
     Error *local = NULL;
+    Error *no_blocker = NULL;
     VFIOGpuP2PVm *vm;
     uint16_t off;
 
@@ -934,8 +940,20 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
                    "computes the clique from this host's topology, and the "
                    "destination's may differ; migrate with an explicit "
                    "x-gpu-p2p-clique=N", name_of(vdev));
-        if (migrate_add_blocker(&p->migration_blocker, errp) < 0) {
-            return false;
+        /*
+         * Normal migration only: CPR keeps the device and this host, so
+         * the ids stay right. auto must never stop a VM: where a blocker
+         * cannot be added (-only-migratable, a migration under way) the
+         * device gets no capability and the reason is said.
+         */
+        if (migrate_add_blocker_normal(&p->migration_blocker,
+                                       &no_blocker) < 0) {
+            warn_report("vfio %s: x-gpu-p2p-clique=auto: no capability: %s",
+                        name_of(vdev), error_get_pretty(no_blocker));
+            trace_vfio_gpu_p2p_no_clique(name_of(vdev),
+                                         error_get_pretty(no_blocker));
+            error_free(no_blocker);
+            return true;
         }
     }
 

@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Our machine type keeps its parent's guest ABI: every property of the
-machine and of a set of devices, read over QMP (qom-get), is the same on
-pc-q35-X.Y-gpup2p as on pc-q35-X.Y of the same binary. The only intended
-difference, vfio-pci's x-gpu-p2p-clique default, needs a host device and is
-checked in qemu_ext inside the virtual host. Runs on this host under TCG,
-paused (-S): nothing boots."""
+"""Our QEMU on this host, under TCG and paused (-S): nothing boots and no
+device is assigned.
+- Our machine type keeps its parent's guest ABI: every property of the
+  machine and of a set of devices, read over QMP (qom-get), is the same on
+  pc-q35-X.Y-gpup2p as on pc-q35-X.Y of the same binary. The one intended
+  difference, vfio-pci's x-gpu-p2p-clique default, needs a host device and
+  is checked in qemu_ext inside the virtual host.
+- x-gpu-p2p-clique takes off, auto or a decimal id 0-15 and nothing else:
+  the property's setter runs before vfio-pci looks for its host device, so
+  a refused value is told apart by the setter's own message."""
 
 import os
 import subprocess
@@ -106,6 +110,28 @@ def main(t):
                           for k in set(a) | set(b) if a.get(k) != b.get(k))
             t.ok(a and not diff, "%s %s: %d properties as on %s"
                  % (machine, obj, len(a), parent), "\n".join(diff))
+
+    clique_values(t)
+
+
+CLIQUE_REFUSED = "is not off, auto or a clique id"
+CLIQUE_GOOD = ["off", "auto", "0", "15"]
+CLIQUE_BAD = ["16", "-1", "-18446744073709551613", " 3", "3 ", "+3", "3x",
+              "0x3", "", "AUTO"]
+
+
+def clique_values(t):
+    for value in CLIQUE_GOOD + CLIQUE_BAD:
+        r = subprocess.run(
+            [OURS, "-nodefaults", "-display", "none", "-M", "q35",
+             "-accel", "tcg", "-S", "-device",
+             "vfio-pci,host=0000:ff:1f.7,x-gpu-p2p-clique=" + value],
+            capture_output=True, text=True, timeout=60)
+        refused = CLIQUE_REFUSED in r.stderr
+        t.ok(r.returncode != 0 and refused == (value in CLIQUE_BAD),
+             "x-gpu-p2p-clique=%r is %s" % (
+                 value, "refused" if value in CLIQUE_BAD else "taken"),
+             "exit %d: %s" % (r.returncode, r.stderr.strip()))
 
 
 Tap().run(main)
