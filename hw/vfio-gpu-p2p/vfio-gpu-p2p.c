@@ -230,7 +230,10 @@ static char *get_source(Object *obj, Error **errp)
     return g_strdup(vdev->gpu_p2p.source ? vdev->gpu_p2p.source : "");
 }
 
-/* "REGION: PATH 0xIOVA+0xSIZE" or "REGION: not mapped (WHY)", by "; ". */
+/*
+ * "REGION[+0xOFFSET]: PATH 0xIOVA+0xSIZE" or "REGION[+0xOFFSET]: not mapped
+ * by PATH (WHY)", joined by "; ".
+ */
 static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
@@ -246,8 +249,12 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
         if (!m->live) {
             continue;
         }
-        g_string_append_printf(out, "%s%s: ", shown++ ? "; " : "",
+        g_string_append_printf(out, "%s%s", shown++ ? "; " : "",
                                m->region);
+        if (m->offset) {
+            g_string_append_printf(out, "+0x%" PRIx64, m->offset);
+        }
+        g_string_append(out, ": ");
         if (m->err) {
             g_string_append_printf(out, "not mapped by %s (%s)", m->path,
                                    m->why);
@@ -1056,15 +1063,18 @@ static VFIOPCIDevice *bar_owner(MemoryRegionSection *section)
                  : NULL;
 }
 
-static VFIOGpuP2PBarMap *bar_map_of(VFIOGpuP2P *p, const char *region,
-                                    bool create)
+static VFIOGpuP2PBarMap *bar_map_of(VFIOGpuP2P *p,
+                                    VFIOContainerBase *bcontainer,
+                                    MemoryRegionSection *section, bool create)
 {
+    const char *region = memory_region_name(section->mr);
     VFIOGpuP2PBarMap *m;
     unsigned i;
 
     for (i = 0; p->bar_maps && i < p->bar_maps->len; i++) {
         m = g_ptr_array_index(p->bar_maps, i);
-        if (!strcmp(m->region, region)) {
+        if (m->container == bcontainer && !strcmp(m->region, region) &&
+            m->offset == section->offset_within_region) {
             return m;
         }
     }
@@ -1075,7 +1085,9 @@ static VFIOGpuP2PBarMap *bar_map_of(VFIOGpuP2P *p, const char *region,
         p->bar_maps = g_ptr_array_new_with_free_func(bar_map_free);
     }
     m = g_new0(VFIOGpuP2PBarMap, 1);
+    m->container = bcontainer;
     m->region = g_strdup(region);
+    m->offset = section->offset_within_region;
     g_ptr_array_add(p->bar_maps, m);
     return m;
 }
@@ -1106,7 +1118,7 @@ void vfio_gpu_p2p_ram_device_map(VFIOContainerBase *bcontainer,
         return;
     }
     p = &vdev->gpu_p2p;
-    m = bar_map_of(p, memory_region_name(section->mr), true);
+    m = bar_map_of(p, bcontainer, section, true);
     m->path = container_path(bcontainer);
     m->iova = iova;
     m->size = size;
@@ -1116,8 +1128,14 @@ void vfio_gpu_p2p_ram_device_map(VFIOContainerBase *bcontainer,
     m->live = true;
     trace_vfio_gpu_p2p_bar_map(name_of(vdev), m->region, m->path, iova, size,
                                err);
-    if (err && p->has_cap) {
-        /* The guest was told P2P works; say plainly that it will not. */
+    if (!err) {
+        m->reported = false;
+    } else if (p->has_cap && !m->reported) {
+        /*
+         * The guest was told P2P works; say plainly that it will not,
+         * once per section (a guest toggles its BARs at will).
+         */
+        m->reported = true;
         error_report("vfio %s: x-gpu-p2p-clique: %s at 0x%" PRIx64 " is not "
                      "mapped by %s (%s): P2P writes of its clique peers to "
                      "it will fault", name_of(vdev), m->region, iova, m->path,
@@ -1125,7 +1143,8 @@ void vfio_gpu_p2p_ram_device_map(VFIOContainerBase *bcontainer,
     }
 }
 
-void vfio_gpu_p2p_ram_device_unmap(MemoryRegionSection *section)
+void vfio_gpu_p2p_ram_device_unmap(VFIOContainerBase *bcontainer,
+                                   MemoryRegionSection *section)
 {
     VFIOPCIDevice *vdev = bar_owner(section);
     VFIOGpuP2PBarMap *m;
@@ -1133,7 +1152,7 @@ void vfio_gpu_p2p_ram_device_unmap(MemoryRegionSection *section)
     if (!vdev) {
         return;
     }
-    m = bar_map_of(&vdev->gpu_p2p, memory_region_name(section->mr), false);
+    m = bar_map_of(&vdev->gpu_p2p, bcontainer, section, false);
     if (m) {
         m->live = false;
     }

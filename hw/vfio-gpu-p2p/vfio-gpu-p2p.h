@@ -13,12 +13,17 @@ typedef struct VFIOContainerBase VFIOContainerBase;
 
 /* How one BAR of the device was last offered to an IOMMU for peers. */
 typedef struct VFIOGpuP2PBarMap {
+    /* Keyed by container and section: a BAR split around its MSI-X table
+     * gives two sections, and a device may sit in more than one container. */
+    const void *container;
     char *region;               /* the memory region's name */
+    uint64_t offset;            /* the section's offset within the region */
     const char *path;           /* the container type that mapped it */
     uint64_t iova, size;
     int err;                    /* 0 mapped, else -errno or -EINVAL */
     char *why;                  /* why not, when err != 0 */
     bool live;                  /* false once the section went away */
+    bool reported;              /* its failure was reported once */
 } VFIOGpuP2PBarMap;
 
 /*
@@ -77,6 +82,7 @@ bool vfio_gpu_p2p_owns_config(VFIOPCIDevice *vdev, uint32_t addr, int len);
 void vfio_gpu_p2p_ram_device_map(VFIOContainerBase *bcontainer,
                                  MemoryRegionSection *section, uint64_t iova,
                                  uint64_t size, int err, const char *why);
-void vfio_gpu_p2p_ram_device_unmap(MemoryRegionSection *section);
+void vfio_gpu_p2p_ram_device_unmap(VFIOContainerBase *bcontainer,
+                                   MemoryRegionSection *section);
 
 #endif /* HW_VFIO_GPU_P2P_H */
