@@ -735,8 +735,19 @@ static bool verify_explicit(VFIOPCIDevice *vdev, Error **errp)
     return true;
 }
 
+/*
+ * What a step of realize decided: go on towards the capability, give this
+ * device none (the VM starts; said on stderr or in a trace), or refuse the
+ * device with @errp set.
+ */
+typedef enum GateResult {
+    GATE_GO_ON,
+    GATE_NO_CAPABILITY,
+    GATE_REFUSE,
+} GateResult;
+
 /* Whether the device may carry the capability; auto stays quiet if not. */
-static bool qualifies(VFIOPCIDevice *vdev, Error **errp)
+static GateResult qualifies(VFIOPCIDevice *vdev, Error **errp)
 {
     PCIDevice *pdev = &vdev->pdev;
     uint8_t class = pci_get_byte(pdev->config + PCI_CLASS_DEVICE + 1);
@@ -750,11 +761,13 @@ static bool qualifies(VFIOPCIDevice *vdev, Error **errp)
         why = "not a display-class device";
     }
     if (!why) {
-        return true;
+        return GATE_GO_ON;
     }
     if (is_auto(vdev)) {
         trace_vfio_gpu_p2p_no_clique(name_of(vdev), why);
-    } else if (vdev->nv_gpudirect_clique != 0xFF) {
+        return GATE_NO_CAPABILITY;
+    }
+    if (vdev->nv_gpudirect_clique != 0xFF) {
         error_setg(errp, "x-gpu-p2p-clique and x-nv-gpudirect-clique "
                    "cannot be used together");
     } else {
@@ -762,7 +775,7 @@ static bool qualifies(VFIOPCIDevice *vdev, Error **errp)
                    "as the guest sees it)", why, vdev->vendor_id,
                    pci_get_word(pdev->config + PCI_CLASS_DEVICE));
     }
-    return false;
+    return GATE_REFUSE;
 }
 
 /*
@@ -824,23 +837,23 @@ static char *unmappable_why(VFIOPCIDevice *vdev)
 /*
  * The gate: no clique promise where peers' writes would fault. auto: no
  * capability; an explicit id: refused, warned or trusted per
- * x-gpu-p2p-verify. False when @vdev gets no capability.
+ * x-gpu-p2p-verify.
  */
-static bool peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
+static GateResult peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
 
     g_free(p->unmappable);
     p->unmappable = unmappable_why(vdev);
     if (!p->unmappable) {
-        return true;
+        return GATE_GO_ON;
     }
     trace_vfio_gpu_p2p_no_clique(name_of(vdev), p->unmappable);
     if (is_auto(vdev)) {
         warn_report("vfio %s: x-gpu-p2p-clique=auto: no capability: P2P "
                     "writes to it would fault: %s", name_of(vdev),
                     p->unmappable);
-        return false;
+        return GATE_NO_CAPABILITY;
     }
     switch (p->verify) {
     case VFIO_GPU_P2P_VERIFY_REFUSE:
@@ -848,19 +861,19 @@ static bool peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
                    "it would fault: %s", explicit_id(vdev), p->unmappable);
         error_append_hint(errp, "Set x-gpu-p2p-verify=warn or trust to "
                           "give the capability anyway.\n");
-        return false;
+        return GATE_REFUSE;
     case VFIO_GPU_P2P_VERIFY_WARN:
         warn_report("vfio %s: x-gpu-p2p-clique=%d: P2P writes of its peers "
                     "to it would fault: %s", name_of(vdev), explicit_id(vdev),
                     p->unmappable);
-        return true;
+        return GATE_GO_ON;
     default:
-        return true;
+        return GATE_GO_ON;
     }
 }
 
-/* C8h, else D4h, as upstream; elsewhere only when opted in. */
-static bool choose_offset(VFIOPCIDevice *vdev, uint16_t *off, Error **errp)
+/* A free offset for the capability in the device's config space. */
+static bool find_offset(VFIOPCIDevice *vdev, uint16_t *off, Error **errp)
 {
     PCIDevice *pdev = &vdev->pdev;
     g_autoptr(GError) gerr = NULL;
@@ -895,6 +908,26 @@ static bool choose_offset(VFIOPCIDevice *vdev, uint16_t *off, Error **errp)
 }
 
 /*
+ * C8h, else D4h, as upstream; elsewhere only when opted in. No room: auto
+ * gives no capability, an explicit id refuses the device.
+ */
+static GateResult choose_offset(VFIOPCIDevice *vdev, uint16_t *off,
+                                Error **errp)
+{
+    Error *local = NULL;
+
+    if (find_offset(vdev, off, &local)) {
+        return GATE_GO_ON;
+    }
+    if (is_auto(vdev)) {
+        warn_reportf_err(local, "vfio %s: no capability: ", name_of(vdev));
+        return GATE_NO_CAPABILITY;
+    }
+    error_propagate(errp, local);
+    return GATE_REFUSE;
+}
+
+/*
  * Called from vfio_add_virt_caps(), while the emulated capability list is
  * still empty: what is added now ends up last in the list.
  */
@@ -906,8 +939,8 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
     bool hotplug = phase_check(PHASE_MACHINE_READY);
     g_autofree char *why = NULL;
     HostSource *src = NULL;
-    Error *local = NULL;
     Error *no_blocker = NULL;
+    GateResult gate;
     VFIOGpuP2PVm *vm;
     uint16_t off;
 
@@ -915,19 +948,16 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
     if (p->clique == VFIO_GPU_P2P_CLIQUE_OFF) {
         return true;
     }
-    if (!qualifies(vdev, errp)) {
-        return !*errp;
+    gate = qualifies(vdev, errp);
+    if (gate == GATE_GO_ON) {
+        gate = peers_can_reach(vdev, errp);
     }
-    if (!peers_can_reach(vdev, errp)) {
-        return !*errp;
+    if (gate == GATE_GO_ON) {
+        p->host_bdf = host_bdf_of(vdev);
+        gate = choose_offset(vdev, &off, errp);
     }
-    p->host_bdf = host_bdf_of(vdev);
-    if (!choose_offset(vdev, &off, is_auto(vdev) ? &local : errp)) {
-        if (local) {
-            warn_reportf_err(local, "vfio %s: no capability: ",
-                             name_of(vdev));
-        }
-        return !*errp;
+    if (gate != GATE_GO_ON) {
+        return gate == GATE_NO_CAPABILITY;
     }
     vm = vm_state();
     if (hotplug && !vm->host_source) {
