@@ -65,7 +65,8 @@ if ! cmp -s "$patch_file" "$applied"; then
     elif [ -e "$applied" ]; then
         # Trees of older scripts kept no copy: restore what patches touch.
         tar -C "$out" -xf "$out/$tarball" "qemu-$version/hw/vfio" \
-            "qemu-$version/hw/meson.build" "qemu-$version/meson.build"
+            "qemu-$version/hw/meson.build" "qemu-$version/meson.build" \
+            "qemu-$version/qapi/vfio.json"
         no_edk2
     fi
     (cd "$src" && patch -p1 --quiet < "$patch_file")

@@ -16,6 +16,8 @@
 #include "qapi/error.h"
 #include "qapi/util.h"
 #include "qapi/visitor.h"
+#include "qapi/qapi-visit-vfio.h"
+#include "hw/core/qdev-prop-internal.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "hw/qdev-core.h"
@@ -155,59 +157,15 @@ const PropertyInfo vfio_gpu_p2p_prop_clique = {
     .set_default_value = set_clique_default,
 };
 
-static const QEnumLookup verify_lookup = {
-    .array = (const char *const[]) {
-        [VFIO_GPU_P2P_VERIFY_REFUSE] = "refuse",
-        [VFIO_GPU_P2P_VERIFY_WARN] = "warn",
-        [VFIO_GPU_P2P_VERIFY_TRUST] = "trust",
-    },
-    .size = VFIO_GPU_P2P_VERIFY_TRUST + 1,
-};
-
-static void get_verify(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
-{
-    const Property *prop = opaque;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    char *text = (char *)qapi_enum_lookup(&verify_lookup, *ptr);
-
-    visit_type_str(v, name, &text, errp);
-}
-
-static void set_verify(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
-{
-    const Property *prop = opaque;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    g_autofree char *text = NULL;
-    int i;
-
-    if (!visit_type_str(v, name, &text, errp)) {
-        return;
-    }
-    i = qapi_enum_parse(&verify_lookup, text, -1, NULL);
-    if (i < 0) {
-        error_setg(errp, "Property %s: '%s' is not refuse, warn or trust",
-                   name, text);
-        return;
-    }
-    *ptr = i;
-}
-
-static void set_verify_default(ObjectProperty *op, const Property *prop)
-{
-    object_property_set_default_str(op,
-        qapi_enum_lookup(&verify_lookup, VFIO_GPU_P2P_VERIFY_REFUSE));
-}
-
+/* A QAPI enum (qapi/vfio.json), so management can read its values. */
 const PropertyInfo vfio_gpu_p2p_prop_verify = {
-    .type = "str",
+    .type = "VfioGpuP2pVerify",
     .description = "What an explicit clique id the host topology "
                    "contradicts gets: refuse (default), warn or trust",
-    .enum_table = &verify_lookup,
-    .get = get_verify,
-    .set = set_verify,
-    .set_default_value = set_verify_default,
+    .enum_table = &VfioGpuP2pVerify_lookup,
+    .get = qdev_propinfo_get_enum,
+    .set = qdev_propinfo_set_enum,
+    .set_default_value = qdev_propinfo_set_default_value_enum,
 };
 
 static int id_in_effect(VFIOPCIDevice *vdev)
@@ -268,6 +226,37 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
     }
 }
 
+/* The same as a QAPI struct (qapi/vfio.json) that a client reads over QMP */
+static void get_bar_map_status(Object *obj, Visitor *v, const char *name,
+                               void *opaque, Error **errp)
+{
+    VFIOGpuP2P *p = &VFIO_PCI(obj)->gpu_p2p;
+    VfioGpuP2pBarMaps *status = g_new0(VfioGpuP2pBarMaps, 1);
+    VfioGpuP2pBarMapList **tail = &status->maps;
+    unsigned i;
+
+    status->unmappable = g_strdup(p->unmappable);
+    for (i = 0; p->bar_maps && i < p->bar_maps->len; i++) {
+        VFIOGpuP2PBarMap *m = g_ptr_array_index(p->bar_maps, i);
+        VfioGpuP2pBarMap *entry;
+
+        if (!m->live) {
+            continue;
+        }
+        entry = g_new0(VfioGpuP2pBarMap, 1);
+        entry->region = g_strdup(m->region);
+        entry->offset = m->offset;
+        entry->backend = g_strdup(m->path);
+        entry->mapped = !m->err;
+        entry->iova = m->iova;
+        entry->size = m->size;
+        entry->reason = g_strdup(m->why);
+        QAPI_LIST_APPEND(tail, entry);
+    }
+    visit_type_VfioGpuP2pBarMaps(v, name, &status, errp);
+    qapi_free_VfioGpuP2pBarMaps(status);
+}
+
 static char *get_bar_maps(Object *obj, Error **errp)
 {
     GString *out = g_string_new(NULL);
@@ -315,6 +304,11 @@ void vfio_gpu_p2p_class_init(ObjectClass *klass)
     object_class_property_set_description(klass, "x-gpu-p2p-bar-maps",
         "Where the IOMMU maps this device's BARs for its P2P peers, as the "
         "container's listener last did or failed (read-only)");
+    object_class_property_add(klass, "x-gpu-p2p-bar-map-status",
+                              "VfioGpuP2pBarMaps", get_bar_map_status, NULL,
+                              NULL, NULL);
+    object_class_property_set_description(klass, "x-gpu-p2p-bar-map-status",
+        "x-gpu-p2p-bar-maps as a VfioGpuP2pBarMaps struct (read-only)");
     object_class_property_add_str(klass, "x-gpu-p2p-peer-maps",
                                   get_peer_maps, NULL);
     object_class_property_set_description(klass, "x-gpu-p2p-peer-maps",

@@ -7,6 +7,7 @@
 #define HW_VFIO_GPU_P2P_H
 
 #include "hw/qdev-properties.h"
+#include "qapi/qapi-types-vfio.h"
 
 typedef struct VFIOPCIDevice VFIOPCIDevice;
 typedef struct VFIOContainerBase VFIOContainerBase;
@@ -38,16 +39,11 @@ typedef struct VFIOGpuP2PBarMap {
 #define VFIO_GPU_P2P_CLIQUE_AUTO     1
 #define VFIO_GPU_P2P_CLIQUE_ID(n)    (2 + (n))
 
-typedef enum VFIOGpuP2PVerify {
-    VFIO_GPU_P2P_VERIFY_REFUSE,
-    VFIO_GPU_P2P_VERIFY_WARN,
-    VFIO_GPU_P2P_VERIFY_TRUST,
-} VFIOGpuP2PVerify;
 
 typedef struct VFIOGpuP2P {
     /* Properties */
     uint8_t clique;             /* see VFIO_GPU_P2P_CLIQUE_* */
-    uint8_t verify;             /* VFIOGpuP2PVerify */
+    VfioGpuP2pVerify verify;    /* qapi/vfio.json */
     bool cap_anywhere;          /* place past C8h/D4h when both are taken */
     char *host_snapshot;        /* a captured sysfs tree to read instead */
 

@@ -266,7 +266,7 @@ def startup_checks(t, s, bdfs):
     refused("bad-value", "'17' is not off, auto or a clique id")
     refused("bad-json-int", "x-gpu-p2p-clique', expected: string")
     refused("bad-json-id", "'16' is not off, auto or a clique id 0-15")
-    refused("bad-verify", "'maybe' is not refuse, warn or trust")
+    refused("bad-verify", "x-gpu-p2p-verify", "does not accept value 'maybe'")
     refused("not-nvidia", "not an NVIDIA device", "vendor 1234")
     refused("not-display", "not a display-class device")
     refused("both-properties", "cannot be used together")

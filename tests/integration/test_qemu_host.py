@@ -112,6 +112,8 @@ def main(t):
                  % (machine, obj, len(a), parent), "\n".join(diff))
 
     clique_values(t)
+    verify_values(t)
+    property_types(t)
 
 
 CLIQUE_REFUSED = "is not off, auto or a clique id"
@@ -132,6 +134,43 @@ def clique_values(t):
              "x-gpu-p2p-clique=%r is %s" % (
                  value, "refused" if value in CLIQUE_BAD else "taken"),
              "exit %d: %s" % (r.returncode, r.stderr.strip()))
+
+
+def verify_values(t):
+    for value in ("refuse", "warn", "trust", "maybe", "", "WARN"):
+        r = subprocess.run(
+            [OURS, "-nodefaults", "-display", "none", "-M", "q35",
+             "-accel", "tcg", "-S", "-device",
+             "vfio-pci,host=0000:ff:1f.7,x-gpu-p2p-verify=" + value],
+            capture_output=True, text=True, timeout=60)
+        good = value in ("refuse", "warn", "trust")
+        refused = "does not accept value" in r.stderr
+        t.ok(r.returncode != 0 and refused != good,
+             "x-gpu-p2p-verify=%r is %s" % (value,
+                                          "taken" if good else "refused"),
+             "exit %d: %s" % (r.returncode, r.stderr.strip()))
+
+
+def property_types(t):
+    """Management reads the verify values and the map status by type."""
+    tmp = tempfile.mkdtemp(prefix="qprops-")
+    sock = os.path.join(tmp, "qmp.sock")
+    proc = subprocess.Popen(
+        [OURS, "-nodefaults", "-display", "none", "-M", "q35", "-accel",
+         "tcg", "-S", "-qmp", "unix:%s,server=on,wait=off" % sock],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        qmp = Qmp(sock, timeout=60)
+        listed = qmp.cmd("qom-list-properties", typename="vfio-pci")
+        qmp.close()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+    types = {p["name"]: p["type"] for p in listed.get("return", [])}
+    t.eq(types.get("x-gpu-p2p-verify"), "VfioGpuP2pVerify",
+         "x-gpu-p2p-verify is the QAPI enum VfioGpuP2pVerify")
+    t.eq(types.get("x-gpu-p2p-bar-map-status"), "VfioGpuP2pBarMaps",
+         "x-gpu-p2p-bar-map-status is the QAPI struct VfioGpuP2pBarMaps")
 
 
 Tap().run(main)
