@@ -85,12 +85,14 @@ for f in vfio-gpu-p2p.c vfio-gpu-p2p.h machine.c trace-events trace.h; do
 done
 rm -f "$dst/bar-mapper.c" "$dst/default-clique"
 sync_file "$here/meson.build.qemu" "$dst/meson.build"
-# The core library as lib/core-sources.txt lists it (the one list of its
-# sources), with its private and public headers and the shared kernel
-# headers (P2P rule, UAPI).
+# The core library's units that QEMU calls (core-units.txt; the link
+# fails if one is missing), with the library's private and public headers
+# and the shared kernel headers (P2P rule, UAPI). The rest of the library
+# (capture, output, libvirt mirroring) is the host tool's.
 mkdir -p "$dst/core/include/uapi"
-sync_file "$top/lib/core-sources.txt" "$dst/core/core-sources.txt"
-for f in $(cat "$top/lib/core-sources.txt") $(cd "$top/lib" && ls *.h); do
+sync_file "$here/core-units.txt" "$dst/core/core-units.txt"
+rm -f "$dst/core/core-sources.txt"
+for f in $(cat "$here/core-units.txt") $(cd "$top/lib" && ls *.h); do
     sync_file "$top/lib/$f" "$dst/core/lib/$f"
 done
 for f in "$top"/include/gpup2p/*.h "$top"/kernel/include/gpup2p/*.h; do
@@ -99,11 +101,14 @@ done
 for f in "$top"/kernel/include/uapi/*.h; do
     sync_file "$f" "$dst/core/include/uapi/$(basename "$f")"
 done
-# Drop files that left lib/ (renamed or removed), so no stale copy stays
-# beside the ones the list names.
+# Drop files that left lib/ or the list, so no stale copy stays beside
+# the ones the list names.
 for f in "$dst"/core/lib/*; do
     name=$(basename "$f")
-    [ -e "$top/lib/$name" ] || rm -f "$f"
+    case $name in
+    *.h) [ -e "$top/lib/$name" ] || rm -f "$f" ;;
+    *) grep -qx "$name" "$here/core-units.txt" || rm -f "$f" ;;
+    esac
 done
 
 # -Werror covers our files with QEMU's own warning flags; a tree

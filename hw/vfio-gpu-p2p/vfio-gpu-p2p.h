@@ -14,8 +14,10 @@ typedef struct VFIOContainerBase VFIOContainerBase;
 
 /* How one BAR of the device was last offered to an IOMMU for peers. */
 typedef struct VFIOGpuP2PBarMap {
-    /* Keyed by container and section: a BAR split around its MSI-X table
-     * gives two sections, and a device may sit in more than one container. */
+    /*
+     * Keyed by container and section: a BAR split around its MSI-X table
+     * gives two sections, and a device may sit in more than one container.
+     */
     const void *container;
     char *region;               /* the memory region's name */
     uint64_t offset;            /* the section's offset within the region */
