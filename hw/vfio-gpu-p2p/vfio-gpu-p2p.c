@@ -650,6 +650,18 @@ static void assign(GPtrArray *devs, int8_t *known, VFIOPCIDevice *newcomer)
     }
 }
 
+/* By host PCI address; devices whose address is unknown last, as given. */
+static gint by_host_address(gconstpointer a, gconstpointer b)
+{
+    const char *x = (*(VFIOPCIDevice *const *)a)->gpu_p2p.host_bdf;
+    const char *y = (*(VFIOPCIDevice *const *)b)->gpu_p2p.host_bdf;
+
+    if (!x || !y) {
+        return !x - !y;
+    }
+    return strcmp(x, y);
+}
+
 static void machine_done(Notifier *notifier, void *data)
 {
     VFIOGpuP2PVm *vm = container_of(notifier, VFIOGpuP2PVm, machine_done);
@@ -661,6 +673,11 @@ static void machine_done(Notifier *notifier, void *data)
         return;
     }
     devs = g_ptr_array_copy(vm->devices, NULL, NULL);
+    /*
+     * Ids follow host addresses, not -device order: reordering a domain's
+     * hostdevs must not move a GPU to another clique id.
+     */
+    g_ptr_array_sort(devs, by_host_address);
     n = devs->len;
     known = g_new0(int8_t, n * n);
     for (i = 0; i < n; i++) {

@@ -168,6 +168,16 @@ def mix_checks(t, q):
              "%s: the guest reads clique %d" % (dev, want))
 
 
+def order_checks(t, q):
+    o = q.get("order", {})
+    fwd = o.get("forward", {}).get("in_effect")
+    rev = o.get("reversed", {}).get("in_effect")
+    t.ok(fwd and fwd.get("g0") == fwd.get("g1") and fwd.get("g0", -1) >= 0,
+         "auto: the two GPUs on one root complex share an id", o)
+    t.eq(rev, fwd, "auto ids follow host addresses: reversing the -device "
+         "order gives every GPU the same id")
+
+
 def hotplug_checks(t, q):
     h = q["hotplug"]
     t.ok(all("return" in r for r in h.get("device_add", {}).values()) and
@@ -363,7 +373,7 @@ def test(t):
         return
     q = load_json(os.path.join(outdir, "qtest.json"))
     t.ok(q["ours_exists"], "the virtual host runs our QEMU", q["ours"])
-    for fn in (ids_checks, fleet_checks, c8_checks, mix_checks,
+    for fn in (ids_checks, fleet_checks, c8_checks, mix_checks, order_checks,
                hotplug_checks, hotplug_explicit_checks, migration_checks,
                source_checks):
         try:
