@@ -65,7 +65,8 @@ if ! cmp -s "$patch_file" "$applied"; then
     elif [ -e "$applied" ]; then
         # Trees of older scripts kept no copy: restore what patches touch.
         tar -C "$out" -xf "$out/$tarball" "qemu-$version/hw/vfio" \
-            "qemu-$version/hw/meson.build" "qemu-$version/meson.build"
+            "qemu-$version/hw/meson.build" "qemu-$version/meson.build" \
+            "qemu-$version/qapi/vfio.json"
         no_edk2
     fi
     (cd "$src" && patch -p1 --quiet < "$patch_file")
@@ -84,12 +85,14 @@ for f in vfio-gpu-p2p.c vfio-gpu-p2p.h machine.c trace-events trace.h; do
 done
 rm -f "$dst/bar-mapper.c" "$dst/default-clique"
 sync_file "$here/meson.build.qemu" "$dst/meson.build"
-# The core library as lib/core-sources.txt lists it (the one list of its
-# sources), with its private and public headers and the shared kernel
-# headers (P2P rule, UAPI).
+# The core library's units that QEMU calls (core-units.txt; the link
+# fails if one is missing), with the library's private and public headers
+# and the shared kernel headers (P2P rule, UAPI). The rest of the library
+# (capture, output, libvirt mirroring) is the host tool's.
 mkdir -p "$dst/core/include/uapi"
-sync_file "$top/lib/core-sources.txt" "$dst/core/core-sources.txt"
-for f in $(cat "$top/lib/core-sources.txt") $(cd "$top/lib" && ls *.h); do
+sync_file "$here/core-units.txt" "$dst/core/core-units.txt"
+rm -f "$dst/core/core-sources.txt"
+for f in $(cat "$here/core-units.txt") $(cd "$top/lib" && ls *.h); do
     sync_file "$top/lib/$f" "$dst/core/lib/$f"
 done
 for f in "$top"/include/gpup2p/*.h "$top"/kernel/include/gpup2p/*.h; do
@@ -98,12 +101,15 @@ done
 for f in "$top"/kernel/include/uapi/*.h; do
     sync_file "$f" "$dst/core/include/uapi/$(basename "$f")"
 done
-# Drop files that left lib/ or the headers (renamed or removed, as
-# helper.c and helper.h became module-client.*), so no stale copy stays
+# Drop files that left lib/, the list or the headers (renamed or removed,
+# as helper.c and helper.h became module-client.*), so no stale copy stays
 # beside the ones the list names.
 for f in "$dst"/core/lib/*; do
     name=$(basename "$f")
-    [ -e "$top/lib/$name" ] || rm -f "$f"
+    case $name in
+    *.h) [ -e "$top/lib/$name" ] || rm -f "$f" ;;
+    *) grep -qx "$name" "$here/core-units.txt" || rm -f "$f" ;;
+    esac
 done
 for f in "$dst"/core/include/gpup2p/*; do
     name=$(basename "$f")

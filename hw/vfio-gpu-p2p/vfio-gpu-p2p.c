@@ -16,6 +16,8 @@
 #include "qapi/error.h"
 #include "qapi/util.h"
 #include "qapi/visitor.h"
+#include "qapi/qapi-visit-vfio.h"
+#include "hw/core/qdev-prop-internal.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "hw/qdev-core.h"
@@ -90,8 +92,13 @@ static bool clique_from_text(const char *name, const char *text,
         *ptr = VFIO_GPU_P2P_CLIQUE_OFF;
     } else if (!strcmp(text, "auto")) {
         *ptr = VFIO_GPU_P2P_CLIQUE_AUTO;
-    } else if (!qemu_strtou64(text, NULL, 10, &id) &&
+    } else if (text[0] && strspn(text, "0123456789") == strlen(text) &&
+               !parse_uint_full(text, 10, &id) &&
                id <= GP_P2PCAP_MAX_CLIQUE) {
+        /*
+         * Digits only: parse_uint_full() alone takes blanks and a sign,
+         * and qemu_strtou64() wraps a negative number into range.
+         */
         *ptr = VFIO_GPU_P2P_CLIQUE_ID(id);
     } else {
         error_setg(errp, "Property %s: '%s' is not off, auto or a clique "
@@ -150,59 +157,15 @@ const PropertyInfo vfio_gpu_p2p_prop_clique = {
     .set_default_value = set_clique_default,
 };
 
-static const QEnumLookup verify_lookup = {
-    .array = (const char *const[]) {
-        [VFIO_GPU_P2P_VERIFY_REFUSE] = "refuse",
-        [VFIO_GPU_P2P_VERIFY_WARN] = "warn",
-        [VFIO_GPU_P2P_VERIFY_TRUST] = "trust",
-    },
-    .size = VFIO_GPU_P2P_VERIFY_TRUST + 1,
-};
-
-static void get_verify(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
-{
-    const Property *prop = opaque;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    char *text = (char *)qapi_enum_lookup(&verify_lookup, *ptr);
-
-    visit_type_str(v, name, &text, errp);
-}
-
-static void set_verify(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
-{
-    const Property *prop = opaque;
-    uint8_t *ptr = object_field_prop_ptr(obj, prop);
-    g_autofree char *text = NULL;
-    int i;
-
-    if (!visit_type_str(v, name, &text, errp)) {
-        return;
-    }
-    i = qapi_enum_parse(&verify_lookup, text, -1, NULL);
-    if (i < 0) {
-        error_setg(errp, "Property %s: '%s' is not refuse, warn or trust",
-                   name, text);
-        return;
-    }
-    *ptr = i;
-}
-
-static void set_verify_default(ObjectProperty *op, const Property *prop)
-{
-    object_property_set_default_str(op,
-        qapi_enum_lookup(&verify_lookup, VFIO_GPU_P2P_VERIFY_REFUSE));
-}
-
+/* A QAPI enum (qapi/vfio.json), so management can read its values. */
 const PropertyInfo vfio_gpu_p2p_prop_verify = {
-    .type = "str",
+    .type = "VfioGpuP2pVerify",
     .description = "What an explicit clique id the host topology "
                    "contradicts gets: refuse (default), warn or trust",
-    .enum_table = &verify_lookup,
-    .get = get_verify,
-    .set = set_verify,
-    .set_default_value = set_verify_default,
+    .enum_table = &VfioGpuP2pVerify_lookup,
+    .get = qdev_propinfo_get_enum,
+    .set = qdev_propinfo_set_enum,
+    .set_default_value = qdev_propinfo_set_default_value_enum,
 };
 
 static int id_in_effect(VFIOPCIDevice *vdev)
@@ -225,7 +188,10 @@ static char *get_source(Object *obj, Error **errp)
     return g_strdup(vdev->gpu_p2p.source ? vdev->gpu_p2p.source : "");
 }
 
-/* "REGION: PATH 0xIOVA+0xSIZE" or "REGION: not mapped (WHY)", by "; ". */
+/*
+ * "REGION[+0xOFFSET]: PATH 0xIOVA+0xSIZE" or "REGION[+0xOFFSET]: not mapped
+ * by PATH (WHY)", joined by "; ".
+ */
 static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
@@ -241,8 +207,12 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
         if (!m->live) {
             continue;
         }
-        g_string_append_printf(out, "%s%s: ", shown++ ? "; " : "",
+        g_string_append_printf(out, "%s%s", shown++ ? "; " : "",
                                m->region);
+        if (m->offset) {
+            g_string_append_printf(out, "+0x%" PRIx64, m->offset);
+        }
+        g_string_append(out, ": ");
         if (m->err) {
             g_string_append_printf(out, "not mapped by %s (%s)", m->path,
                                    m->why);
@@ -254,6 +224,37 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
     if (!shown) {
         g_string_append(out, "none yet (BARs not enabled by the guest)");
     }
+}
+
+/* The same as a QAPI struct (qapi/vfio.json) that a client reads over QMP */
+static void get_bar_map_status(Object *obj, Visitor *v, const char *name,
+                               void *opaque, Error **errp)
+{
+    VFIOGpuP2P *p = &VFIO_PCI(obj)->gpu_p2p;
+    VfioGpuP2pBarMaps *status = g_new0(VfioGpuP2pBarMaps, 1);
+    VfioGpuP2pBarMapList **tail = &status->maps;
+    unsigned i;
+
+    status->unmappable = g_strdup(p->unmappable);
+    for (i = 0; p->bar_maps && i < p->bar_maps->len; i++) {
+        VFIOGpuP2PBarMap *m = g_ptr_array_index(p->bar_maps, i);
+        VfioGpuP2pBarMap *entry;
+
+        if (!m->live) {
+            continue;
+        }
+        entry = g_new0(VfioGpuP2pBarMap, 1);
+        entry->region = g_strdup(m->region);
+        entry->offset = m->offset;
+        entry->backend = g_strdup(m->path);
+        entry->mapped = !m->err;
+        entry->iova = m->iova;
+        entry->size = m->size;
+        entry->reason = g_strdup(m->why);
+        QAPI_LIST_APPEND(tail, entry);
+    }
+    visit_type_VfioGpuP2pBarMaps(v, name, &status, errp);
+    qapi_free_VfioGpuP2pBarMaps(status);
 }
 
 static char *get_bar_maps(Object *obj, Error **errp)
@@ -303,6 +304,11 @@ void vfio_gpu_p2p_class_init(ObjectClass *klass)
     object_class_property_set_description(klass, "x-gpu-p2p-bar-maps",
         "Where the IOMMU maps this device's BARs for its P2P peers, as the "
         "container's listener last did or failed (read-only)");
+    object_class_property_add(klass, "x-gpu-p2p-bar-map-status",
+                              "VfioGpuP2pBarMaps", get_bar_map_status, NULL,
+                              NULL, NULL);
+    object_class_property_set_description(klass, "x-gpu-p2p-bar-map-status",
+        "x-gpu-p2p-bar-maps as a VfioGpuP2pBarMaps struct (read-only)");
     object_class_property_add_str(klass, "x-gpu-p2p-peer-maps",
                                   get_peer_maps, NULL);
     object_class_property_set_description(klass, "x-gpu-p2p-peer-maps",
@@ -644,6 +650,18 @@ static void assign(GPtrArray *devs, int8_t *known, VFIOPCIDevice *newcomer)
     }
 }
 
+/* By host PCI address; devices whose address is unknown last, as given. */
+static gint by_host_address(gconstpointer a, gconstpointer b)
+{
+    const char *x = (*(VFIOPCIDevice *const *)a)->gpu_p2p.host_bdf;
+    const char *y = (*(VFIOPCIDevice *const *)b)->gpu_p2p.host_bdf;
+
+    if (!x || !y) {
+        return !x - !y;
+    }
+    return strcmp(x, y);
+}
+
 static void machine_done(Notifier *notifier, void *data)
 {
     VFIOGpuP2PVm *vm = container_of(notifier, VFIOGpuP2PVm, machine_done);
@@ -655,6 +673,11 @@ static void machine_done(Notifier *notifier, void *data)
         return;
     }
     devs = g_ptr_array_copy(vm->devices, NULL, NULL);
+    /*
+     * Ids follow host addresses, not -device order: reordering a domain's
+     * hostdevs must not move a GPU to another clique id.
+     */
+    g_ptr_array_sort(devs, by_host_address);
     n = devs->len;
     known = g_new0(int8_t, n * n);
     for (i = 0; i < n; i++) {
@@ -723,8 +746,19 @@ static bool verify_explicit(VFIOPCIDevice *vdev, Error **errp)
     return true;
 }
 
+/*
+ * What a step of realize decided: go on towards the capability, give this
+ * device none (the VM starts; said on stderr or in a trace), or refuse the
+ * device with @errp set.
+ */
+typedef enum GateResult {
+    GATE_GO_ON,
+    GATE_NO_CAPABILITY,
+    GATE_REFUSE,
+} GateResult;
+
 /* Whether the device may carry the capability; auto stays quiet if not. */
-static bool qualifies(VFIOPCIDevice *vdev, Error **errp)
+static GateResult qualifies(VFIOPCIDevice *vdev, Error **errp)
 {
     PCIDevice *pdev = &vdev->pdev;
     uint8_t class = pci_get_byte(pdev->config + PCI_CLASS_DEVICE + 1);
@@ -738,11 +772,13 @@ static bool qualifies(VFIOPCIDevice *vdev, Error **errp)
         why = "not a display-class device";
     }
     if (!why) {
-        return true;
+        return GATE_GO_ON;
     }
     if (is_auto(vdev)) {
         trace_vfio_gpu_p2p_no_clique(name_of(vdev), why);
-    } else if (vdev->nv_gpudirect_clique != 0xFF) {
+        return GATE_NO_CAPABILITY;
+    }
+    if (vdev->nv_gpudirect_clique != 0xFF) {
         error_setg(errp, "x-gpu-p2p-clique and x-nv-gpudirect-clique "
                    "cannot be used together");
     } else {
@@ -750,7 +786,7 @@ static bool qualifies(VFIOPCIDevice *vdev, Error **errp)
                    "as the guest sees it)", why, vdev->vendor_id,
                    pci_get_word(pdev->config + PCI_CLASS_DEVICE));
     }
-    return false;
+    return GATE_REFUSE;
 }
 
 /*
@@ -812,23 +848,23 @@ static char *unmappable_why(VFIOPCIDevice *vdev)
 /*
  * The gate: no clique promise where peers' writes would fault. auto: no
  * capability; an explicit id: refused, warned or trusted per
- * x-gpu-p2p-verify. False when @vdev gets no capability.
+ * x-gpu-p2p-verify.
  */
-static bool peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
+static GateResult peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
 
     g_free(p->unmappable);
     p->unmappable = unmappable_why(vdev);
     if (!p->unmappable) {
-        return true;
+        return GATE_GO_ON;
     }
     trace_vfio_gpu_p2p_no_clique(name_of(vdev), p->unmappable);
     if (is_auto(vdev)) {
         warn_report("vfio %s: x-gpu-p2p-clique=auto: no capability: P2P "
                     "writes to it would fault: %s", name_of(vdev),
                     p->unmappable);
-        return false;
+        return GATE_NO_CAPABILITY;
     }
     switch (p->verify) {
     case VFIO_GPU_P2P_VERIFY_REFUSE:
@@ -836,19 +872,19 @@ static bool peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
                    "it would fault: %s", explicit_id(vdev), p->unmappable);
         error_append_hint(errp, "Set x-gpu-p2p-verify=warn or trust to "
                           "give the capability anyway.\n");
-        return false;
+        return GATE_REFUSE;
     case VFIO_GPU_P2P_VERIFY_WARN:
         warn_report("vfio %s: x-gpu-p2p-clique=%d: P2P writes of its peers "
                     "to it would fault: %s", name_of(vdev), explicit_id(vdev),
                     p->unmappable);
-        return true;
+        return GATE_GO_ON;
     default:
-        return true;
+        return GATE_GO_ON;
     }
 }
 
-/* C8h, else D4h, as upstream; elsewhere only when opted in. */
-static bool choose_offset(VFIOPCIDevice *vdev, uint16_t *off, Error **errp)
+/* A free offset for the capability in the device's config space. */
+static bool find_offset(VFIOPCIDevice *vdev, uint16_t *off, Error **errp)
 {
     PCIDevice *pdev = &vdev->pdev;
     g_autoptr(GError) gerr = NULL;
@@ -883,6 +919,26 @@ static bool choose_offset(VFIOPCIDevice *vdev, uint16_t *off, Error **errp)
 }
 
 /*
+ * C8h, else D4h, as upstream; elsewhere only when opted in. No room: auto
+ * gives no capability, an explicit id refuses the device.
+ */
+static GateResult choose_offset(VFIOPCIDevice *vdev, uint16_t *off,
+                                Error **errp)
+{
+    Error *local = NULL;
+
+    if (find_offset(vdev, off, &local)) {
+        return GATE_GO_ON;
+    }
+    if (is_auto(vdev)) {
+        warn_reportf_err(local, "vfio %s: no capability: ", name_of(vdev));
+        return GATE_NO_CAPABILITY;
+    }
+    error_propagate(errp, local);
+    return GATE_REFUSE;
+}
+
+/*
  * Called from vfio_add_virt_caps(), while the emulated capability list is
  * still empty: what is added now ends up last in the list.
  */
@@ -894,7 +950,8 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
     bool hotplug = phase_check(PHASE_MACHINE_READY);
     g_autofree char *why = NULL;
     HostSource *src = NULL;
-    Error *local = NULL;
+    Error *no_blocker = NULL;
+    GateResult gate;
     VFIOGpuP2PVm *vm;
     uint16_t off;
 
@@ -902,19 +959,16 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
     if (p->clique == VFIO_GPU_P2P_CLIQUE_OFF) {
         return true;
     }
-    if (!qualifies(vdev, errp)) {
-        return !*errp;
+    gate = qualifies(vdev, errp);
+    if (gate == GATE_GO_ON) {
+        gate = peers_can_reach(vdev, errp);
     }
-    if (!peers_can_reach(vdev, errp)) {
-        return !*errp;
+    if (gate == GATE_GO_ON) {
+        p->host_bdf = host_bdf_of(vdev);
+        gate = choose_offset(vdev, &off, errp);
     }
-    p->host_bdf = host_bdf_of(vdev);
-    if (!choose_offset(vdev, &off, is_auto(vdev) ? &local : errp)) {
-        if (local) {
-            warn_reportf_err(local, "vfio %s: no capability: ",
-                             name_of(vdev));
-        }
-        return !*errp;
+    if (gate != GATE_GO_ON) {
+        return gate == GATE_NO_CAPABILITY;
     }
     vm = vm_state();
     if (hotplug && !vm->host_source) {
@@ -934,8 +988,20 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
                    "computes the clique from this host's topology, and the "
                    "destination's may differ; migrate with an explicit "
                    "x-gpu-p2p-clique=N", name_of(vdev));
-        if (migrate_add_blocker(&p->migration_blocker, errp) < 0) {
-            return false;
+        /*
+         * Normal migration only: CPR keeps the device and this host, so
+         * the ids stay right. auto must never stop a VM: where a blocker
+         * cannot be added (-only-migratable, a migration under way) the
+         * device gets no capability and the reason is said.
+         */
+        if (migrate_add_blocker_normal(&p->migration_blocker,
+                                       &no_blocker) < 0) {
+            warn_report("vfio %s: x-gpu-p2p-clique=auto: no capability: %s",
+                        name_of(vdev), error_get_pretty(no_blocker));
+            trace_vfio_gpu_p2p_no_clique(name_of(vdev),
+                                         error_get_pretty(no_blocker));
+            error_free(no_blocker);
+            return true;
         }
     }
 
@@ -1038,15 +1104,18 @@ static VFIOPCIDevice *bar_owner(MemoryRegionSection *section)
                  : NULL;
 }
 
-static VFIOGpuP2PBarMap *bar_map_of(VFIOGpuP2P *p, const char *region,
-                                    bool create)
+static VFIOGpuP2PBarMap *bar_map_of(VFIOGpuP2P *p,
+                                    VFIOContainerBase *bcontainer,
+                                    MemoryRegionSection *section, bool create)
 {
+    const char *region = memory_region_name(section->mr);
     VFIOGpuP2PBarMap *m;
     unsigned i;
 
     for (i = 0; p->bar_maps && i < p->bar_maps->len; i++) {
         m = g_ptr_array_index(p->bar_maps, i);
-        if (!strcmp(m->region, region)) {
+        if (m->container == bcontainer && !strcmp(m->region, region) &&
+            m->offset == section->offset_within_region) {
             return m;
         }
     }
@@ -1057,7 +1126,9 @@ static VFIOGpuP2PBarMap *bar_map_of(VFIOGpuP2P *p, const char *region,
         p->bar_maps = g_ptr_array_new_with_free_func(bar_map_free);
     }
     m = g_new0(VFIOGpuP2PBarMap, 1);
+    m->container = bcontainer;
     m->region = g_strdup(region);
+    m->offset = section->offset_within_region;
     g_ptr_array_add(p->bar_maps, m);
     return m;
 }
@@ -1088,7 +1159,7 @@ void vfio_gpu_p2p_ram_device_map(VFIOContainerBase *bcontainer,
         return;
     }
     p = &vdev->gpu_p2p;
-    m = bar_map_of(p, memory_region_name(section->mr), true);
+    m = bar_map_of(p, bcontainer, section, true);
     m->path = container_path(bcontainer);
     m->iova = iova;
     m->size = size;
@@ -1098,8 +1169,14 @@ void vfio_gpu_p2p_ram_device_map(VFIOContainerBase *bcontainer,
     m->live = true;
     trace_vfio_gpu_p2p_bar_map(name_of(vdev), m->region, m->path, iova, size,
                                err);
-    if (err && p->has_cap) {
-        /* The guest was told P2P works; say plainly that it will not. */
+    if (!err) {
+        m->reported = false;
+    } else if (p->has_cap && !m->reported) {
+        /*
+         * The guest was told P2P works; say plainly that it will not,
+         * once per section (a guest toggles its BARs at will).
+         */
+        m->reported = true;
         error_report("vfio %s: x-gpu-p2p-clique: %s at 0x%" PRIx64 " is not "
                      "mapped by %s (%s): P2P writes of its clique peers to "
                      "it will fault", name_of(vdev), m->region, iova, m->path,
@@ -1107,7 +1184,8 @@ void vfio_gpu_p2p_ram_device_map(VFIOContainerBase *bcontainer,
     }
 }
 
-void vfio_gpu_p2p_ram_device_unmap(MemoryRegionSection *section)
+void vfio_gpu_p2p_ram_device_unmap(VFIOContainerBase *bcontainer,
+                                   MemoryRegionSection *section)
 {
     VFIOPCIDevice *vdev = bar_owner(section);
     VFIOGpuP2PBarMap *m;
@@ -1115,7 +1193,7 @@ void vfio_gpu_p2p_ram_device_unmap(MemoryRegionSection *section)
     if (!vdev) {
         return;
     }
-    m = bar_map_of(&vdev->gpu_p2p, memory_region_name(section->mr), false);
+    m = bar_map_of(&vdev->gpu_p2p, bcontainer, section, false);
     if (m) {
         m->live = false;
     }

@@ -7,18 +7,26 @@
 #define HW_VFIO_GPU_P2P_H
 
 #include "hw/qdev-properties.h"
+#include "qapi/qapi-types-vfio.h"
 
 typedef struct VFIOPCIDevice VFIOPCIDevice;
 typedef struct VFIOContainerBase VFIOContainerBase;
 
 /* How one BAR of the device was last offered to an IOMMU for peers. */
 typedef struct VFIOGpuP2PBarMap {
+    /*
+     * Keyed by container and section: a BAR split around its MSI-X table
+     * gives two sections, and a device may sit in more than one container.
+     */
+    const void *container;
     char *region;               /* the memory region's name */
+    uint64_t offset;            /* the section's offset within the region */
     const char *path;           /* the container type that mapped it */
     uint64_t iova, size;
     int err;                    /* 0 mapped, else -errno or -EINVAL */
     char *why;                  /* why not, when err != 0 */
     bool live;                  /* false once the section went away */
+    bool reported;              /* its failure was reported once */
 } VFIOGpuP2PBarMap;
 
 /*
@@ -33,16 +41,11 @@ typedef struct VFIOGpuP2PBarMap {
 #define VFIO_GPU_P2P_CLIQUE_AUTO     1
 #define VFIO_GPU_P2P_CLIQUE_ID(n)    (2 + (n))
 
-typedef enum VFIOGpuP2PVerify {
-    VFIO_GPU_P2P_VERIFY_REFUSE,
-    VFIO_GPU_P2P_VERIFY_WARN,
-    VFIO_GPU_P2P_VERIFY_TRUST,
-} VFIOGpuP2PVerify;
 
 typedef struct VFIOGpuP2P {
     /* Properties */
     uint8_t clique;             /* see VFIO_GPU_P2P_CLIQUE_* */
-    uint8_t verify;             /* VFIOGpuP2PVerify */
+    VfioGpuP2pVerify verify;    /* qapi/vfio.json */
     bool cap_anywhere;          /* place past C8h/D4h when both are taken */
     char *host_snapshot;        /* a captured sysfs tree to read instead */
 
@@ -77,6 +80,7 @@ bool vfio_gpu_p2p_owns_config(VFIOPCIDevice *vdev, uint32_t addr, int len);
 void vfio_gpu_p2p_ram_device_map(VFIOContainerBase *bcontainer,
                                  MemoryRegionSection *section, uint64_t iova,
                                  uint64_t size, int err, const char *why);
-void vfio_gpu_p2p_ram_device_unmap(MemoryRegionSection *section);
+void vfio_gpu_p2p_ram_device_unmap(VFIOContainerBase *bcontainer,
+                                   MemoryRegionSection *section);
 
 #endif /* HW_VFIO_GPU_P2P_H */

@@ -73,6 +73,8 @@ def run(devices, extra=(), ids=("g0", "g1"), bars=True):
             for n, _ in enumerate(ids):
                 enable_bar(vm, n + 1, 0, BAR0[n])
         r["bar_maps"] = {i: vm.qom(i, "x-gpu-p2p-bar-maps") for i in ids}
+        r["bar_map_status"] = {i: vm.qom(i, "x-gpu-p2p-bar-map-status")
+                               for i in ids}
         r["peer_maps"] = {i: vm.qom(i, "x-gpu-p2p-peer-maps") for i in ids}
     r["rc"], r["stderr"], _ = vm.quit()
     return r

@@ -139,6 +139,24 @@ def mix(b):
     return r
 
 
+def order(b):
+    """Three auto GPUs (two that share a root complex, one under another
+    host bridge), given in -device order and reversed: the ids follow the
+    host addresses, so the same GPU gets the same id both times."""
+    devs = [(b["gpu0"], "rp0", "g0"), (b["gpu1"], "rp1", "g1"),
+            (b["gpu2"], "rp2", "g2")]
+    out = {}
+    for name, seq in (("forward", devs), ("reversed", devs[::-1])):
+        vm = Vm(OURS, [dev(h, rp, ",id=%s,x-gpu-p2p-clique=auto" % i)
+                       for h, rp, i in seq], qmp=True)
+        r = {"started": vm.started}
+        if vm.started:
+            r["in_effect"] = in_effect(vm, ["g0", "g1", "g2"])
+        r["rc"], r["stderr"], _ = vm.quit()
+        out[name] = r
+    return out
+
+
 def hotplug(b):
     """A VM whose GPUs all come by device_add."""
     vm = Vm(OURS, [], qmp=True)
@@ -327,6 +345,7 @@ def main():
                     ("fleet_default", lambda: fleet_default(b)),
                     ("occupied_c8", lambda: occupied_c8(vgpu)),
                     ("mix", lambda: mix(b)),
+                    ("order", lambda: order(b)),
                     ("hotplug", lambda: hotplug(b)),
                     ("hotplug_explicit", lambda: hotplug_explicit(b)),
                     ("migration", lambda: migration(b)),

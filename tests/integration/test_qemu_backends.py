@@ -120,6 +120,11 @@ def test(t):
     t.ok("type1 0xc0000000+0x1000000" in str(c.get("bar_maps", {})
                                               .get("g0")),
          "type1: g0's BAR0 is mapped where the guest put it", c)
+    maps = (c.get("bar_map_status") or {}).get("g0") or {}
+    t.ok(any(m.get("backend") == "type1" and m.get("mapped") is True and
+             m.get("iova") == 0xc0000000 and m.get("size") == 0x1000000
+             for m in maps.get("maps", [])) and "unmappable" not in maps,
+         "type1: and x-gpu-p2p-bar-map-status says so as a struct", maps)
     t.ok(str(res.get("bdfs", {}).get("gpu1")) in
          str(c.get("peer_maps", {}).get("g0")) and
          "type1 0xc2000000+0x1000000" in str(c.get("peer_maps", {})

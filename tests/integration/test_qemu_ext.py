@@ -168,6 +168,16 @@ def mix_checks(t, q):
              "%s: the guest reads clique %d" % (dev, want))
 
 
+def order_checks(t, q):
+    o = q.get("order", {})
+    fwd = o.get("forward", {}).get("in_effect")
+    rev = o.get("reversed", {}).get("in_effect")
+    t.ok(fwd and fwd.get("g0") == fwd.get("g1") and fwd.get("g0", -1) >= 0,
+         "auto: the two GPUs on one root complex share an id", o)
+    t.eq(rev, fwd, "auto ids follow host addresses: reversing the -device "
+         "order gives every GPU the same id")
+
+
 def hotplug_checks(t, q):
     h = q["hotplug"]
     t.ok(all("return" in r for r in h.get("device_add", {}).values()) and
@@ -266,7 +276,7 @@ def startup_checks(t, s, bdfs):
     refused("bad-value", "'17' is not off, auto or a clique id")
     refused("bad-json-int", "x-gpu-p2p-clique', expected: string")
     refused("bad-json-id", "'16' is not off, auto or a clique id 0-15")
-    refused("bad-verify", "'maybe' is not refuse, warn or trust")
+    refused("bad-verify", "x-gpu-p2p-verify", "does not accept value 'maybe'")
     refused("not-nvidia", "not an NVIDIA device", "vendor 1234")
     refused("not-display", "not a display-class device")
     refused("both-properties", "cannot be used together")
@@ -363,7 +373,7 @@ def test(t):
         return
     q = load_json(os.path.join(outdir, "qtest.json"))
     t.ok(q["ours_exists"], "the virtual host runs our QEMU", q["ours"])
-    for fn in (ids_checks, fleet_checks, c8_checks, mix_checks,
+    for fn in (ids_checks, fleet_checks, c8_checks, mix_checks, order_checks,
                hotplug_checks, hotplug_explicit_checks, migration_checks,
                source_checks):
         try:
