@@ -9,8 +9,10 @@
 #include <stdbool.h>
 #include <sys/wait.h>
 
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sysfs-builder.h"
@@ -34,11 +36,12 @@ static void res_clear(Res *r)
 /*
  * Run the tool on @root with the stand-in's GPUs at @bus_ids (a comma
  * list), faults @fault (GPUP2P_FAKE_CUDA_FAULT, or NULL), @no_peer
- * (GPUP2P_FAKE_CUDA_NO_PEER, or NULL) and @args (space-separated).
+ * (GPUP2P_FAKE_CUDA_NO_PEER, or NULL), @args (space-separated) and
+ * @extra_env ("NAME", "VALUE" pairs, NULL-terminated; or NULL).
  */
-static void run_standin(Res *r, const char *root, const char *bus_ids,
-                        const char *fault, const char *no_peer,
-                        const char *args)
+static void run_standin_env(Res *r, const char *root, const char *bus_ids,
+                            const char *fault, const char *no_peer,
+                            const char *args, const char *const *extra_env)
 {
     const char *mem_mib;
     g_auto(GStrv) env = g_get_environ();
@@ -64,6 +67,9 @@ static void run_standin(Res *r, const char *root, const char *bus_ids,
         env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_NO_PEER", no_peer,
                                TRUE);
     }
+    for (int i = 0; extra_env && extra_env[i]; i += 2) {
+        env = g_environ_setenv(env, extra_env[i], extra_env[i + 1], TRUE);
+    }
     mem_mib = g_getenv("STANDIN_MEM_MIB");
     if (mem_mib) {
         env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_MEM_MIB", mem_mib,
@@ -88,6 +94,13 @@ static void run_standin(Res *r, const char *root, const char *bus_ids,
     r->root = json_node_get_object(json_parser_get_root(r->parser));
     g_test_message("%s: exit %d, %.2f s; stderr: %s", cmd, r->status,
                    r->seconds, r->err);
+}
+
+static void run_standin(Res *r, const char *root, const char *bus_ids,
+                        const char *fault, const char *no_peer,
+                        const char *args)
+{
+    run_standin_env(r, root, bus_ids, fault, no_peer, args, NULL);
 }
 
 static void expect_exit(const Res *r, int code)
