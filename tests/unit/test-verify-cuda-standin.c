@@ -847,6 +847,90 @@ static void test_usage(void)
     }
 }
 
+/*
+ * Three GPUs, all-to-one only: the first copy out of GPU 0 into the
+ * aggregate at GPU 1 fails once; the transfers pass one by one. The
+ * figure is missing, so the run is untested (it was "all good").
+ * Copies out of GPU 0 before it: 6 data checks (CE, SM write, SM read to
+ * each of 2 peers).
+ */
+static void test_aggregate_transient(void)
+{
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) sb = flat_capture(3, &ids);
+    Res r = { 0 };
+
+    run_standin(&r, sb_root(sb), ids, "fail-source:0:1:7", NULL,
+                "--size-mib 1 --samples 1 --figures all_to_one_write_ce");
+    expect_exit(&r, 3);
+    g_assert_cmpfloat(median_or_none(gpu_of(&r, 1), "all_to_one_ce_gbps"),
+                      ==, -1);
+    g_assert_true(any_note(&r, "all_to_one_ce_gbps"));
+    res_clear(&r);
+}
+
+/* --sysfs-root alone (the PCI checks) on @sb: exit code, JSON in *o. */
+static int run_pci_only(const SysfsBuilder *sb, JsonParser *p, JsonObject **o)
+{
+    g_autofree char *cmd = g_strdup_printf("%s --sysfs-root %s --json",
+                                           g_getenv("GPUP2P_VERIFY_CUDA"),
+                                           sb_root(sb));
+    g_autofree char *out = NULL;
+    int ws;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+    g_assert_true(WIFEXITED(ws));
+    g_assert_true(json_parser_load_from_data(p, out, -1, NULL));
+    *o = json_node_get_object(json_parser_get_root(p));
+    return WEXITSTATUS(ws);
+}
+
+/* Two GPUs on a flat root bus in cliques @c0 and @c1 (-1: no capability). */
+static SysfsBuilder *two_gpus_in_cliques(int c0, int c1)
+{
+    SysfsBuilder *sb = sb_new();
+    const int clique[2] = { c0, c1 };
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *bdf = g_strdup_printf("0000:00:%02x.0", i + 1);
+
+        sb_add(sb, NULL, bdf, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0,
+               i + 1, NULL);
+        if (clique[i] >= 0) {
+            sb_set_p2pcap(sb, bdf, clique[i], 8);
+        }
+    }
+    return sb;
+}
+
+/*
+ * The PCI checks alone pass only where every GPU carries a valid
+ * capability and shares its clique with another GPU; a pass says that no
+ * data moved. Two GPUs in cliques 1 and 2, or one without a capability,
+ * were "all good" before.
+ */
+static void test_pci_only_verdicts(void)
+{
+    static const struct { int c0, c1, code; } cases[] = {
+        { 1, 1, 0 }, { 1, 2, 3 }, { 1, -1, 3 },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(SysfsBuilder) sb = two_gpus_in_cliques(cases[i].c0,
+                                                         cases[i].c1);
+        g_autoptr(JsonParser) p = json_parser_new();
+        JsonObject *o;
+
+        g_assert_cmpint(run_pci_only(sb, p, &o), ==, cases[i].code);
+        g_assert_cmpstr(json_object_get_string_member(o, "verdict"), ==,
+                        cases[i].code ? "could not test" :
+                        "PCI checks passed, no data moved");
+        g_assert_false(json_object_get_boolean_member(o, "data_moved"));
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -883,5 +967,9 @@ int main(int argc, char **argv)
                     test_aggregate_span);
     g_test_add_func("/verify-cuda-standin/figures-select",
                     test_figures_select);
+    g_test_add_func("/verify-cuda-standin/aggregate-transient",
+                    test_aggregate_transient);
+    g_test_add_func("/verify-cuda-standin/pci-only-verdicts",
+                    test_pci_only_verdicts);
     return g_test_run();
 }
