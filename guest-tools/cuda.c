@@ -1213,12 +1213,18 @@ static bool independent(int a, int b, int c, int d, gpointer data)
     return verify_pcie_paths_disjoint(g[0], g[1], g[2], g[3]);
 }
 
+/* A read a -> b runs on b's context: it needs b's access to a. */
+static bool reader_has_access(Run *run, int a, int b, XferKind k)
+{
+    return !issued_by_dst(k) || pair_of(run, b, a)->peer_enabled;
+}
+
 static bool pair_usable(Run *run, int a, int b, const VerifyFigureInfo *f)
 {
     VerifyPair *p = pair_of(run, a, b);
 
     if (!p->peer_enabled || p->verified_ce != CHECK_OK || run->gone[a] ||
-        run->gone[b]) {
+        run->gone[b] || !reader_has_access(run, a, b, f->kind)) {
         return false;
     }
     return !f->needs_sm ||
@@ -1790,9 +1796,17 @@ static void pair_access(Run *run)
             p.a = run->report_of[a];
             p.b = run->report_of[b];
             g_strlcpy(p.link, "unknown", sizeof(p.link));
-            if (p_cuDeviceCanAccessPeer(&can, ga->dev, gb->dev) ==
-                CUDA_SUCCESS) {
+            res = p_cuDeviceCanAccessPeer(&can, ga->dev, gb->dev);
+            if (res == CUDA_SUCCESS) {
                 p.peer_access = can;
+            } else {
+                /* Not "no peer access": unknown, so untested, named. */
+                pair_problem(&p, "cuDeviceCanAccessPeer %u->%u: %s (%d)",
+                             p.a, p.b, cu_err(res), (int)res);
+                verify_record_untested(r, "GPUs %u -> %u: "
+                                       "cuDeviceCanAccessPeer failed: %s "
+                                       "(%d)", p.a, p.b, cu_err(res),
+                                       (int)res);
             }
             if (p_cuDeviceGetP2PAttribute(&p.perf_rank,
                     CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, ga->dev,
@@ -1852,6 +1866,13 @@ static int check_xfers(Run *run, GArray *round, int dir, XferKind path,
             *path_state(p, path) = CHECK_UNTESTABLE;
             pair_problem(p, "not tested: GPU %d lost", run->report_of[
                          run->gone[sa] ? sa : sb]);
+            continue;
+        }
+        if (!reader_has_access(run, sa, sb, path)) {
+            *path_state(p, path) = CHECK_UNTESTABLE;
+            pair_problem(p, "%s not tested: GPU %d has no peer access to "
+                         "GPU %d to read from it", kind_name(path),
+                         run->report_of[sb], run->report_of[sa]);
             continue;
         }
         x[nx++] = (Xfer){ .kind = path, .src = sa, .dst = sb };

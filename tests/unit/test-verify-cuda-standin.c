@@ -904,6 +904,25 @@ static void test_aggregate_transient(void)
     res_clear(&r);
 }
 
+/* cuDeviceCanAccessPeer fails for 0 -> 1: the pair is untested, with the
+ * error named (it was "not testable" in a run that was "all good"). */
+static void test_peer_query_error(void)
+{
+    Res r = { 0 };
+    JsonObject *p;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "peer-query:0-1", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 3);
+    p = pair(&r, 0, 1);
+    g_assert_true(json_object_get_null_member(p, "peer_access"));
+    g_assert_nonnull(strstr(str_member(p, "problem"),
+                            "cuDeviceCanAccessPeer 0->1: unknown error "
+                            "(999)"));
+    g_assert_cmpstr(str_member(pair(&r, 1, 0), "verified_ce"), ==, "ok");
+    res_clear(&r);
+}
+
 /* --sysfs-root alone (the PCI checks) on @sb: exit code, JSON in *o. */
 static int run_pci_only(const SysfsBuilder *sb, JsonParser *p, JsonObject **o)
 {
@@ -1006,6 +1025,8 @@ int main(int argc, char **argv)
                     test_batch_transient);
     g_test_add_func("/verify-cuda-standin/aggregate-transient",
                     test_aggregate_transient);
+    g_test_add_func("/verify-cuda-standin/peer-query-error",
+                    test_peer_query_error);
     g_test_add_func("/verify-cuda-standin/pci-only-verdicts",
                     test_pci_only_verdicts);
     return g_test_run();
