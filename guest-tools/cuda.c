@@ -239,7 +239,6 @@ static bool discover(Run *run, GError **errp)
 {
     VerifyReport *r = run->r;
     int i;
-    guint gi;
 
     if (!cuda_load(errp)) {
         return false;
@@ -293,26 +292,41 @@ static bool discover(Run *run, GError **errp)
                    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev),
                "multiprocessor count");
     }
-    /* GPUs on PCI that CUDA does not use. */
-    for (gi = 0; gi < r->gpus->len; gi++) {
+    return true;
+}
+
+/*
+ * GPUs on PCI that CUDA does not use, once NVML has looked: "hidden" only
+ * where NVML (which ignores CUDA_VISIBLE_DEVICES) sees the GPU and
+ * CUDA_VISIBLE_DEVICES is set; a GPU neither sees is untested, whatever
+ * the variable says (the driver may never have bound it).
+ */
+static void judge_unseen_gpus(VerifyReport *r)
+{
+    bool cvd = g_getenv("CUDA_VISIBLE_DEVICES") != NULL;
+
+    for (guint gi = 0; gi < r->gpus->len; gi++) {
         VerifyGpu *vg = &g_array_index(r->gpus, VerifyGpu, gi);
 
         if (vg->cuda_index >= 0) {
             continue;
         }
-        if (g_getenv("CUDA_VISIBLE_DEVICES")) {
+        if (cvd && vg->nvml_seen) {
             /* The operator chose the subset: left out, not failed. */
             vg->hidden = true;
             verify_note(r, "GPU %u (%s): not tested, left out by "
                         "CUDA_VISIBLE_DEVICES", gi, vg->bdf);
+        } else if (vg->nvml_seen) {
+            verify_record_untested(r, "GPU %u (%s): on PCI and seen by NVML "
+                                   "but not by CUDA", gi, vg->bdf);
         } else {
-            r->untested = true;
-            verify_note(r, "GPU %u (%s): on PCI but not seen by CUDA (no "
-                        "driver bound, or the driver failed on it)", gi,
-                        vg->bdf);
+            verify_record_untested(r, "GPU %u (%s): on PCI but seen by "
+                                   "neither CUDA nor NVML (no driver bound, "
+                                   "or the driver failed on it%s)", gi,
+                                   vg->bdf, r->nvml_status ?
+                                   "; NVML not available" : "");
         }
     }
-    return true;
 }
 
 /* ---- allocate ---------------------------------------------------------- */
@@ -2026,6 +2040,7 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
         goto out;
     }
     verify_nvml(r);
+    judge_unseen_gpus(r);
     PHASE(1);
     r->phase_s[1] -= r->phase_s[0];
     if (!allocate(&run, &err)) {

@@ -140,6 +140,7 @@ void verify_nvml(VerifyReport *r)
         nvmlDevice_t dev;
 
         if (p_by_bus(g->bdf, &dev) == 0) {
+            g->nvml_seen = true;
             gpu_links(g, dev);
         }
         if (g->nvlinks_unresolved) {

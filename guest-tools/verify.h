@@ -109,7 +109,9 @@ typedef struct VerifyGpu {
     bool cap_valid;
     char cap_problem[128];
     int cuda_index;             /* -1: CUDA does not see it */
-    bool hidden;                /* left out by CUDA_VISIBLE_DEVICES */
+    bool hidden;                /* NVML sees it, CUDA_VISIBLE_DEVICES
+                                 * hides it from CUDA */
+    bool nvml_seen;             /* NVML has a handle for its bus id */
     char name[96];
     int sm_major, sm_minor;     /* compute capability, 0 unknown */
     unsigned nvlinks_total;

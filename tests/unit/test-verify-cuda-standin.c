@@ -923,6 +923,30 @@ static void test_peer_query_error(void)
     res_clear(&r);
 }
 
+/*
+ * PCI shows three GPUs, CUDA two, CUDA_VISIBLE_DEVICES is set, and no
+ * NVML sees the third (there is none here): it is missing, not hidden by
+ * CUDA_VISIBLE_DEVICES, and the run is untested (it was "all good").
+ */
+static void test_missing_not_hidden(void)
+{
+    static const char *const visible[] = { "CUDA_VISIBLE_DEVICES", "0,1",
+                                           NULL };
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) sb = flat_capture(3, &ids);
+    Res r = { 0 };
+
+    *strrchr(ids, ',') = 0;         /* the stand-in has the first two */
+    run_standin_env(&r, sb_root(sb), ids, NULL, NULL, "--quick --size-mib 1",
+                    visible);
+    expect_exit(&r, 3);
+    g_assert_false(json_object_get_boolean_member(
+        gpu_of(&r, 2), "hidden_by_cuda_visible_devices"));
+    g_assert_true(any_note(&r, "GPU 2 (0000:00:03.0): on PCI but seen by "
+                           "neither CUDA nor NVML"));
+    res_clear(&r);
+}
+
 /* --sysfs-root alone (the PCI checks) on @sb: exit code, JSON in *o. */
 static int run_pci_only(const SysfsBuilder *sb, JsonParser *p, JsonObject **o)
 {
@@ -1027,6 +1051,8 @@ int main(int argc, char **argv)
                     test_aggregate_transient);
     g_test_add_func("/verify-cuda-standin/peer-query-error",
                     test_peer_query_error);
+    g_test_add_func("/verify-cuda-standin/missing-not-hidden",
+                    test_missing_not_hidden);
     g_test_add_func("/verify-cuda-standin/pci-only-verdicts",
                     test_pci_only_verdicts);
     return g_test_run();
