@@ -79,6 +79,7 @@ typedef struct {
     double ms;
     int64_t bad;                /* first bad byte offset at dst, -1 none */
     unsigned bad_copy, copies;  /* which copy of how many came back bad */
+    bool bad_in_warmup;         /* bad_copy counts the warm-up copies */
 } Xfer;
 
 /* The pattern seed of GPU @ordinal's source buffer, fixed for the run:
@@ -1123,13 +1124,16 @@ static bool run_batch_once(Run *run, Xfer *x, int nx, unsigned loops,
  * @x (one kind) with @loops copies each. Bulk copies run as @loops
  * batches of one copy, each timed on its own and checked at its
  * destination (poisoned before), so a bad copy cannot hide behind a good
- * one that overwrites it; times (and spans) are summed. x[i].bad is then
- * the first bad copy's first bad byte.
+ * one that overwrites it; times (and spans) are summed. Their warm-up
+ * copies run first the same way, checked but not timed: a bad warm-up
+ * copy is as bad as a timed one. x[i].bad is then the first bad copy's
+ * first bad byte.
  */
 static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
                            double *span_ms, GError **errp)
 {
-    unsigned copies = copy_by_copy(x[0].kind) ? loops : 1;
+    bool one_by_one = copy_by_copy(x[0].kind);
+    unsigned copies = one_by_one ? loops : 1, warm_rounds = 0;
     g_autofree double *ms = g_new0(double, nx);
     g_autofree int64_t *bad = g_new(int64_t, nx);
     g_autofree unsigned *warm = g_new(unsigned, nx);
@@ -1138,17 +1142,22 @@ static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
     for (int i = 0; i < nx; i++) {
         bad[i] = -1;
         warm[i] = x[i].warmup;
+        warm_rounds = one_by_one ? MAX(warm_rounds, warm[i]) : 0;
         x[i].copies = copies;
         x[i].bad_copy = 0;
+        x[i].bad_in_warmup = false;
     }
-    for (unsigned c = 0; c < copies; c++) {
+    for (unsigned c = 0; c < warm_rounds + copies; c++) {
+        bool warming = c < warm_rounds;
         double one = 0;
         bool ok;
 
         for (int i = 0; i < nx; i++) {
-            x[i].warmup = c ? 0 : warm[i];      /* warm-up before the first */
+            /* Copy by copy, every warm-up is a checked round of its own;
+             * otherwise they go unchecked before the first. */
+            x[i].warmup = one_by_one || c ? 0 : warm[i];
         }
-        ok = run_batch_once(run, x, nx, copies == loops ? 1 : loops,
+        ok = run_batch_once(run, x, nx, one_by_one ? 1 : loops,
                             span_ms ? &one : NULL, errp);
         for (int i = 0; i < nx; i++) {
             x[i].warmup = warm[i];
@@ -1156,12 +1165,13 @@ static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
         if (!ok) {
             return false;
         }
-        span += one;
+        span += warming ? 0 : one;
         for (int i = 0; i < nx; i++) {
-            ms[i] += x[i].ms;
+            ms[i] += warming ? 0 : x[i].ms;
             if (bad[i] < 0 && x[i].bad >= 0) {
                 bad[i] = x[i].bad;
-                x[i].bad_copy = c;
+                x[i].bad_in_warmup = warming;
+                x[i].bad_copy = warming ? c : c - warm_rounds;
             }
         }
     }
@@ -1319,7 +1329,10 @@ static void judge_bytes(Run *run, const Xfer *x, const char *what)
     } else {
         p->verified_ce = CHECK_FAILED;
     }
-    if (x->copies > 1) {
+    if (x->bad_in_warmup) {
+        g_snprintf(label, sizeof(label), " (warm-up copy %u of %u)",
+                   x->bad_copy + 1, x->warmup);
+    } else if (x->copies > 1) {
         g_snprintf(label, sizeof(label), " (copy %u of %u)", x->bad_copy + 1,
                    x->copies);
     } else {

@@ -947,6 +947,74 @@ static void test_missing_not_hidden(void)
     res_clear(&r);
 }
 
+/* The copies out of each GPU that a healthy run with @args makes, from
+ * the stand-in's counters; @n the GPU count. */
+static void count_copies(const char *root, const char *ids, const char *args,
+                         int n, unsigned *counts)
+{
+    g_autofree char *dir = g_dir_make_tmp("standin-count-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "counts", NULL);
+    const char *const env[] = { "GPUP2P_FAKE_CUDA_COUNT_FILE", file, NULL };
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    Res r = { 0 };
+
+    run_standin_env(&r, root, ids, NULL, NULL, args, env);
+    expect_exit(&r, 0);
+    res_clear(&r);
+    g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (int g = 0; g < n; g++) {
+        g_autofree char *want = g_strdup_printf("peer_copies_from %d ", g);
+
+        counts[g] = 0;
+        for (int i = 0; lines[i]; i++) {
+            if (g_str_has_prefix(lines[i], want)) {
+                counts[g] = (unsigned)atoi(lines[i] + strlen(want));
+            }
+        }
+        g_assert_cmpuint(counts[g], >, 0);
+    }
+    g_unlink(file);
+    g_rmdir(dir);
+}
+
+/*
+ * The property: a fault at any one copy of a run, of any kind, never
+ * gives exit 0. Each kind (a flipped byte, a one-shot error, a one-shot
+ * NVLink error 220) is injected at each copy out of each GPU of a
+ * --quick run, warm-up copies included (a bad warm-up copy passed
+ * before: the first timed copy overwrote it unchecked).
+ */
+static void test_fault_at_every_copy(void)
+{
+    /* fault kind, and its argument before the copy number */
+    static const char *const kinds[][2] = {
+        { "corrupt-byte", "100" }, { "fail-source", "1" },
+        { "fail-source", "220" },
+    };
+    const char *args = "--quick --size-mib 1";
+    unsigned counts[2];
+
+    count_copies(fixture(), H200_BUS_IDS, args, 2, counts);
+    for (int g = 0; g < 2; g++) {
+        for (unsigned n = 1; n <= counts[g]; n++) {
+            for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+                g_autofree char *fault = g_strdup_printf(
+                    "%s:%d:%s:%u", kinds[k][0], g, kinds[k][1], n);
+                Res r = { 0 };
+
+                run_standin(&r, fixture(), H200_BUS_IDS, fault, NULL, args);
+                if (r.status == 0) {
+                    g_printerr("exit 0 with %s\n%s\n", fault, r.out);
+                }
+                g_assert_cmpint(r.status, !=, 0);
+                res_clear(&r);
+            }
+        }
+    }
+}
+
 /* --sysfs-root alone (the PCI checks) on @sb: exit code, JSON in *o. */
 static int run_pci_only(const SysfsBuilder *sb, JsonParser *p, JsonObject **o)
 {
@@ -1053,6 +1121,8 @@ int main(int argc, char **argv)
                     test_peer_query_error);
     g_test_add_func("/verify-cuda-standin/missing-not-hidden",
                     test_missing_not_hidden);
+    g_test_add_func("/verify-cuda-standin/fault-at-every-copy",
+                    test_fault_at_every_copy);
     g_test_add_func("/verify-cuda-standin/pci-only-verdicts",
                     test_pci_only_verdicts);
     return g_test_run();
