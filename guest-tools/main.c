@@ -254,6 +254,12 @@ int main(int argc, char **argv)
     } else {
         verify_print_text(o, &r);
     }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        /* A verdict nobody can read is no verdict (a full disk). */
+        fprintf(stderr, "gpup2p-verify: the report could not be written to "
+                "standard output: %s\n", g_strerror(errno));
+        r.untested = true;
+    }
     code = verify_exit_code(&r);
     verify_report_clear(&r);
     options_free(o);

@@ -1015,6 +1015,32 @@ static void test_fault_at_every_copy(void)
     }
 }
 
+/* A report that cannot be written (stdout on a full disk) is exit 3,
+ * never the verdict it could not tell (it was exit 0). */
+static void test_stdout_write_failure(void)
+{
+    static const char *const modes[] = { "--json", "" };    /* and text */
+
+    if (!g_file_test("/dev/full", G_FILE_TEST_EXISTS)) {
+        g_test_skip("no /dev/full");
+        return;
+    }
+    for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
+        g_autofree char *cmd = g_strdup_printf(
+            "sh -c 'GPUP2P_FAKE_CUDA_BUS_IDS=%s LD_LIBRARY_PATH=%s exec %s "
+            "--sysfs-root %s --with-cuda --skip-rdma --quick --size-mib 1 "
+            "%s >/dev/full'", H200_BUS_IDS, g_getenv("FAKE_LIBCUDA_DIR"),
+            g_getenv("GPUP2P_VERIFY_CUDA"), fixture(), modes[m]);
+        g_autofree char *err = NULL;
+        int ws;
+
+        g_assert_true(g_spawn_command_line_sync(cmd, NULL, &err, &ws, NULL));
+        g_assert_true(WIFEXITED(ws));
+        g_assert_cmpint(WEXITSTATUS(ws), ==, 3);
+        g_assert_nonnull(strstr(err, "the report could not be written"));
+    }
+}
+
 /* --sysfs-root alone (the PCI checks) on @sb: exit code, JSON in *o. */
 static int run_pci_only(const SysfsBuilder *sb, JsonParser *p, JsonObject **o)
 {
@@ -1123,6 +1149,8 @@ int main(int argc, char **argv)
                     test_missing_not_hidden);
     g_test_add_func("/verify-cuda-standin/fault-at-every-copy",
                     test_fault_at_every_copy);
+    g_test_add_func("/verify-cuda-standin/stdout-write-failure",
+                    test_stdout_write_failure);
     g_test_add_func("/verify-cuda-standin/pci-only-verdicts",
                     test_pci_only_verdicts);
     return g_test_run();
