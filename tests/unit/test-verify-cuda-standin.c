@@ -219,6 +219,10 @@ static void test_healthy_h200(void)
         g_assert_cmpstr(str_member(p, "verified_sm_write"), ==, "ok");
         g_assert_cmpstr(str_member(p, "verified_sm_read"), ==, "ok");
         g_assert_null(str_member(p, "problem"));
+        /* No NVML here: an NVLink pair is not to be called PCIe (the
+         * H200s are joined by NVLinks on their host). */
+        g_assert_cmpstr(str_member(p, "link"), ==, "unknown (no NVML)");
+        g_assert_true(json_object_get_null_member(p, "link_limit_gbps"));
         fig = json_object_get_object_member(p, "unidirectional_ce_gbps");
         g_assert_nonnull(fig);
         g_assert_cmpfloat(json_object_get_double_member(fig, "median"), >,
