@@ -439,10 +439,10 @@ static bool allocate(Run *run, GError **errp)
 
         if (res) {
             run->host = NULL;
-            run->r->untested = true;
-            verify_note(run->r, "host <-> device figures not measured: "
-                        "pinning %" G_GSIZE_FORMAT " bytes of host memory "
-                        "failed: %s", run->bytes, cu_err(res));
+            verify_record_untested(run->r, "host <-> device figures not "
+                                   "measured: pinning %" G_GSIZE_FORMAT
+                                   " bytes of host memory failed: %s",
+                                   run->bytes, cu_err(res));
         }
     }
     return true;
@@ -1315,13 +1315,13 @@ static void judge_bytes(Run *run, const Xfer *x, const char *what)
     if (host_path(x->kind)) {
         /* Through host memory, not P2P: no verdict on P2P, but nothing
          * to call good either. */
-        run->r->untested = true;
-        verify_note(run->r, "%s: first bad byte at offset %" G_GINT64_FORMAT
-                    " (host path, not P2P)",
-                    xfer_label(run, x, label, sizeof(label)), x->bad);
+        verify_record_untested(run->r, "%s: first bad byte at offset %"
+                               G_GINT64_FORMAT " (host path, not P2P)",
+                               xfer_label(run, x, label, sizeof(label)),
+                               x->bad);
         return;
     }
-    run->r->p2p_broken = true;
+    /* A failed path state is the finding: verify_judge() reads it. */
     if (x->kind == XFER_SM_WRITE) {
         p->verified_sm = CHECK_FAILED;
     } else if (x->kind == XFER_SM_READ) {
@@ -1391,7 +1391,7 @@ static void blame_nvlink(Run *run, const Xfer *x, VerifyPair *p,
     unsigned a = run->report_of[x->src], b = run->report_of[x->dst];
     VerifyPair *back = pair_of(run, x->dst, x->src);
 
-    run->r->p2p_broken = true;
+    /* nvlink_fault is the finding: verify_judge() reads it. */
     p->nvlink_fault = back->nvlink_fault = true;
     if (x->kind != XFER_CE_LATENCY && x->kind != XFER_SM_LATENCY &&
         x->kind != XFER_STAGED) {
@@ -1459,9 +1459,8 @@ static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
         mark_gone(run, exec_gpu(x), "hung at %s", label);
     }
     if (host_path(x->kind)) {
-        run->r->untested = true;
-        verify_note(run->r, "%s: %s (host path, not P2P)", label,
-                    err->message);
+        verify_record_untested(run->r, "%s: %s (host path, not P2P)", label,
+                               err->message);
         return;
     }
     run->r->p2p_broken = true;
@@ -1851,7 +1850,8 @@ static void pair_access(Run *run)
                 res = p_cuCtxEnablePeerAccess(gb->ctx, 0);
                 if (res != CUDA_SUCCESS &&
                     res != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
-                    r->p2p_broken = true;
+                    /* Its paths are failed below: verify_judge() reads
+                     * them. */
                     pair_problem(&p, "cuCtxEnablePeerAccess %u->%u: %s",
                                  p.a, p.b, cu_err(res));
                 } else {
@@ -1914,9 +1914,9 @@ static void data_checks(Run *run, GPtrArray *rounds)
     static const XferKind paths[] = { XFER_CE, XFER_SM_WRITE, XFER_SM_READ };
 
     if (!run->r->kernels) {
-        r->untested = true;
-        verify_note(r, "data checks and figures not testable: built without "
-                    "CUDA kernels (no nvcc at build time)");
+        verify_record_untested(r, "data checks and figures not testable: "
+                               "built without CUDA kernels (no nvcc at build "
+                               "time)");
         return;
     }
     for (guint pi = 0; pi < r->pairs->len; pi++) {
@@ -1924,9 +1924,9 @@ static void data_checks(Run *run, GPtrArray *rounds)
 
         if (p->peer_access == 0) {
             /* A copy would be staged through the host: nothing proven. */
-            r->untested = true;
-            verify_note(r, "GPUs %u and %u: CUDA grants no peer access; P2P "
-                        "not available between them", p->a, p->b);
+            verify_record_untested(r, "GPUs %u and %u: CUDA grants no peer "
+                                   "access; P2P not available between them",
+                                   p->a, p->b);
         }
     }
     for (guint pi = 0; pi < G_N_ELEMENTS(paths); pi++) {
