@@ -79,6 +79,7 @@ typedef struct {
     double ms;
     int64_t bad;                /* first bad byte offset at dst, -1 none */
     unsigned bad_copy, copies;  /* which copy of how many came back bad */
+    bool bad_in_warmup;         /* bad_copy counts the warm-up copies */
 } Xfer;
 
 /* The pattern seed of GPU @ordinal's source buffer, fixed for the run:
@@ -239,7 +240,6 @@ static bool discover(Run *run, GError **errp)
 {
     VerifyReport *r = run->r;
     int i;
-    guint gi;
 
     if (!cuda_load(errp)) {
         return false;
@@ -293,26 +293,41 @@ static bool discover(Run *run, GError **errp)
                    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev),
                "multiprocessor count");
     }
-    /* GPUs on PCI that CUDA does not use. */
-    for (gi = 0; gi < r->gpus->len; gi++) {
+    return true;
+}
+
+/*
+ * GPUs on PCI that CUDA does not use, once NVML has looked: "hidden" only
+ * where NVML (which ignores CUDA_VISIBLE_DEVICES) sees the GPU and
+ * CUDA_VISIBLE_DEVICES is set; a GPU neither sees is untested, whatever
+ * the variable says (the driver may never have bound it).
+ */
+static void judge_unseen_gpus(VerifyReport *r)
+{
+    bool cvd = g_getenv("CUDA_VISIBLE_DEVICES") != NULL;
+
+    for (guint gi = 0; gi < r->gpus->len; gi++) {
         VerifyGpu *vg = &g_array_index(r->gpus, VerifyGpu, gi);
 
         if (vg->cuda_index >= 0) {
             continue;
         }
-        if (g_getenv("CUDA_VISIBLE_DEVICES")) {
+        if (cvd && vg->nvml_seen) {
             /* The operator chose the subset: left out, not failed. */
             vg->hidden = true;
             verify_note(r, "GPU %u (%s): not tested, left out by "
                         "CUDA_VISIBLE_DEVICES", gi, vg->bdf);
+        } else if (vg->nvml_seen) {
+            verify_record_untested(r, "GPU %u (%s): on PCI and seen by NVML "
+                                   "but not by CUDA", gi, vg->bdf);
         } else {
-            r->untested = true;
-            verify_note(r, "GPU %u (%s): on PCI but not seen by CUDA (no "
-                        "driver bound, or the driver failed on it)", gi,
-                        vg->bdf);
+            verify_record_untested(r, "GPU %u (%s): on PCI but seen by "
+                                   "neither CUDA nor NVML (no driver bound, "
+                                   "or the driver failed on it%s)", gi,
+                                   vg->bdf, r->nvml_status ?
+                                   "; NVML not available" : "");
         }
     }
-    return true;
 }
 
 /* ---- allocate ---------------------------------------------------------- */
@@ -424,10 +439,10 @@ static bool allocate(Run *run, GError **errp)
 
         if (res) {
             run->host = NULL;
-            run->r->untested = true;
-            verify_note(run->r, "host <-> device figures not measured: "
-                        "pinning %" G_GSIZE_FORMAT " bytes of host memory "
-                        "failed: %s", run->bytes, cu_err(res));
+            verify_record_untested(run->r, "host <-> device figures not "
+                                   "measured: pinning %" G_GSIZE_FORMAT
+                                   " bytes of host memory failed: %s",
+                                   run->bytes, cu_err(res));
         }
     }
     return true;
@@ -1109,13 +1124,16 @@ static bool run_batch_once(Run *run, Xfer *x, int nx, unsigned loops,
  * @x (one kind) with @loops copies each. Bulk copies run as @loops
  * batches of one copy, each timed on its own and checked at its
  * destination (poisoned before), so a bad copy cannot hide behind a good
- * one that overwrites it; times (and spans) are summed. x[i].bad is then
- * the first bad copy's first bad byte.
+ * one that overwrites it; times (and spans) are summed. Their warm-up
+ * copies run first the same way, checked but not timed: a bad warm-up
+ * copy is as bad as a timed one. x[i].bad is then the first bad copy's
+ * first bad byte.
  */
 static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
                            double *span_ms, GError **errp)
 {
-    unsigned copies = copy_by_copy(x[0].kind) ? loops : 1;
+    bool one_by_one = copy_by_copy(x[0].kind);
+    unsigned copies = one_by_one ? loops : 1, warm_rounds = 0;
     g_autofree double *ms = g_new0(double, nx);
     g_autofree int64_t *bad = g_new(int64_t, nx);
     g_autofree unsigned *warm = g_new(unsigned, nx);
@@ -1124,17 +1142,22 @@ static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
     for (int i = 0; i < nx; i++) {
         bad[i] = -1;
         warm[i] = x[i].warmup;
+        warm_rounds = one_by_one ? MAX(warm_rounds, warm[i]) : 0;
         x[i].copies = copies;
         x[i].bad_copy = 0;
+        x[i].bad_in_warmup = false;
     }
-    for (unsigned c = 0; c < copies; c++) {
+    for (unsigned c = 0; c < warm_rounds + copies; c++) {
+        bool warming = c < warm_rounds;
         double one = 0;
         bool ok;
 
         for (int i = 0; i < nx; i++) {
-            x[i].warmup = c ? 0 : warm[i];      /* warm-up before the first */
+            /* Copy by copy, every warm-up is a checked round of its own;
+             * otherwise they go unchecked before the first. */
+            x[i].warmup = one_by_one || c ? 0 : warm[i];
         }
-        ok = run_batch_once(run, x, nx, copies == loops ? 1 : loops,
+        ok = run_batch_once(run, x, nx, one_by_one ? 1 : loops,
                             span_ms ? &one : NULL, errp);
         for (int i = 0; i < nx; i++) {
             x[i].warmup = warm[i];
@@ -1142,12 +1165,13 @@ static bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
         if (!ok) {
             return false;
         }
-        span += one;
+        span += warming ? 0 : one;
         for (int i = 0; i < nx; i++) {
-            ms[i] += x[i].ms;
+            ms[i] += warming ? 0 : x[i].ms;
             if (bad[i] < 0 && x[i].bad >= 0) {
                 bad[i] = x[i].bad;
-                x[i].bad_copy = c;
+                x[i].bad_in_warmup = warming;
+                x[i].bad_copy = warming ? c : c - warm_rounds;
             }
         }
     }
@@ -1213,12 +1237,18 @@ static bool independent(int a, int b, int c, int d, gpointer data)
     return verify_pcie_paths_disjoint(g[0], g[1], g[2], g[3]);
 }
 
+/* A read a -> b runs on b's context: it needs b's access to a. */
+static bool reader_has_access(Run *run, int a, int b, XferKind k)
+{
+    return !issued_by_dst(k) || pair_of(run, b, a)->peer_enabled;
+}
+
 static bool pair_usable(Run *run, int a, int b, const VerifyFigureInfo *f)
 {
     VerifyPair *p = pair_of(run, a, b);
 
     if (!p->peer_enabled || p->verified_ce != CHECK_OK || run->gone[a] ||
-        run->gone[b]) {
+        run->gone[b] || !reader_has_access(run, a, b, f->kind)) {
         return false;
     }
     return !f->needs_sm ||
@@ -1285,13 +1315,13 @@ static void judge_bytes(Run *run, const Xfer *x, const char *what)
     if (host_path(x->kind)) {
         /* Through host memory, not P2P: no verdict on P2P, but nothing
          * to call good either. */
-        run->r->untested = true;
-        verify_note(run->r, "%s: first bad byte at offset %" G_GINT64_FORMAT
-                    " (host path, not P2P)",
-                    xfer_label(run, x, label, sizeof(label)), x->bad);
+        verify_record_untested(run->r, "%s: first bad byte at offset %"
+                               G_GINT64_FORMAT " (host path, not P2P)",
+                               xfer_label(run, x, label, sizeof(label)),
+                               x->bad);
         return;
     }
-    run->r->p2p_broken = true;
+    /* A failed path state is the finding: verify_judge() reads it. */
     if (x->kind == XFER_SM_WRITE) {
         p->verified_sm = CHECK_FAILED;
     } else if (x->kind == XFER_SM_READ) {
@@ -1299,7 +1329,10 @@ static void judge_bytes(Run *run, const Xfer *x, const char *what)
     } else {
         p->verified_ce = CHECK_FAILED;
     }
-    if (x->copies > 1) {
+    if (x->bad_in_warmup) {
+        g_snprintf(label, sizeof(label), " (warm-up copy %u of %u)",
+                   x->bad_copy + 1, x->warmup);
+    } else if (x->copies > 1) {
         g_snprintf(label, sizeof(label), " (copy %u of %u)", x->bad_copy + 1,
                    x->copies);
     } else {
@@ -1358,7 +1391,7 @@ static void blame_nvlink(Run *run, const Xfer *x, VerifyPair *p,
     unsigned a = run->report_of[x->src], b = run->report_of[x->dst];
     VerifyPair *back = pair_of(run, x->dst, x->src);
 
-    run->r->p2p_broken = true;
+    /* nvlink_fault is the finding: verify_judge() reads it. */
     p->nvlink_fault = back->nvlink_fault = true;
     if (x->kind != XFER_CE_LATENCY && x->kind != XFER_SM_LATENCY &&
         x->kind != XFER_STAGED) {
@@ -1426,9 +1459,8 @@ static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
         mark_gone(run, exec_gpu(x), "hung at %s", label);
     }
     if (host_path(x->kind)) {
-        run->r->untested = true;
-        verify_note(run->r, "%s: %s (host path, not P2P)", label,
-                    err->message);
+        verify_record_untested(run->r, "%s: %s (host path, not P2P)", label,
+                               err->message);
         return;
     }
     run->r->p2p_broken = true;
@@ -1439,14 +1471,64 @@ static void blame(Run *run, const Xfer *x, const GError *err, CUresult code)
 }
 
 /*
+ * The batch @x (@ng pairs, @per transfers each) failed with @err (CUDA
+ * error @code), and pair group @gx passed when it ran again alone. The
+ * error is not forgotten, as the batch cannot say whose it was: it is
+ * recorded on every pair that passed alone (those that failed alone are
+ * blamed for their own error). Error 220 is an NVLink fault whatever the
+ * retry says (exit 1); any other code leaves the pair "failed under
+ * concurrent load", its check not proven (untested at least).
+ */
+static void blame_batch(Run *run, const Xfer *gx, int ng, const GError *err,
+                        CUresult code)
+{
+    VerifyPair *p = pair_of(run, gx->src, gx->dst);
+    char label[96];
+
+    xfer_label(run, gx, label, sizeof(label));
+    if (!p) {
+        verify_record_untested(run->r, "%s: failed under concurrent load "
+                               "(%s), passed alone", label, err->message);
+        return;
+    }
+    if (gx->kind == XFER_CE || gx->kind == XFER_SM_WRITE ||
+        gx->kind == XFER_SM_READ) {
+        CheckState *st = path_state(p, gx->kind);
+
+        *st = code == CUDA_ERROR_NVLINK_UNCORRECTABLE ? CHECK_FAILED :
+              *st == CHECK_OK ? CHECK_UNTESTABLE : *st;
+    }
+    if (code == CUDA_ERROR_NVLINK_UNCORRECTABLE) {
+        p->nvlink_fault = pair_of(run, gx->dst, gx->src)->nvlink_fault = true;
+        pair_problem(p, "NVLink fault (CUDA error 220) in a batch of %d "
+                     "pairs run together, at %s: %s; not seen again alone, "
+                     "so every pair of the batch carries it", ng, label,
+                     err->message);
+        verify_record_broken(run->r, "NVLink fault (uncorrectable NVLink "
+                             "error, CUDA error 220) in a batch with %s; see "
+                             "the GPUs' NVLink error counters (nvidia-smi "
+                             "nvlink -e)", label);
+        return;
+    }
+    pair_problem(p, "%s: failed under concurrent load (%s) in a batch of %d "
+                 "pairs; passed alone", label, err->message, ng);
+    verify_record_untested(run->r, "%s: failed under concurrent load (%s); "
+                           "it passed alone, which proves nothing under "
+                           "load", label, err->message);
+}
+
+/*
  * The batch @x (@nx transfers, @per of them for one pair) failed with
- * @err: each pair runs again alone, and only a pair that fails alone is
- * blamed. ok[i]: pair i came through.
+ * @err: each pair runs again alone, and a pair that fails alone is blamed
+ * for that. Where none fails alone with the batch's error code, the error
+ * did not reproduce and every pair that passed alone still carries it
+ * (blame_batch). ok[i]: pair i came through, alone.
  */
 static void retry_each(Run *run, Xfer *x, int nx, int per, unsigned loops,
                        const GError *err, CUresult code, bool *ok)
 {
     int ng = nx / per;
+    bool reproduced = false;
 
     for (int g = 0; g < ng; g++) {
         g_autoptr(GError) one = NULL;
@@ -1455,10 +1537,17 @@ static void retry_each(Run *run, Xfer *x, int nx, int per, unsigned loops,
         ok[g] = false;
         if (ng == 1 || run->gone[gx->src] || run->gone[gx->dst]) {
             blame(run, gx, err, code);
+            reproduced = true;
         } else if (run_batch(run, gx, per, loops, &one)) {
             ok[g] = true;
         } else {
+            reproduced |= cu_last == code;
             blame(run, gx, one, cu_last);
+        }
+    }
+    for (int g = 0; g < ng && !reproduced; g++) {
+        if (ok[g]) {
+            blame_batch(run, &x[g * per], ng, err, code);
         }
     }
 }
@@ -1733,9 +1822,17 @@ static void pair_access(Run *run)
             p.a = run->report_of[a];
             p.b = run->report_of[b];
             g_strlcpy(p.link, "unknown", sizeof(p.link));
-            if (p_cuDeviceCanAccessPeer(&can, ga->dev, gb->dev) ==
-                CUDA_SUCCESS) {
+            res = p_cuDeviceCanAccessPeer(&can, ga->dev, gb->dev);
+            if (res == CUDA_SUCCESS) {
                 p.peer_access = can;
+            } else {
+                /* Not "no peer access": unknown, so untested, named. */
+                pair_problem(&p, "cuDeviceCanAccessPeer %u->%u: %s (%d)",
+                             p.a, p.b, cu_err(res), (int)res);
+                verify_record_untested(r, "GPUs %u -> %u: "
+                                       "cuDeviceCanAccessPeer failed: %s "
+                                       "(%d)", p.a, p.b, cu_err(res),
+                                       (int)res);
             }
             if (p_cuDeviceGetP2PAttribute(&p.perf_rank,
                     CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, ga->dev,
@@ -1753,7 +1850,8 @@ static void pair_access(Run *run)
                 res = p_cuCtxEnablePeerAccess(gb->ctx, 0);
                 if (res != CUDA_SUCCESS &&
                     res != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
-                    r->p2p_broken = true;
+                    /* Its paths are failed below: verify_judge() reads
+                     * them. */
                     pair_problem(&p, "cuCtxEnablePeerAccess %u->%u: %s",
                                  p.a, p.b, cu_err(res));
                 } else {
@@ -1797,6 +1895,13 @@ static int check_xfers(Run *run, GArray *round, int dir, XferKind path,
                          run->gone[sa] ? sa : sb]);
             continue;
         }
+        if (!reader_has_access(run, sa, sb, path)) {
+            *path_state(p, path) = CHECK_UNTESTABLE;
+            pair_problem(p, "%s not tested: GPU %d has no peer access to "
+                         "GPU %d to read from it", kind_name(path),
+                         run->report_of[sb], run->report_of[sa]);
+            continue;
+        }
         x[nx++] = (Xfer){ .kind = path, .src = sa, .dst = sb };
     }
     return nx;
@@ -1809,9 +1914,9 @@ static void data_checks(Run *run, GPtrArray *rounds)
     static const XferKind paths[] = { XFER_CE, XFER_SM_WRITE, XFER_SM_READ };
 
     if (!run->r->kernels) {
-        r->untested = true;
-        verify_note(r, "data checks and figures not testable: built without "
-                    "CUDA kernels (no nvcc at build time)");
+        verify_record_untested(r, "data checks and figures not testable: "
+                               "built without CUDA kernels (no nvcc at build "
+                               "time)");
         return;
     }
     for (guint pi = 0; pi < r->pairs->len; pi++) {
@@ -1819,9 +1924,9 @@ static void data_checks(Run *run, GPtrArray *rounds)
 
         if (p->peer_access == 0) {
             /* A copy would be staged through the host: nothing proven. */
-            r->untested = true;
-            verify_note(r, "GPUs %u and %u: CUDA grants no peer access; P2P "
-                        "not available between them", p->a, p->b);
+            verify_record_untested(r, "GPUs %u and %u: CUDA grants no peer "
+                                   "access; P2P not available between them",
+                                   p->a, p->b);
         }
     }
     for (guint pi = 0; pi < G_N_ELEMENTS(paths); pi++) {
@@ -1948,6 +2053,7 @@ void verify_cuda(const VerifyOptions *o, VerifyReport *r)
         goto out;
     }
     verify_nvml(r);
+    judge_unseen_gpus(r);
     PHASE(1);
     r->phase_s[1] -= r->phase_s[0];
     if (!allocate(&run, &err)) {

@@ -25,7 +25,7 @@ const VerifyFigureInfo verify_figures[VERIFY_FIGURE_COUNT] = {
         "copy engine a -> b (cuMemcpyPeerAsync) on b's context and stream",
         "unidirectional_ce_read_gbps",
         "Unidirectional bandwidth, copy engine, reading: issued by the "
-        "destination (GB/s)", XFER_CE_READ, false, false, false, false },
+        "destination (GB/s)", XFER_CE_READ, true, false, false, false },
     [FIG_UNI_SM] = {
         "device_to_device_memcpy_write_sm",
         "device_to_device_memcpy_write_sm",

@@ -4,103 +4,12 @@
  * work (bytes checked at the destination), say why not where they don't,
  * and measure how fast. docs/guest-tool.md describes checks and exit codes.
  */
+#include <errno.h>
 #include <stdio.h>
 
 #include "gpup2p/mirror.h"
 #include "gpup2p-version.h"
 #include "verify.h"
-
-/* Marks the run untested, saying why (exit 3 in text, JSON, Prometheus). */
-static void untested(VerifyReport *r, const char *why)
-{
-    r->untested = true;
-    verify_note(r, "untested: %s", why);
-}
-
-/* Fail closed: "all good" only where something was really tested. */
-static void judge_coverage(const VerifyOptions *o, VerifyReport *r)
-{
-    bool any_cap = false, bw = false, lat = false;
-    guint i;
-
-    for (i = 0; i < r->gpus->len; i++) {
-        any_cap |= g_array_index(r->gpus, VerifyGpu, i).clique >= 0;
-    }
-    for (i = 0; i < r->pairs->len; i++) {
-        const VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
-
-        bw |= p->fig[FIG_UNI_CE].samples > 0;
-        lat |= p->fig[FIG_LAT_SM].samples > 0;
-    }
-    if (!r->gpus->len) {
-        untested(r, "no NVIDIA GPU was found on PCI: nothing was tested");
-    } else if (r->gpus->len < 2) {
-        untested(r, "fewer than 2 GPUs: there is no pair to test");
-    } else if (verify_pci_checks_only(o) && !any_cap) {
-        untested(r, "no GPU carries the P2P capability: PCIe P2P cannot be "
-                 "approved, and NVLink cannot be judged without CUDA");
-    } else if (!verify_pci_checks_only(o) && !r->pairs->len) {
-        untested(r, "fewer than 2 GPUs could be paired: P2P was not tested");
-    }
-    if (o->min_bandwidth > 0 && !bw) {
-        untested(r, "--min-bandwidth was given, but no bandwidth was "
-                 "measured");
-    }
-    if (o->max_latency > 0 && !lat) {
-        untested(r, "--max-latency was given, but no latency was measured");
-    }
-}
-
-/* What the measurements mean for the verdict. */
-static void judge(const VerifyOptions *o, VerifyReport *r)
-{
-    guint i, j;
-
-    for (i = 0; i < r->pairs->len; i++) {
-        VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
-        const VerifyGpu *a = &g_array_index(r->gpus, VerifyGpu, p->a);
-        const VerifyGpu *b = &g_array_index(r->gpus, VerifyGpu, p->b);
-
-        const Figure *uni = &p->fig[FIG_UNI_CE];
-        const Figure *lat = &p->fig[FIG_LAT_SM];
-
-        if (p->verified_ce == CHECK_FAILED || p->verified_sm == CHECK_FAILED ||
-            p->verified_sm_read == CHECK_FAILED) {
-            r->p2p_broken = true;
-        }
-        if (a->clique >= 0 && a->clique == b->clique && p->peer_access == 0) {
-            r->p2p_broken = true;
-            verify_note(r, "%s and %s share clique %d but CUDA grants no "
-                        "peer access", a->bdf, b->bdf, a->clique);
-        }
-        if (o->min_bandwidth > 0 && p->peer_access == 1 && uni->samples &&
-            uni->median < o->min_bandwidth) {
-            r->p2p_broken = true;
-            verify_note(r, "%s -> %s: %.1f GB/s is below the minimum %.1f",
-                        a->bdf, b->bdf, uni->median, o->min_bandwidth);
-        }
-        if (o->max_latency > 0 && lat->samples &&
-            lat->median > o->max_latency) {
-            r->p2p_broken = true;
-            verify_note(r, "%s -> %s: latency %.2f us is above the maximum "
-                        "%.2f", a->bdf, b->bdf, lat->median, o->max_latency);
-        }
-    }
-    /* GPUs that share no clique with any other. */
-    for (i = 0; i < r->gpus->len; i++) {
-        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
-        bool shared = false;
-
-        for (j = 0; j < r->gpus->len && g->clique >= 0; j++) {
-            shared |= j != i &&
-                      g_array_index(r->gpus, VerifyGpu, j).clique == g->clique;
-        }
-        if (g->clique >= 0 && !shared) {
-            verify_note(r, "%s is alone in clique %d", g->bdf, g->clique);
-        }
-    }
-    judge_coverage(o, r);
-}
 
 /* An integer option not given on the command line. */
 #define UNSET G_MININT
@@ -332,7 +241,7 @@ int main(int argc, char **argv)
     }
     verify_report_init(&r);
     run_checks(o, &r);
-    judge(o, &r);
+    verify_judge(o, &r);
     if (o->nccl_topo) {
         write_nccl_topo(o, &r);
     }
@@ -344,6 +253,12 @@ int main(int argc, char **argv)
         verify_print_json(o, &r);
     } else {
         verify_print_text(o, &r);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        /* A verdict nobody can read is no verdict (a full disk). */
+        fprintf(stderr, "gpup2p-verify: the report could not be written to "
+                "standard output: %s\n", g_strerror(errno));
+        r.untested = true;
     }
     code = verify_exit_code(&r);
     verify_report_clear(&r);

@@ -140,6 +140,7 @@ void verify_nvml(VerifyReport *r)
         nvmlDevice_t dev;
 
         if (p_by_bus(g->bdf, &dev) == 0) {
+            g->nvml_seen = true;
             gpu_links(g, dev);
         }
         if (g->nvlinks_unresolved) {
@@ -188,6 +189,11 @@ void verify_nvml_pairs(VerifyReport *r)
 
             p->link_limit_gbps = p->nvlinks *
                 verify_nvlink_gbps(v == 99 ? 0 : v, a->sm_major, a->sm_minor);
+        } else if (r->nvml_status) {
+            /* Without NVML an NVLink pair cannot be told from a PCIe one:
+             * a PCIe label would set a limit its figure exceeds 7x. */
+            g_strlcpy(p->link, "unknown (no NVML)", sizeof(p->link));
+            p->link_limit_gbps = 0;
         } else if (a->pcie_gen && a->pcie_width) {
             unsigned gen = MIN(a->pcie_gen, b->pcie_gen ? b->pcie_gen : 99);
             unsigned width = MIN(a->pcie_width,

@@ -92,8 +92,7 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
     guint i;
 
     if (!topo) {
-        verify_note(r, "PCI: %s", err->message);
-        r->untested = true;
+        verify_record_untested(r, "PCI: %s", err->message);
         return false;
     }
     rdma_fns = rdma_functions(o->sysfs_root ? o->sysfs_root : "/");
@@ -137,9 +136,8 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
                 r->p2p_broken = true;
             }
         } else if (g_error_matches(cerr, GP_ERROR, GP_ERROR_INCOMPLETE)) {
-            verify_note(r, "%s: P2P capability not visible: %s", dev->bdf,
-                        cerr->message);
-            r->untested = true;
+            verify_record_untested(r, "%s: P2P capability not visible: %s",
+                                   dev->bdf, cerr->message);
         } else if (!g_error_matches(cerr, GP_ERROR, GP_ERROR_NOT_FOUND)) {
             /* A broken capability list is itself a finding. */
             g_snprintf(g.cap_problem, sizeof(g.cap_problem), "%s",

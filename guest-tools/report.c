@@ -23,7 +23,9 @@ static const char *state_name(CheckState s)
     return "not run";
 }
 
-static const char *verdict(const VerifyReport *r)
+/* A PCI-only pass has its own words: it moved no data, so it cannot
+ * say "all good" as a run that checked bytes does. */
+static const char *verdict(const VerifyOptions *o, const VerifyReport *r)
 {
     static const char *const names[] = {
         [VERIFY_EXIT_OK] = "all good",
@@ -33,6 +35,9 @@ static const char *verdict(const VerifyReport *r)
         [VERIFY_EXIT_GPU_LOST] = "GPU lost",
     };
 
+    if (verify_exit_code(r) == VERIFY_EXIT_OK && verify_pci_checks_only(o)) {
+        return "PCI checks passed, no data moved";
+    }
     return names[verify_exit_code(r)];
 }
 
@@ -203,9 +208,13 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
                o->bytes >> 20, r->loops, o->samples, r->concurrent ?
                "; pairs on independent links measured together" : "");
     }
-    printf("verdict: %s%s (%.1f s)\n", verdict(r),
-           verify_pci_checks_only(o) ? ", PCI checks only" : "",
-           r->seconds);
+    if (!verify_data_moved(r)) {
+        printf("no data moved: %s\n", verify_pci_checks_only(o) ?
+               "PCI checks only" : "no transfer was checked");
+    }
+    printf("verdict: %s%s (%.1f s)\n", verdict(o, r),
+           verify_pci_checks_only(o) && verify_exit_code(r) ?
+           ", PCI checks only" : "", r->seconds);
 }
 
 static void add_figure(JsonBuilder *b, const char *name, const Figure *f)
@@ -442,7 +451,9 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
         json_builder_add_string_value(b, g_ptr_array_index(r->notes, i));
     }
     json_builder_end_array(b);
-    gp_json_add_string_or_null(b, "verdict", verdict(r));
+    json_builder_set_member_name(b, "data_moved");
+    json_builder_add_boolean_value(b, verify_data_moved(r));
+    gp_json_add_string_or_null(b, "verdict", verdict(o, r));
     json_builder_set_member_name(b, "exit_code");
     json_builder_add_int_value(b, verify_exit_code(r));
     json_builder_set_member_name(b, "seconds");

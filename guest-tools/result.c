@@ -42,6 +42,62 @@ void verify_note(VerifyReport *r, const char *fmt, ...)
     va_end(ap);
 }
 
+/* A note starting with @prefix. */
+static void note_prefixed(VerifyReport *r, const char *prefix,
+                          const char *fmt, va_list ap) G_GNUC_PRINTF(3, 0);
+
+static void note_prefixed(VerifyReport *r, const char *prefix,
+                          const char *fmt, va_list ap)
+{
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+
+    g_ptr_array_add(r->notes, g_strconcat(prefix, msg, NULL));
+}
+
+void verify_record_untested(VerifyReport *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    r->untested = true;
+    va_start(ap, fmt);
+    note_prefixed(r, "untested: ", fmt, ap);
+    va_end(ap);
+}
+
+void verify_record_broken(VerifyReport *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    r->p2p_broken = true;
+    va_start(ap, fmt);
+    note_prefixed(r, "", fmt, ap);
+    va_end(ap);
+}
+
+bool verify_data_moved(const VerifyReport *r)
+{
+    for (guint i = 0; i < r->pairs->len; i++) {
+        const VerifyPair *p = &g_array_index(r->pairs, VerifyPair, i);
+
+        if (p->verified_ce == CHECK_OK || p->verified_ce == CHECK_FAILED ||
+            p->verified_sm == CHECK_OK || p->verified_sm == CHECK_FAILED ||
+            p->verified_sm_read == CHECK_OK ||
+            p->verified_sm_read == CHECK_FAILED) {
+            return true;
+        }
+    }
+    for (guint i = 0; i < r->gpus->len; i++) {
+        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+
+        for (int f = 0; f < AGG_COUNT; f++) {
+            if (g->agg[f].samples) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b)
 {
     guint i;

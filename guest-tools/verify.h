@@ -109,7 +109,9 @@ typedef struct VerifyGpu {
     bool cap_valid;
     char cap_problem[128];
     int cuda_index;             /* -1: CUDA does not see it */
-    bool hidden;                /* left out by CUDA_VISIBLE_DEVICES */
+    bool hidden;                /* NVML sees it, CUDA_VISIBLE_DEVICES
+                                 * hides it from CUDA */
+    bool nvml_seen;             /* NVML has a handle for its bus id */
     char name[96];
     int sm_major, sm_minor;     /* compute capability, 0 unknown */
     unsigned nvlinks_total;
@@ -229,6 +231,15 @@ guint32 verify_figures_default(bool quick);
 void verify_report_init(VerifyReport *r);
 void verify_report_clear(VerifyReport *r);
 void verify_note(VerifyReport *r, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Something that had to be done was not: exit 3, a note "untested: ...". */
+void verify_record_untested(VerifyReport *r, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+/* A P2P finding: exit 1, a note saying what. */
+void verify_record_broken(VerifyReport *r, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+/* Did any bytes move and get checked (a data check passed or failed, or
+ * a per-GPU figure was measured)? False for the PCI checks alone. */
+bool verify_data_moved(const VerifyReport *r);
 /* --pci-only, or --sysfs-root without --with-cuda: no CUDA, NVML, RDMA. */
 bool verify_pci_checks_only(const VerifyOptions *o);
 VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b);
@@ -289,6 +300,8 @@ bool verify_nccl_topo(const VerifyOptions *o, const VerifyReport *r,
 void verify_print_text(const VerifyOptions *o, const VerifyReport *r);
 void verify_print_json(const VerifyOptions *o, const VerifyReport *r);
 int verify_exit_code(const VerifyReport *r);
+/* coverage.c: what was asked against what was done, once, at the end. */
+void verify_judge(const VerifyOptions *o, VerifyReport *r);
 /* Prometheus text format 0.0.4; @end_real_time as g_get_real_time(). */
 char *verify_prometheus_text(const VerifyOptions *o, const VerifyReport *r,
                              gint64 end_real_time);

@@ -9,8 +9,10 @@
 #include <stdbool.h>
 #include <sys/wait.h>
 
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sysfs-builder.h"
@@ -34,11 +36,12 @@ static void res_clear(Res *r)
 /*
  * Run the tool on @root with the stand-in's GPUs at @bus_ids (a comma
  * list), faults @fault (GPUP2P_FAKE_CUDA_FAULT, or NULL), @no_peer
- * (GPUP2P_FAKE_CUDA_NO_PEER, or NULL) and @args (space-separated).
+ * (GPUP2P_FAKE_CUDA_NO_PEER, or NULL), @args (space-separated) and
+ * @extra_env ("NAME", "VALUE" pairs, NULL-terminated; or NULL).
  */
-static void run_standin(Res *r, const char *root, const char *bus_ids,
-                        const char *fault, const char *no_peer,
-                        const char *args)
+static void run_standin_env(Res *r, const char *root, const char *bus_ids,
+                            const char *fault, const char *no_peer,
+                            const char *args, const char *const *extra_env)
 {
     const char *mem_mib;
     g_auto(GStrv) env = g_get_environ();
@@ -64,6 +67,9 @@ static void run_standin(Res *r, const char *root, const char *bus_ids,
         env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_NO_PEER", no_peer,
                                TRUE);
     }
+    for (int i = 0; extra_env && extra_env[i]; i += 2) {
+        env = g_environ_setenv(env, extra_env[i], extra_env[i + 1], TRUE);
+    }
     mem_mib = g_getenv("STANDIN_MEM_MIB");
     if (mem_mib) {
         env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_MEM_MIB", mem_mib,
@@ -88,6 +94,13 @@ static void run_standin(Res *r, const char *root, const char *bus_ids,
     r->root = json_node_get_object(json_parser_get_root(r->parser));
     g_test_message("%s: exit %d, %.2f s; stderr: %s", cmd, r->status,
                    r->seconds, r->err);
+}
+
+static void run_standin(Res *r, const char *root, const char *bus_ids,
+                        const char *fault, const char *no_peer,
+                        const char *args)
+{
+    run_standin_env(r, root, bus_ids, fault, no_peer, args, NULL);
 }
 
 static void expect_exit(const Res *r, int code)
@@ -206,6 +219,10 @@ static void test_healthy_h200(void)
         g_assert_cmpstr(str_member(p, "verified_sm_write"), ==, "ok");
         g_assert_cmpstr(str_member(p, "verified_sm_read"), ==, "ok");
         g_assert_null(str_member(p, "problem"));
+        /* No NVML here: an NVLink pair is not to be called PCIe (the
+         * H200s are joined by NVLinks on their host). */
+        g_assert_cmpstr(str_member(p, "link"), ==, "unknown (no NVML)");
+        g_assert_true(json_object_get_null_member(p, "link_limit_gbps"));
         fig = json_object_get_object_member(p, "unidirectional_ce_gbps");
         g_assert_nonnull(fig);
         g_assert_cmpfloat(json_object_get_double_member(fig, "median"), >,
@@ -834,6 +851,262 @@ static void test_usage(void)
     }
 }
 
+/*
+ * Four GPUs checked two pairs at a time: the first copy out of GPU 0
+ * fails once (a one-shot fault) and both pairs of its batch pass when
+ * each runs again alone. The error is not forgotten (it was: exit 0): with CUDA
+ * error 220 it is an NVLink fault (exit 1), with any other code the
+ * batch's pairs failed under concurrent load and are untested (exit 3).
+ */
+static void test_batch_transient(void)
+{
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) sb = flat_capture(4, &ids);
+    Res r = { 0 };
+
+    run_standin(&r, sb_root(sb), ids, "fail-source:0:1:1", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 3);
+    /* The schedule's first batch: 0 -> 3 beside 1 -> 2. */
+    for (int i = 0; i < 2; i++) {
+        JsonObject *p = pair(&r, i, 3 - i);
+
+        g_assert_cmpstr(str_member(p, "verified_ce"), ==, "not testable");
+        g_assert_nonnull(strstr(str_member(p, "problem"),
+                                "failed under concurrent load"));
+    }
+    g_assert_null(str_member(pair(&r, 0, 1), "problem"));
+    res_clear(&r);
+    run_standin(&r, sb_root(sb), ids, "fail-source:0:220:1", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    g_assert_true(any_note(&r, "CUDA error 220"));
+    g_assert_true(json_object_get_boolean_member(pair(&r, 1, 2),
+                                                 "nvlink_fault"));
+    res_clear(&r);
+}
+
+/*
+ * Three GPUs, all-to-one only: the first copy out of GPU 0 into the
+ * aggregate at GPU 1 fails once; the transfers pass one by one. The
+ * figure is missing, so the run is untested (it was "all good").
+ * Copies out of GPU 0 before it: 6 data checks (CE, SM write, SM read to
+ * each of 2 peers).
+ */
+static void test_aggregate_transient(void)
+{
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) sb = flat_capture(3, &ids);
+    Res r = { 0 };
+
+    run_standin(&r, sb_root(sb), ids, "fail-source:0:1:7", NULL,
+                "--size-mib 1 --samples 1 --figures all_to_one_write_ce");
+    expect_exit(&r, 3);
+    g_assert_cmpfloat(median_or_none(gpu_of(&r, 1), "all_to_one_ce_gbps"),
+                      ==, -1);
+    g_assert_true(any_note(&r, "all_to_one_ce_gbps"));
+    res_clear(&r);
+}
+
+/* cuDeviceCanAccessPeer fails for 0 -> 1: the pair is untested, with the
+ * error named (it was "not testable" in a run that was "all good"). */
+static void test_peer_query_error(void)
+{
+    Res r = { 0 };
+    JsonObject *p;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "peer-query:0-1", NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 3);
+    p = pair(&r, 0, 1);
+    g_assert_true(json_object_get_null_member(p, "peer_access"));
+    g_assert_nonnull(strstr(str_member(p, "problem"),
+                            "cuDeviceCanAccessPeer 0->1: unknown error "
+                            "(999)"));
+    g_assert_cmpstr(str_member(pair(&r, 1, 0), "verified_ce"), ==, "ok");
+    res_clear(&r);
+}
+
+/*
+ * PCI shows three GPUs, CUDA two, CUDA_VISIBLE_DEVICES is set, and no
+ * NVML sees the third (there is none here): it is missing, not hidden by
+ * CUDA_VISIBLE_DEVICES, and the run is untested (it was "all good").
+ */
+static void test_missing_not_hidden(void)
+{
+    static const char *const visible[] = { "CUDA_VISIBLE_DEVICES", "0,1",
+                                           NULL };
+    g_autofree char *ids = NULL;
+    g_autoptr(SysfsBuilder) sb = flat_capture(3, &ids);
+    Res r = { 0 };
+
+    *strrchr(ids, ',') = 0;         /* the stand-in has the first two */
+    run_standin_env(&r, sb_root(sb), ids, NULL, NULL, "--quick --size-mib 1",
+                    visible);
+    expect_exit(&r, 3);
+    g_assert_false(json_object_get_boolean_member(
+        gpu_of(&r, 2), "hidden_by_cuda_visible_devices"));
+    g_assert_true(any_note(&r, "GPU 2 (0000:00:03.0): on PCI but seen by "
+                           "neither CUDA nor NVML"));
+    res_clear(&r);
+}
+
+/* The copies out of each GPU that a healthy run with @args makes, from
+ * the stand-in's counters; @n the GPU count. */
+static void count_copies(const char *root, const char *ids, const char *args,
+                         int n, unsigned *counts)
+{
+    g_autofree char *dir = g_dir_make_tmp("standin-count-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "counts", NULL);
+    const char *const env[] = { "GPUP2P_FAKE_CUDA_COUNT_FILE", file, NULL };
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    Res r = { 0 };
+
+    run_standin_env(&r, root, ids, NULL, NULL, args, env);
+    expect_exit(&r, 0);
+    res_clear(&r);
+    g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (int g = 0; g < n; g++) {
+        g_autofree char *want = g_strdup_printf("peer_copies_from %d ", g);
+
+        counts[g] = 0;
+        for (int i = 0; lines[i]; i++) {
+            if (g_str_has_prefix(lines[i], want)) {
+                counts[g] = (unsigned)atoi(lines[i] + strlen(want));
+            }
+        }
+        g_assert_cmpuint(counts[g], >, 0);
+    }
+    g_unlink(file);
+    g_rmdir(dir);
+}
+
+/*
+ * The property: a fault at any one copy of a run, of any kind, never
+ * gives exit 0. Each kind (a flipped byte, a one-shot error, a one-shot
+ * NVLink error 220) is injected at each copy out of each GPU of a
+ * --quick run, warm-up copies included (a bad warm-up copy passed
+ * before: the first timed copy overwrote it unchecked).
+ */
+static void test_fault_at_every_copy(void)
+{
+    /* fault kind, and its argument before the copy number */
+    static const char *const kinds[][2] = {
+        { "corrupt-byte", "100" }, { "fail-source", "1" },
+        { "fail-source", "220" },
+    };
+    const char *args = "--quick --size-mib 1";
+    unsigned counts[2];
+
+    count_copies(fixture(), H200_BUS_IDS, args, 2, counts);
+    for (int g = 0; g < 2; g++) {
+        for (unsigned n = 1; n <= counts[g]; n++) {
+            for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+                g_autofree char *fault = g_strdup_printf(
+                    "%s:%d:%s:%u", kinds[k][0], g, kinds[k][1], n);
+                Res r = { 0 };
+
+                run_standin(&r, fixture(), H200_BUS_IDS, fault, NULL, args);
+                if (r.status == 0) {
+                    g_printerr("exit 0 with %s\n%s\n", fault, r.out);
+                }
+                g_assert_cmpint(r.status, !=, 0);
+                res_clear(&r);
+            }
+        }
+    }
+}
+
+/* A report that cannot be written (stdout on a full disk) is exit 3,
+ * never the verdict it could not tell (it was exit 0). */
+static void test_stdout_write_failure(void)
+{
+    static const char *const modes[] = { "--json", "" };    /* and text */
+
+    if (!g_file_test("/dev/full", G_FILE_TEST_EXISTS)) {
+        g_test_skip("no /dev/full");
+        return;
+    }
+    for (guint m = 0; m < G_N_ELEMENTS(modes); m++) {
+        g_autofree char *cmd = g_strdup_printf(
+            "sh -c 'GPUP2P_FAKE_CUDA_BUS_IDS=%s LD_LIBRARY_PATH=%s exec %s "
+            "--sysfs-root %s --with-cuda --skip-rdma --quick --size-mib 1 "
+            "%s >/dev/full'", H200_BUS_IDS, g_getenv("FAKE_LIBCUDA_DIR"),
+            g_getenv("GPUP2P_VERIFY_CUDA"), fixture(), modes[m]);
+        g_autofree char *err = NULL;
+        int ws;
+
+        g_assert_true(g_spawn_command_line_sync(cmd, NULL, &err, &ws, NULL));
+        g_assert_true(WIFEXITED(ws));
+        g_assert_cmpint(WEXITSTATUS(ws), ==, 3);
+        g_assert_nonnull(strstr(err, "the report could not be written"));
+    }
+}
+
+/* --sysfs-root alone (the PCI checks) on @sb: exit code, JSON in *o. */
+static int run_pci_only(const SysfsBuilder *sb, JsonParser *p, JsonObject **o)
+{
+    g_autofree char *cmd = g_strdup_printf("%s --sysfs-root %s --json",
+                                           g_getenv("GPUP2P_VERIFY_CUDA"),
+                                           sb_root(sb));
+    g_autofree char *out = NULL;
+    int ws;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+    g_assert_true(WIFEXITED(ws));
+    g_assert_true(json_parser_load_from_data(p, out, -1, NULL));
+    *o = json_node_get_object(json_parser_get_root(p));
+    return WEXITSTATUS(ws);
+}
+
+/* Two GPUs on a flat root bus in cliques @c0 and @c1 (-1: no capability). */
+static SysfsBuilder *two_gpus_in_cliques(int c0, int c1)
+{
+    SysfsBuilder *sb = sb_new();
+    const int clique[2] = { c0, c1 };
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *bdf = g_strdup_printf("0000:00:%02x.0", i + 1);
+
+        sb_add(sb, NULL, bdf, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0,
+               i + 1, NULL);
+        if (clique[i] >= 0) {
+            sb_set_p2pcap(sb, bdf, clique[i], 8);
+        }
+    }
+    return sb;
+}
+
+/*
+ * The PCI checks alone pass only where every GPU carries a valid
+ * capability and shares its clique with another GPU; a pass says that no
+ * data moved. Two GPUs in cliques 1 and 2, or one without a capability,
+ * were "all good" before.
+ */
+static void test_pci_only_verdicts(void)
+{
+    static const struct { int c0, c1, code; } cases[] = {
+        { 1, 1, 0 }, { 1, 2, 3 }, { 1, -1, 3 },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(SysfsBuilder) sb = two_gpus_in_cliques(cases[i].c0,
+                                                         cases[i].c1);
+        g_autoptr(JsonParser) p = json_parser_new();
+        JsonObject *o;
+
+        g_assert_cmpint(run_pci_only(sb, p, &o), ==, cases[i].code);
+        g_assert_cmpstr(json_object_get_string_member(o, "verdict"), ==,
+                        cases[i].code ? "could not test" :
+                        "PCI checks passed, no data moved");
+        g_assert_false(json_object_get_boolean_member(o, "data_moved"));
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -870,5 +1143,19 @@ int main(int argc, char **argv)
                     test_aggregate_span);
     g_test_add_func("/verify-cuda-standin/figures-select",
                     test_figures_select);
+    g_test_add_func("/verify-cuda-standin/batch-transient",
+                    test_batch_transient);
+    g_test_add_func("/verify-cuda-standin/aggregate-transient",
+                    test_aggregate_transient);
+    g_test_add_func("/verify-cuda-standin/peer-query-error",
+                    test_peer_query_error);
+    g_test_add_func("/verify-cuda-standin/missing-not-hidden",
+                    test_missing_not_hidden);
+    g_test_add_func("/verify-cuda-standin/fault-at-every-copy",
+                    test_fault_at_every_copy);
+    g_test_add_func("/verify-cuda-standin/stdout-write-failure",
+                    test_stdout_write_failure);
+    g_test_add_func("/verify-cuda-standin/pci-only-verdicts",
+                    test_pci_only_verdicts);
     return g_test_run();
 }

@@ -33,10 +33,16 @@
  *                           (copies shorter than OFFSET are left alone);
  *                           with N, only the Nth peer copy it matches
  *                           (counted from 1, warm-up copies included).
- *     fail-source:GPU[:CODE]  a peer copy out of GPU returns CODE (default
- *                           1, CUDA_ERROR_INVALID_VALUE) and moves nothing.
- *     corrupt-host:GPU:OFFSET  a copy out of GPU into pinned host memory
- *                           (device to host) flips the byte at OFFSET.
+ *     fail-source:GPU[:CODE[:N]]  a peer copy out of GPU returns CODE
+ *                           (default 1, CUDA_ERROR_INVALID_VALUE) and moves
+ *                           nothing; with N, only the Nth peer copy it
+ *                           matches fails (one-shot: a transient fault that
+ *                           a retry does not meet).
+ *     corrupt-host:GPU:OFFSET[:N]  a copy out of GPU into pinned host
+ *                           memory (device to host) flips the byte at
+ *                           OFFSET; with N, only the Nth such copy.
+ *     peer-query:S-D[:CODE]  cuDeviceCanAccessPeer(S, D) returns CODE
+ *                           (default 999, CUDA_ERROR_UNKNOWN).
  *     slow-copy:GPU:FACTOR  a peer copy out of GPU takes FACTOR times as
  *                           long on the clock (moves the same bytes).
  *     slow-issuer:GPU:FACTOR  a peer copy queued on a stream of GPU
@@ -51,6 +57,14 @@
  *                           on its context, streams, events or memory
  *                           return CODE (default 719, CUDA_ERROR_LAUNCH_
  *                           FAILED, a sticky error).
+ *
+ *   GPUP2P_FAKE_CUDA_COUNT_FILE=PATH  at exit, the copies made are
+ *                           written there, a line each: "peer_copies_from
+ *                           GPU COUNT" (copy engine or SM, out of GPU into
+ *                           a peer: what the N of a fault out of GPU
+ *                           counts) and "host_copies COUNT" (between a GPU
+ *                           and host memory), so a test can inject a fault
+ *                           at every copy.
  *
  * The tests point the tool at this file with LD_LIBRARY_PATH (the tool
  * dlopens "libcuda.so.1" by name); the tool has no path override.
@@ -127,12 +141,12 @@ static __thread CUcontext current;
 /* Fault injection, from the environment. */
 enum {
     F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_SLOW,
-    F_SLOW_ISSUER, F_KINDS
+    F_SLOW_ISSUER, F_PEER_QUERY, F_KINDS
 };
 typedef struct {
     int kind, src, dst;         /* dst -1: any peer */
     long long arg;              /* byte offset, or the error code */
-    long long nth;              /* corrupt-byte: only the nth copy, 0 all */
+    long long nth;              /* only the nth matching copy, 0 all */
     long long seen;             /* copies it matched so far */
 } Fault;
 #define FAKE_MAX_FAULTS 8
@@ -145,6 +159,24 @@ static bool lost[FAKE_MAX_GPUS];
 static size_t mem_limit;                /* bytes per GPU, 0: none */
 static size_t mem_used[FAKE_MAX_GPUS];
 static bool dev_hung[FAKE_MAX_GPUS];     /* a stream of it never finishes */
+static unsigned long long peer_copies[FAKE_MAX_GPUS], host_copies;
+static const char *count_file;
+
+/* The copy counts, for a test that injects a fault at each copy. */
+static void write_counts(void)
+{
+    FILE *f = fopen(count_file, "w");
+
+    if (!f) {
+        perror(count_file);
+        return;
+    }
+    for (int g = 0; g < ngpus; g++) {
+        fprintf(f, "peer_copies_from %d %llu\n", g, peer_copies[g]);
+    }
+    fprintf(f, "host_copies %llu\n", host_copies);
+    fclose(f);
+}
 
 static void die(const char *var, const char *v, const char *why)
 {
@@ -178,7 +210,7 @@ static void parse_fault(const char *var, const char *v, const char *item)
         [F_CORRUPT] = "corrupt-byte:", [F_FAIL] = "fail-source:",
         [F_HANG] = "hang-copy:", [F_LOSE] = "lost-gpu:",
         [F_CORRUPT_HOST] = "corrupt-host:", [F_SLOW] = "slow-copy:",
-        [F_SLOW_ISSUER] = "slow-issuer:",
+        [F_SLOW_ISSUER] = "slow-issuer:", [F_PEER_QUERY] = "peer-query:",
     };
     Fault f = { .kind = -1, .arg = -1 };
     const char *at = NULL;
@@ -193,8 +225,8 @@ static void parse_fault(const char *var, const char *v, const char *item)
     if (f.kind < 0 || nfaults == FAKE_MAX_FAULTS) {
         die(var, v, "each fault is corrupt-byte:GPU:OFFSET[:N], "
             "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU,"
-            " lost-gpu:GPU[:CODE], slow-copy:GPU:FACTOR or "
-            "slow-issuer:GPU:FACTOR (at most 8)");
+            " lost-gpu:GPU[:CODE], slow-copy:GPU:FACTOR, "
+            "slow-issuer:GPU:FACTOR or peer-query:S-D[:CODE] (at most 8)");
     }
     if (!(at = parse_gpus(at, &f.src, &f.dst))) {
         die(var, v, "GPU must be a CUDA ordinal (or S-D) of a stand-in GPU");
@@ -203,11 +235,13 @@ static void parse_fault(const char *var, const char *v, const char *item)
         f.arg = strtoll(at + 1, &end, 0);
         at = end;
     }
-    if (*at == ':' && f.kind == F_CORRUPT) {
+    if (*at == ':' && (f.kind == F_CORRUPT || f.kind == F_FAIL ||
+                       f.kind == F_CORRUPT_HOST)) {
         f.nth = strtoll(at + 1, &end, 0);
         at = end;
     }
-    if ((*at && *at != ',') ||
+    if ((*at && *at != ',') || f.nth < 0 ||
+        (f.kind == F_PEER_QUERY && f.dst < 0) ||
         ((f.kind == F_CORRUPT || f.kind == F_CORRUPT_HOST) && f.arg < 0) ||
         ((f.kind == F_SLOW || f.kind == F_SLOW_ISSUER) && f.arg < 1)) {
         die(var, v, "bad fault (corrupt-byte needs an OFFSET)");
@@ -265,6 +299,10 @@ static void parse_env(void)
                 break;
             }
         }
+    }
+    if ((v = getenv("GPUP2P_FAKE_CUDA_COUNT_FILE")) && *v) {
+        count_file = v;
+        atexit(write_counts);
     }
     if ((v = getenv("GPUP2P_FAKE_CUDA_FAULT")) && *v) {
         for (const char *at = v; at; at = strchr(at, ',')) {
@@ -362,7 +400,9 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
                 lost[faults[i].src] = true;
             }
         }
-        if ((f = fault(F_FAIL, sd, dd))) {
+        peer_copies[sd]++;
+        /* With N, one-shot: only the Nth matching copy fails. */
+        if ((f = fault(F_FAIL, sd, dd)) && (++f->seen == f->nth || !f->nth)) {
             return f->arg >= 0 ? (CUresult)f->arg : CUDA_ERROR_INVALID_VALUE;
         }
     }
@@ -388,7 +428,9 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
         (unsigned long long)f->arg < bytes) {
         ((unsigned char *)dst)[f->arg] ^= 0x5a;
     }
+    host_copies += (sd < 0) != (dd < 0);
     if (sd >= 0 && dd < 0 && (f = fault(F_CORRUPT_HOST, sd, -1)) &&
+        (++f->seen == f->nth || !f->nth) &&
         (unsigned long long)f->arg < bytes) {
         ((unsigned char *)dst)[f->arg] ^= 0x5a;
     }
@@ -612,8 +654,13 @@ static CUresult fake_cuDeviceCanAccessPeer(int *can, CUdevice dev,
                                            CUdevice peer)
 {
     CUresult r = check_dev(dev);
+    Fault *f;
 
-    if (r == CUDA_SUCCESS && (r = check_dev(peer)) == CUDA_SUCCESS) {
+    if (r == CUDA_SUCCESS && (r = check_dev(peer)) == CUDA_SUCCESS &&
+        (f = fault(F_PEER_QUERY, dev, peer))) {
+        return f->arg >= 0 ? (CUresult)f->arg : 999;
+    }
+    if (r == CUDA_SUCCESS) {
         *can = dev != peer && !no_peer[dev][peer];
     }
     return r;
