@@ -375,18 +375,6 @@ static bool kernel_verdict_device(const GpDevice *dev)
 char *gp_kernel_verdicts_format(const GpTopology *topo, bool from_p2pdma,
                                 GpKernelAsk ask, void *ctx)
 {
-    static const char *const kinds[] = {
-        [GPUP2P_VERDICT_DIRECT] = "direct",
-        [GPUP2P_VERDICT_HOST_BRIDGE] = "host-bridge",
-        [GPUP2P_VERDICT_NONE] = "none",
-        [GPUP2P_VERDICT_UNKNOWN] = "unknown",
-    };
-    static const char *const vm_kinds[] = {
-        [GPUP2P_VM_OK] = "through-iommu",
-        [GPUP2P_VM_BYPASS] = "bypasses-iommu",
-        [GPUP2P_VM_NONE] = "none",
-        [GPUP2P_VM_UNKNOWN] = "unknown",
-    };
     g_autoptr(GString) out = NULL;
     guint i, j;
 
@@ -421,13 +409,15 @@ char *gp_kernel_verdicts_format(const GpTopology *topo, bool from_p2pdma,
                 g_clear_error(&err);
                 continue;
             }
-            if (v.verdict >= G_N_ELEMENTS(kinds) ||
-                v.vm_verdict >= G_N_ELEMENTS(vm_kinds)) {
+            if (!gp_kernel_kind_name(v.verdict) ||
+                !gp_kernel_vm_kind_name(v.vm_verdict)) {
                 continue;       /* a newer module's code: the rule decides */
             }
             g_string_append_printf(out, "%s %s %s %u %s 0x%x\n", a->bdf,
-                                   b->bdf, kinds[v.verdict], v.distance,
-                                   vm_kinds[v.vm_verdict], v.out_flags);
+                                   b->bdf, gp_kernel_kind_name(v.verdict),
+                                   v.distance,
+                                   gp_kernel_vm_kind_name(v.vm_verdict),
+                                   v.out_flags);
         }
     }
     return g_string_free(g_steal_pointer(&out), FALSE);

@@ -942,7 +942,7 @@ static bool host_bridge_dir(const char *name, unsigned *domain, unsigned *bus)
 }
 
 /* Was @bdf left out as gone (topo->devices_gone names it first)? */
-static bool device_gone(const GpTopology *topo, const char *bdf)
+bool gp_topo_device_gone(const GpTopology *topo, const char *bdf)
 {
     guint i;
 
@@ -1002,7 +1002,7 @@ static bool add_linked_device(GpTopology *topo, const DeviceLink *l,
     host = gp_topo_add_host_bridge(topo, domain, bus);
     if (n - 2 > root) {
         if (gp_bdf_normalize(l->parts[n - 2], bdf) &&
-            !gp_topo_find(topo, bdf) && device_gone(topo, bdf)) {
+            !gp_topo_find(topo, bdf) && gp_topo_device_gone(topo, bdf)) {
             g_ptr_array_add(topo->devices_gone, g_strdup_printf(
                 "%s: its upstream bridge %s went away while sysfs was "
                 "read; left out", l->entry, bdf));
@@ -1188,6 +1188,18 @@ static const char *const kernel_vm_names[] = {
     [GPUP2P_VM_NONE] = "none",
     [GPUP2P_VM_UNKNOWN] = "unknown",
 };
+
+const char *gp_kernel_kind_name(unsigned code)
+{
+    return code < G_N_ELEMENTS(kernel_kind_names) ? kernel_kind_names[code]
+                                                  : NULL;
+}
+
+const char *gp_kernel_vm_kind_name(unsigned code)
+{
+    return code < G_N_ELEMENTS(kernel_vm_names) ? kernel_vm_names[code]
+                                                : NULL;
+}
 
 static bool kernel_name_index(const char *const *names, size_t n,
                               const char *word, unsigned *out)

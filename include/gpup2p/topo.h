@@ -160,6 +160,16 @@ GpTopology *gp_topo_read(const char *root, GError **errp);
  */
 GpTopology *gp_topo_read_all(const char *root, GError **errp);
 void gp_topo_free(GpTopology *topo);
+/* Was @bdf left out because it went away while sysfs was read
+ * (devices_gone names it)? */
+bool gp_topo_device_gone(const GpTopology *topo, const char *bdf);
+/*
+ * The names GP_KERNEL_VERDICTS_FILE and 'gpup2p verdict' give the kernel
+ * module's verdict codes (kernel/include/uapi/gpup2p.h): bare-metal and
+ * guest. NULL for a code this program does not know (a newer module).
+ */
+const char *gp_kernel_kind_name(unsigned code);
+const char *gp_kernel_vm_kind_name(unsigned code);
 
 /*
  * Build a topology by hand (benchmarks, tests of the rules): add host

@@ -17,19 +17,6 @@
 #include "gpup2p/module-client.h"
 #include "gpup2p/p2p.h"
 
-static const char *const verdict_names[] = {
-    [GPUP2P_VERDICT_DIRECT] = "direct",
-    [GPUP2P_VERDICT_HOST_BRIDGE] = "host-bridge",
-    [GPUP2P_VERDICT_NONE] = "none",
-    [GPUP2P_VERDICT_UNKNOWN] = "unknown",
-};
-
-static const char *const vm_verdict_names[] = {
-    [GPUP2P_VM_OK] = "through-iommu",
-    [GPUP2P_VM_BYPASS] = "bypasses-iommu",
-    [GPUP2P_VM_NONE] = "none",
-    [GPUP2P_VM_UNKNOWN] = "unknown",
-};
 
 static uint32_t dev_addr(const GpDevice *dev)
 {
@@ -141,8 +128,8 @@ static bool verdict_pair(int fd, const GpTopology *topo, VerdictPair *p,
         g_prefix_error(errp, "%s %s: ", p->a->bdf, p->b->bdf);
         return false;
     }
-    if (p->kernel.verdict >= G_N_ELEMENTS(verdict_names) ||
-        p->kernel.vm_verdict >= G_N_ELEMENTS(vm_verdict_names)) {
+    if (!gp_kernel_kind_name(p->kernel.verdict) ||
+        !gp_kernel_vm_kind_name(p->kernel.vm_verdict)) {
         g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s %s: the kernel "
                     "answered verdict %u / guest verdict %u, which this "
                     "program does not know", p->a->bdf, p->b->bdf,
@@ -172,7 +159,7 @@ static JsonNode *pair_json(const VerdictPair *p)
     json_builder_set_member_name(b, "b");
     json_builder_add_string_value(b, p->b->bdf);
     json_builder_set_member_name(b, "kernel");
-    json_builder_add_string_value(b, verdict_names[p->kernel.verdict]);
+    json_builder_add_string_value(b, gp_kernel_kind_name(p->kernel.verdict));
     json_builder_set_member_name(b, "library");
     json_builder_add_string_value(b, gp_p2p_kind_name(p->lib.kind));
     json_builder_set_member_name(b, "distance");
@@ -184,7 +171,8 @@ static JsonNode *pair_json(const VerdictPair *p)
     json_builder_set_member_name(b, "reason");
     json_builder_add_string_value(b, p->lib.reason);
     json_builder_set_member_name(b, "kernel_guest");
-    json_builder_add_string_value(b, vm_verdict_names[p->kernel.vm_verdict]);
+    json_builder_add_string_value(b,
+                                  gp_kernel_vm_kind_name(p->kernel.vm_verdict));
     json_builder_set_member_name(b, "kernel_source");
     json_builder_add_string_value(b, kernel_source(&p->kernel));
     json_builder_set_member_name(b, "kernel_guest_source");
@@ -296,8 +284,8 @@ static void print_pairs(GPtrArray *pairs, guint agree,
         const VerdictPair *p = pairs->pdata[i];
 
         printf("%s %s: kernel %s/%s (%s/%s), library %s/%s%s%s: %s\n",
-               p->a->bdf, p->b->bdf, verdict_names[p->kernel.verdict],
-               vm_verdict_names[p->kernel.vm_verdict],
+               p->a->bdf, p->b->bdf, gp_kernel_kind_name(p->kernel.verdict),
+               gp_kernel_vm_kind_name(p->kernel.vm_verdict),
                kernel_source(&p->kernel), kernel_guest_source(&p->kernel),
                gp_p2p_kind_name(p->lib.kind),
                gp_vm_p2p_kind_name(p->lib.vm_kind),
