@@ -8,18 +8,12 @@ judged against nothing."""
 
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-PROJECT = os.path.normpath(os.path.join(HERE, "..", ".."))
-SRC = os.environ.get("GPUP2P_LINUX_SRC",
-                     "/var/cache/gpup2p/linux-source-7.3")
+from linux_source import PROJECT, SRC, pci_ids, run_header_dump  # noqa: E402
 
 # Prints the header's table as "vendor device any same" lines.
 DUMP = r"""
@@ -41,16 +35,6 @@ int main(void)
 """
 
 
-def pci_ids(src):
-    """PCI_VENDOR_ID_* and PCI_DEVICE_ID_* from include/linux/pci_ids.h."""
-    ids = {}
-    with open(os.path.join(src, "include", "linux", "pci_ids.h")) as f:
-        for m in re.finditer(r"^#define\s+(PCI_\w+)\s+(0x[0-9a-fA-F]+)",
-                             f.read(), re.M):
-            ids[m.group(1)] = int(m.group(2), 16)
-    return ids
-
-
 def kernel_list(text, ids):
     body = re.search(r"pci_p2pdma_whitelist\[\]\s*=\s*\{(.*?)\n\};", text,
                      re.S).group(1)
@@ -70,16 +54,7 @@ def kernel_list(text, ids):
 
 
 def ours():
-    with tempfile.TemporaryDirectory() as d:
-        c = os.path.join(d, "dump.c")
-        exe = os.path.join(d, "dump")
-        with open(c, "w") as f:
-            f.write(DUMP)
-        subprocess.run(["gcc", "-Wall", "-Werror", "-I",
-                        os.path.join(PROJECT, "kernel", "include"), c, "-o",
-                        exe], check=True)
-        out = subprocess.run([exe], capture_output=True, text=True,
-                             check=True).stdout.splitlines()
+    out = run_header_dump(DUMP)
     table = [tuple(int(x, 16) if i < 2 else int(x)
                    for i, x in enumerate(line.split()))
              for line in out if not line.startswith("amd-min-family")]
