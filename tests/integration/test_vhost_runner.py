@@ -98,6 +98,8 @@ def emulator_faults(t):
                      "evidence kept in" in err,
                      "one retry, then the failure with its evidence", err)
 
+    timer_faults(t)
+
     # A command line the emulator refuses is not a fault to retry.
     rc, got, err, outdir = vhost_run(
         "two-numa.json", "true",
@@ -114,6 +116,61 @@ def emulator_faults(t):
     t.ok("kernel panicked" in err and "sysrq" in err.lower() and
          "retry" not in err,
          "named by its panic line, never retried", err)
+
+
+# The outer emulator's wrapper for the timer fault: it counts its starts
+# in a directory the virtual host sees (through the read-only root share).
+COUNTING_QEMU = r"""#!/bin/sh
+if [ -e "$FAULT_STATE/first" ]; then touch "$FAULT_STATE/second"
+else touch "$FAULT_STATE/first"; fi
+exec "$FAULT_QEMU" "$@"
+"""
+
+# The command prints the kernel's own words for a timer that never fired
+# (at a level the console shows), then waits as a stalled guest would; on
+# the second start (with @once) it just runs.
+TIMER_STALL = ("if [ ! -e %(state)s/second ] || [ %(always)s = 1 ]; then "
+               "echo \"<2>rcu: rcu_preempt kthread timer wakeup didn't "
+               "happen for 2502 jiffies! (injected)\" > /dev/kmsg; "
+               "sleep 150; fi; echo ran")
+
+
+def timer_faults(t):
+    """A timer the emulator did not deliver, while the command runs: one
+    retry, counted and named; twice is a failure with its evidence."""
+    base = os.path.join(PROJECT, "build", "vhost-runs")
+    os.makedirs(base, exist_ok=True)
+    for always in (0, 1):
+        with tempfile.TemporaryDirectory(dir=base) as d:
+            wrapper = os.path.join(d, "qemu")
+            with open(wrapper, "w") as f:
+                f.write(COUNTING_QEMU)
+            os.chmod(wrapper, 0o755)
+            os.environ.update(
+                FAULT_STATE=d, VHOST_FAULT_INJECTED="1",
+                FAULT_QEMU=os.environ.get("VHOST_QEMU", OUTER_QEMU))
+            try:
+                rc, got, err, out = vhost_run(
+                    "two-numa.json",
+                    TIMER_STALL % {"state": d, "always": always},
+                    timeout=120, out=os.path.join(d, "out"),
+                    extra=["--qemu", wrapper])
+            finally:
+                for k in ("FAULT_STATE", "VHOST_FAULT_INJECTED",
+                          "FAULT_QEMU"):
+                    del os.environ[k]
+            named = "did not deliver the virtual host's timer" in err and \
+                "timer wakeup didn't happen" in err
+            if not always:
+                t.ok(rc == 0 and "ran" in got and named and
+                     err.count("retrying once") == 1 and
+                     os.path.exists(out + ".attempt-1/console.log"),
+                     "a timer fault while the command runs: killed at "
+                     "once, named, retried once, the attempt kept", err)
+            else:
+                t.ok(rc == 125 and named and
+                     err.count("retrying once") == 1 and "again" in err,
+                     "a timer fault on the retry too: the run fails", err)
 
 
 def read(path):
