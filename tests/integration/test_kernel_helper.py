@@ -5,8 +5,11 @@
 pci_dev, one rule and two readers) and Linux 7.3 (tests/vhost/
 build-linux.sh, CONFIG_PCI_P2PDMA=y: the module answers from p2pdma
 itself). On each: the kernel's P2P verdicts against the library's on
-every ordered pair of devices of two topologies, in three boots (two-numa
-with ACS redirect on and off), every UAPI rule, access by the udev rule's
+every ordered pair of devices of three topologies, in four boots
+(two-numa with ACS redirect on and off; acs-shapes: a two-level switch,
+root ports that are functions of one device, a PCIe-to-PCI bridge), the
+kernel's IOMMU groups as witness (no pair in one group goes through the
+IOMMU), every UAPI rule, access by the udev rule's
 group and mode, MAP and AUDIT refused, an ioctl fuzzer racing device
 removal, a clean unload and a clean kernel log. Input errors both readers
 would share (which device names a host bridge) are judged against
@@ -131,6 +134,77 @@ def check_verdicts(t, outdir, label, kernel, name="verdict-all"):
          (label, "0" if not bad else "1, as pairs differ",
           read_text(outdir, name + ".err")))
     return res
+
+
+def stand_in_bdfs(outdir):
+    """Each stand-in's address in the virtual host: its path of slots in
+    the topology's manifest matched against the devices' sysfs paths."""
+    manifest = load_result(outdir, "topology.json").get("nodes", {})
+    by_slots = {}
+    for line in read_text(outdir, "pci-paths.txt").splitlines():
+        bdf, _, path = line.partition(" ")
+        parts = path.split("/devices/", 1)[-1].split("/")
+        slots = tuple([parts[0]] + [p.split(":")[-1] for p in parts[1:]])
+        by_slots[slots] = bdf
+    return {name: by_slots.get(tuple(node["path"]))
+            for name, node in manifest.items() if node["kind"] == "gpu"}
+
+
+def check_groups_witness(t, results, label):
+    """Isolation needs the kernel's own witness: no pair of two devices
+    in one IOMMU group is ever "through the IOMMU" for a guest, from the
+    module or the library. (Separate groups are not enough: Linux gives
+    sibling downstream ports' subtrees their own groups without ACS.)"""
+    pairs = [r for r in results if r["a"] != r["b"]]
+    same = [r for r in pairs
+            if r["iommu_group_a"] == r["iommu_group_b"] >= 0]
+    wrong = ["%s %s group %d: module %s, library %s" % (
+        r["a"], r["b"], r["iommu_group_a"], r["kernel_guest"],
+        r["library_guest"]) for r in same
+        if "through-iommu" in (r["kernel_guest"], r["library_guest"])]
+    t.ok(len(same) > 0 and wrong == [],
+         "%s: of %d ordered pairs, %d share an IOMMU group and none of "
+         "those goes through the IOMMU for a guest" %
+         (label, len(pairs), len(same)), "\n".join(wrong[:10]))
+    apart = [r for r in pairs if r["iommu_group_a"] != r["iommu_group_b"]
+             and r["kernel_guest"] != "through-iommu"]
+    t.diag("%s: %d pairs in separate groups that still bypass or are "
+           "unknown for a guest (ports without ACS between them)"
+           % (label, len(apart)))
+
+
+def check_shapes(t, outdir, label, results):
+    """acs-shapes.json: the verdicts each shape must get, from the module
+    and the library alike."""
+    bdf = stand_in_bdfs(outdir)
+    if not t.ok(all(bdf.values()) and len(bdf) == 8,
+                "%s: every stand-in found in the virtual host" % label,
+                json.dumps(bdf)):
+        return
+    guest = {(r["a"], r["b"]): (r["kernel_guest"], r["library_guest"])
+             for r in results}
+
+    def verdicts(a, b):
+        return guest.get((bdf[a], bdf[b]), ("missing", "missing"))
+
+    for a, b, want, why in [
+            ("gpu0", "gpu1", "bypasses-iommu",
+             "under the lower switch of two (its ports have no ACS)"),
+            ("gpu0", "gpu2", "bypasses-iommu",
+             "one under the lower switch, one under the upper"),
+            ("gpu3", "gpu4", "through-iommu",
+             "under two functions of one multifunction root port (each "
+             "with ACS), on a root complex that forwards"),
+            ("gpu3", "gpu7", "through-iommu",
+             "under a root port function and a plain root port")]:
+        t.eq(verdicts(a, b), (want, want), "%s: %s and %s %s: %s for a "
+             "guest, module and library" % (label, a, b, why, want))
+    behind_bridge = [(a, b, verdicts(a, b)) for a in ("gpu5", "gpu6")
+                     for b in sorted(bdf) if b != a
+                     and "through-iommu" in verdicts(a, b)]
+    t.eq(behind_bridge, [], "%s: a stand-in on the pcie-pci-bridge's "
+         "conventional PCI bus never goes through the IOMMU with anything"
+         % label)
 
 
 def check_snapshot(t, outdir, label, kernel, results):
@@ -340,6 +414,15 @@ def test_kernel(t, kernel):
     check_verdicts(t, outdir, label + " after the fuzzer", kernel,
                    "verdict-after-fuzz")
 
+    # Linux's special shapes (issue 29): a two-level switch, root ports
+    # as functions of one device, a PCIe-to-PCI bridge.
+    label = kernel.label("acs-shapes")
+    outdir = boot(t, "acs-shapes.json", "verdict", "", label, kernel)
+    check_unload(t, outdir, label, kernel)
+    res = check_verdicts(t, outdir, label, kernel)
+    check_groups_witness(t, res, label)
+    check_shapes(t, outdir, label, res)
+
     # acs-off also boots TCG's plain CPU (family 6, not Zen): there the
     # kernel's host bridge list lookup decides, and says none for Q35's.
     for what, append, cpu in [("two-numa acs-on", "", None),
@@ -360,6 +443,7 @@ def test_kernel(t, kernel):
                 os.environ["VHOST_CPU"] = saved
         check_unload(t, outdir, label, kernel)
         res = check_verdicts(t, outdir, label, kernel)
+        check_groups_witness(t, res, label)
         check_snapshot(t, outdir, label, kernel, res)
         if cpu:
             t.ok({"direct", "none"} <= set(kinds(res).values()),

@@ -10,6 +10,7 @@ capability back."""
 import json
 import os
 import subprocess
+import sys
 
 from taplib import Tap, prepare, vhost_run, load_json, PROJECT
 
@@ -351,6 +352,34 @@ def phases(t, outdir):
         t.diag("timing: not all phases recorded (%s)" % e)
 
 
+def shapes(t, qemu):
+    """Linux's special shapes (acs-shapes.json): QEMU's auto shares an id
+    only among the stand-ins Linux isolates on a forwarding root complex,
+    as plan, topo, check and the libvirt transform do (test_libvirt.py,
+    on this topology's capture)."""
+    rc, out, err, outdir = vhost_run(
+        "acs-shapes.json", "export GPUP2P_QEMU=%s; "
+        "python3 tests/integration/inner_shapes.py" % qemu, timeout=400)
+    if not t.ok(rc == 0, "shapes: the scenario ran inside the virtual host",
+                out[-3000:] + err[-3000:]):
+        return
+    r = load_json(os.path.join(outdir, "shapes.json"))
+    auto = r.get("auto", {})
+    if not t.ok(auto.get("started"), "shapes: our QEMU started with the "
+                "eight stand-ins on auto", json.dumps(r)):
+        return
+    shared = {}
+    for name, ident in auto["ids"].items():
+        if isinstance(ident, int) and ident >= 0:
+            shared.setdefault(ident, []).append(name)
+    t.eq(sorted(sorted(v) for v in shared.values() if len(v) > 1),
+         [["gpu3", "gpu4", "gpu7"]], "shapes: auto shares one id, among "
+         "the root port functions' stand-ins and the plain root port's")
+    t.eq([auto["ids"]["gpu5"], auto["ids"]["gpu6"]], [-1, -1],
+         "shapes: the stand-ins behind the PCIe-to-PCI bridge get no "
+         "capability")
+
+
 def test(t):
     prepare()
     qemu = our_qemu()
@@ -388,5 +417,14 @@ def test(t):
     nested_guest(t, load_json(os.path.join(outdir, "results.json")))
 
 
+def test_shapes(t):
+    prepare()
+    qemu = our_qemu()
+    if t.ok(os.path.exists(qemu), "our QEMU is built (build-qemu.sh)",
+            qemu):
+        shapes(t, qemu)
+
+
 if __name__ == "__main__":
-    Tap().run(test)
+    # `shapes`: meson's qemu_shapes, a virtual host of its own.
+    Tap().run(test_shapes if sys.argv[1:] == ["shapes"] else test)

@@ -42,11 +42,11 @@ def expected_class(desc, a, b):
     return "PIX" if na["path"][1] == nb["path"][1] else "PHB"
 
 
-def boot(t, append, label):
-    script = INSIDE % {"gpup2p": gpup2p(), "gpus": " ".join(GPUS)}
+def boot(t, append, label, topology="two-numa.json", gpus=GPUS):
+    script = INSIDE % {"gpup2p": gpup2p(), "gpus": " ".join(gpus)}
     # 400 s a boot (two fit in meson's 900 s); unloaded a boot takes
     # about 30 s.
-    rc, out, err, outdir = vhost_run("two-numa.json", script, append=append,
+    rc, out, err, outdir = vhost_run(topology, script, append=append,
                                      timeout=400)
     if not t.ok(rc == 0, "%s: commands inside the virtual host" % label,
                 out + err):
@@ -161,8 +161,47 @@ def check_plan(t, outdir, bdfs, label):
          "%s: every root-port GPU is in a clique" % label, cliques)
 
 
+SHAPE_GPUS = GPUS + ["gpu7"]
+
+
+def check_shapes(t, outdir):
+    """acs-shapes.json (Linux's special shapes): `topo`'s guest verdicts
+    and `plan`'s cliques agree with what Linux isolates."""
+    bdfs = dict(line.split() for line in open(os.path.join(outdir, "bdfs")))
+    topo = load_json(os.path.join(outdir, "topo.json"))
+    links = {(l["a"], l["b"]): l for l in topo["links"]}
+    groups = {d["bdf"]: d["iommu_group"] for d in topo["devices"]}
+    isolated = ["gpu3", "gpu4", "gpu7"]
+    for i, a in enumerate(SHAPE_GPUS):
+        for b in SHAPE_GPUS[i + 1:]:
+            _, link = pair(bdfs, links, a, b)
+            want = "through-iommu" if a in isolated and b in isolated \
+                else "bypasses-iommu"
+            t.eq(link["guest_p2p"], want, "shapes: %s-%s for a guest (%s)"
+                 % (a, b, link["guest_reason"]))
+            if groups[bdfs[a]] == groups[bdfs[b]]:
+                t.ok(link["guest_p2p"] != "through-iommu",
+                     "shapes: %s-%s share IOMMU group %s: never through "
+                     "the IOMMU" % (a, b, groups[bdfs[a]]))
+    _, link = pair(bdfs, links, "gpu5", "gpu6")
+    t.ok(groups[bdfs["gpu5"]] == groups[bdfs["gpu6"]],
+         "shapes: Linux groups the two stand-ins behind the PCIe-to-PCI "
+         "bridge together")
+    plan = load_json(os.path.join(outdir, "plan.json"))
+    cliques = [sorted(c["devices"]) for c in plan["cliques"]]
+    t.eq(cliques, [sorted(bdfs[g] for g in isolated)],
+         "shapes: one clique, of the stand-ins under the multifunction "
+         "root port's two functions and a plain root port")
+
+
 def test(t):
     prepare()
+
+    # 0. Linux's special shapes: a two-level switch, root ports that are
+    #    functions of one device, a PCIe-to-PCI bridge.
+    outdir = boot(t, "", "shapes", "acs-shapes.json", SHAPE_GPUS)
+    if outdir:
+        check_shapes(t, outdir)
 
     # 1. The kernel's defaults: with the IOMMU on, Linux enables ACS
     #    SV RR CR UF on root ports; QEMU's xio3130 ports have no ACS.

@@ -4,6 +4,7 @@
 schema (virt-xml-validate) and its test driver as judges."""
 
 import atexit
+import itertools
 import json
 import os
 import re
@@ -755,6 +756,81 @@ def test_split_group(t, d):
          "whole is ok")
 
 
+SHAPES = os.path.join(FIX, "vhost-acs-shapes")
+
+
+def shapes_domain():
+    """A domain assigning the eight stand-ins of the acs-shapes capture,
+    and their addresses by the description's names."""
+    with open(os.path.join(SHAPES, "meta", "bdfs")) as f:
+        bdfs = dict(line.split() for line in f)
+    hostdevs = "".join(
+        "    <hostdev mode='subsystem' type='pci' managed='yes'>\n"
+        "      <source><address domain='0x0000' bus='0x%s' slot='0x%s' "
+        "function='0x%s'/></source>\n    </hostdev>\n"
+        % (b[5:7], b[8:10], b[11]) for b in sorted(bdfs.values()))
+    return (JUDGE_DOMAIN.split("    <hostdev")[0] % {
+        "rootns": "", "qemu": QEMU_STANDIN} + hostdevs +
+        "  </devices>\n</domain>\n"), bdfs
+
+
+def test_shapes_front_ends(t, d):
+    """On the virtual host's capture of Linux's special shapes (a
+    two-level switch, root ports as functions of one device, a PCIe-to-PCI
+    bridge): `topo`, `plan`, `check --domain` and the stock-QEMU transform
+    give the same cliques, the one Linux's isolation allows."""
+    nv = nvidia_host(SHAPES, os.path.join(d, "nv-shapes"))
+    xml, bdfs = shapes_domain()
+    path = os.path.join(d, "shapes.xml")
+    with open(path, "w") as f:
+        f.write(xml)
+    want = [sorted(bdfs[g] for g in ("gpu3", "gpu4", "gpu7"))]
+    devices = ",".join(sorted(bdfs.values()))
+
+    plan = run("plan", "--sysfs-root", nv, "--devices", devices, "--json")
+    got = [sorted(c["devices"]) for c in json.loads(plan.stdout)["cliques"]] \
+        if plan.returncode == 0 else plan.stderr
+    t.eq(got, want, "shapes: plan's one clique")
+
+    topo = run("topo", "--sysfs-root", nv, "--json")
+    links = json.loads(topo.stdout)["links"] if topo.returncode == 0 else []
+    through = sorted(sorted([l["a"], l["b"]]) for l in links
+                     if l["a"] in bdfs.values() and l["b"] in bdfs.values()
+                     and l["guest_p2p"] == "through-iommu")
+    t.eq(through, sorted(sorted(p) for p in itertools.combinations(
+        want[0], 2)), "shapes: topo's pairs through the IOMMU are the "
+         "clique's pairs")
+
+    stock = run("libvirt", "--sysfs-root", nv, "--qemu-stock", path)
+    ids = {}
+    for m in re.finditer(r'<qemu:device alias="ua-gpup2p-([0-9a-f-]+)">'
+                         r'\s*<qemu:frontend>\s*<qemu:property '
+                         r'name="x-nv-gpudirect-clique" type="unsigned" '
+                         r'value="(\d+)"', stock.stdout):
+        bdf = m.group(1)
+        ids.setdefault(m.group(2), []).append(
+            "%s:%s:%s.%s" % (bdf[0:4], bdf[5:7], bdf[8:10], bdf[11]))
+    t.ok(sorted(sorted(v) for v in ids.values()) == want,
+         "shapes: the stock-QEMU transform gives the same clique",
+         json.dumps(ids) + "\n" + stock.stdout[-2000:] + stock.stderr)
+    for g in ("gpu5", "gpu6"):
+        t.ok("%s gets no clique id" % bdfs[g] in stock.stderr and
+             "PCIe-to-PCI bridge" in stock.stderr,
+             "shapes: %s behind the PCIe-to-PCI bridge gets none, the "
+             "bridge named" % g, stock.stderr)
+
+    with open(os.path.join(d, "shapes-stock.xml"), "w") as f:
+        f.write(stock.stdout)
+    ck = run("check", "--sysfs-root", nv, "--domain",
+             os.path.join(d, "shapes-stock.xml"), "--qemu", QEMU_STANDIN,
+             "--json")
+    items = {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
+        if ck.stdout.startswith("{") else {}
+    t.ok(items.get("clique ids", {}).get("verdict") == "ok",
+         "shapes: check --domain finds the transform's ids right",
+         ck.stdout[-2000:] + ck.stderr)
+
+
 def test_all(t):
     test(t)
     test_stock_nvidia_only(t)
@@ -766,6 +842,7 @@ def test_all(t):
         test_set_libvirt_alias(t, d)
         test_default_auto_machine(t, d)
         test_split_group(t, d)
+        test_shapes_front_ends(t, d)
 
 
 if __name__ == "__main__":

@@ -249,8 +249,8 @@ class Topology:
     finds a node's BDF in the guest, whatever bus numbers firmware gave.
     """
 
-    KINDS = {"root-port", "switch", "host-bridge", "gpu", "edu", "ivshmem",
-             "nic"}
+    KINDS = {"root-port", "switch", "host-bridge", "pci-bridge", "gpu",
+             "edu", "ivshmem", "nic"}
 
     def __init__(self, path):
         with open(path) as f:
@@ -315,6 +315,12 @@ class Topology:
                             "slot=%d" % (nid, at, self.chassis, self.chassis)]
             self.chassis += 1
             self.buses[nid] = {"path": node["path"], "next_slot": 0,
+                               "node": bus["node"]}
+        elif kind == "pci-bridge":
+            # A PCIe-to-PCI bridge: what is behind it is conventional PCI.
+            # Slot 0 of its bus belongs to its hot-plug controller.
+            node["args"] = ["-device", "pcie-pci-bridge,id=%s,%s" % (nid, at)]
+            self.buses[nid] = {"path": node["path"], "next_slot": 1,
                                "node": bus["node"]}
         elif kind == "switch":
             args = ["-device", "x3130-upstream,id=%s,%s" % (nid, at)]
