@@ -197,6 +197,53 @@ def pairing(t):
              "device is no RDMA NIC")
 
 
+DOMAIN = """<domain type='kvm'>
+  <name>g</name>
+  <memory unit='GiB'>16</memory>
+  <os><type arch='x86_64' machine='q35'>hvm</type></os>
+  <devices>
+%s  </devices>
+</domain>
+"""
+HOSTDEV = ("    <hostdev mode='subsystem' type='pci'><source><address "
+           "domain='0x0000' bus='0x%02x' slot='0x00' function='0x0'/>"
+           "</source></hostdev>\n")
+
+
+def placement_items(root, buses):
+    """check --domain's RDMA placement items for a domain assigning the
+    devices on @buses."""
+    path = os.path.join(root, "domain.xml")
+    with open(path, "w") as f:
+        f.write(DOMAIN % "".join(HOSTDEV % b for b in buses))
+    p = subprocess.run([GPUP2P, "check", "--sysfs-root", root, "--domain",
+                        path, "--json"], capture_output=True, text=True)
+    try:
+        items = json.loads(p.stdout)["items"]
+    except ValueError:
+        return p.stdout + p.stderr
+    return [i for i in items if i["check"] == "RDMA placement"]
+
+
+def placement(t):
+    """check --domain warns where a NIC is given a GPU farther than one of
+    the host's."""
+    with tempfile.TemporaryDirectory() as root:
+        pairing_tree(root, verbs=True)
+        near = placement_items(root, [3, 4])
+        if isinstance(near, str) and "built without libvirt" in near:
+            t.skip("placement", "--domain needs a build with libvirt")
+            return
+        far = placement_items(root, [3, 6])
+        t.ok(isinstance(near, list) and [i["verdict"] for i in near] ==
+             ["ok"], "placement: a NIC assigned with a GPU of its switch is "
+             "ok", near)
+        t.ok(isinstance(far, list) and [i["verdict"] for i in far] ==
+             ["warn"] and "0000:04:00.0" in far[0]["detail"],
+             "placement: a NIC assigned with a GPU on another root port "
+             "warns, naming the nearer GPU", far)
+
+
 # ---- the two answers -------------------------------------------------------
 
 ACS_LINE = re.compile(r"^(OK|FAIL)\tACS for (\S+) (\S+) has (?:in)?correct "
@@ -347,6 +394,7 @@ def main():
         print("1..%d" % t.n)
         return 1
     pairing(t)
+    placement(t)
     cases = [
         ("inline, as NVIDIA sets it for VMs", inline_tree, {}, {}),
         ("inline, the NIC's port without DT", inline_tree,

@@ -2,7 +2,8 @@
 /*
  * `gpup2p check`: each GPUDirect RDMA pair (an RDMA NIC with its nearest
  * GPU among those checked), its path for a guest (gpup2p/rdma.h), and the
- * exact fix: which ACS controls on which port, ATS on the NIC.
+ * exact fix: which ACS controls on which port, ATS on the NIC; with
+ * --domain, whether each NIC it assigns sits near the GPUs it assigns.
  */
 #include <stdio.h>
 
@@ -144,6 +145,70 @@ static ItemState pair_state(const GpRdmaPair *pair)
     }
 }
 
+/* The GPU of @gpus nearest to @nic (the first of the lowest class). */
+static const GpDevice *nearest_gpu(const GpDevice *nic, const GPtrArray *gpus,
+                                   GpPathType *type)
+{
+    const GpDevice *best = NULL;
+    guint i;
+
+    *type = GP_PATH_SYS;
+    for (i = 0; i < gpus->len; i++) {
+        const GpDevice *gpu = g_ptr_array_index(gpus, i);
+        GpPathType t = gp_path_classify(nic, gpu);
+
+        if (!best || t < *type) {
+            best = gpu;
+            *type = t;
+        }
+    }
+    return best;
+}
+
+/*
+ * With --domain: each NIC it assigns against the GPUs it assigns. A NIC
+ * whose nearest assigned GPU sits across host bridges or NUMA nodes, or
+ * farther than a GPU of the host it could have been given, warns.
+ */
+static void check_rdma_placement(Check *c, const GPtrArray *nics)
+{
+    g_autoptr(GPtrArray) host_gpus = NULL;
+    g_autoptr(GError) err = NULL;
+    guint i;
+
+    host_gpus = gp_cli_select(c->topo, NULL, gp_device_is_nvidia_gpu, &err);
+    if (!host_gpus) {
+        return;
+    }
+    for (i = 0; i < nics->len; i++) {
+        const GpDevice *nic = g_ptr_array_index(nics, i);
+        GpPathType mine, best;
+        const GpDevice *ours = nearest_gpu(nic, c->gpus, &mine);
+        const GpDevice *near = nearest_gpu(nic, host_gpus, &best);
+        g_autofree char *detail = NULL, *fix = NULL;
+        bool far = mine == GP_PATH_NODE || mine == GP_PATH_SYS;
+
+        if (!ours) {
+            continue;
+        }
+        detail = g_strdup_printf("the domain's GPU nearest to NIC %s is %s "
+                                 "(%s)%s%s%s%s", nic->bdf, ours->bdf,
+                                 gp_path_type_name(mine),
+                                 best < mine ? "; GPU " : "",
+                                 best < mine ? near->bdf : "",
+                                 best < mine ? " of this host is " : "",
+                                 best < mine ? gp_path_type_name(best) : "");
+        fix = g_strdup_printf("assign the NIC with the GPUs nearest it%s%s, "
+                              "or the NIC nearest the domain's GPUs: "
+                              "GPUDirect RDMA %s", best < mine ? " (" : "",
+                              best < mine ? near->bdf : "",
+                              far ? "between them crosses the CPU's "
+                              "interconnect" : "takes a longer path");
+        check_item_for(c->r, far || best < mine ? ITEM_WARN : ITEM_OK,
+                       "RDMA placement", nic, NULL, detail, fix);
+    }
+}
+
 void check_rdma_pairs(Check *c)
 {
     g_autoptr(GPtrArray) nics = rdma_nics(c);
@@ -164,5 +229,8 @@ void check_rdma_pairs(Check *c)
 
         check_item_for(c->r, pair_state(pair), "RDMA", pair->nic, pair->gpu,
                        detail, fix);
+    }
+    if (c->dom) {
+        check_rdma_placement(c, nics);
     }
 }
