@@ -196,6 +196,133 @@ static void build_links(JsonBuilder *b, const GpTopology *topo,
     json_builder_end_array(b);
 }
 
+static void build_rdma_port(JsonBuilder *b, const GpRdmaPort *p)
+{
+    g_autofree char *need = gp_acs_bits_string(p->need);
+    g_autofree char *flags = gp_rdma_acs_flags(p->need);
+    g_autofree char *missing = gp_acs_bits_string(p->missing);
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "bdf");
+    json_builder_add_string_value(b, p->port->bdf);
+    json_builder_set_member_name(b, "role");
+    json_builder_add_string_value(b, gp_rdma_port_role_name(p->role));
+    json_builder_set_member_name(b, "acs_need");
+    json_builder_add_string_value(b, need);
+    /* As pci=config_acs= and rdma_topo write them: bit 6 first. */
+    json_builder_set_member_name(b, "acs_need_flags");
+    json_builder_add_string_value(b, flags);
+    json_builder_set_member_name(b, "acs_missing");
+    json_builder_add_string_value(b, p->missing ? missing : "none");
+    json_builder_set_member_name(b, "met");
+    json_builder_add_boolean_value(b, p->met);
+    json_builder_set_member_name(b, "settable");
+    json_builder_add_boolean_value(b, p->settable);
+    json_builder_end_object(b);
+}
+
+static void build_rdma_pair(JsonBuilder *b, const GpRdmaPair *pair,
+                            const char *nic_name, const char *gpu_name)
+{
+    g_autofree char *config_acs = gp_rdma_config_acs(pair);
+    const GpDevice *nic = pair->nic;
+    guint i;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "nic");
+    json_builder_add_string_value(b, nic->bdf);
+    json_builder_set_member_name(b, "gpu");
+    json_builder_add_string_value(b, pair->gpu->bdf);
+    gp_json_add_string_or_null(b, "nic_name", nic_name);
+    gp_json_add_string_or_null(b, "gpu_name", gpu_name);
+    json_builder_set_member_name(b, "type");
+    json_builder_add_string_value(b, gp_path_type_name(pair->path));
+    json_builder_set_member_name(b, "guest_path");
+    json_builder_add_string_value(b, gp_rdma_path_kind_name(pair->kind));
+    json_builder_set_member_name(b, "reason");
+    json_builder_add_string_value(b, pair->reason);
+    gp_json_add_string_or_null(b, "shared_switch", pair->shared_switch ?
+                               pair->shared_switch->bdf : NULL);
+    json_builder_set_member_name(b, "nic_verbs_devices");
+    json_builder_begin_array(b);
+    for (i = 0; nic->verbs_devices && i < nic->verbs_devices->len; i++) {
+        json_builder_add_string_value(b,
+            g_ptr_array_index(nic->verbs_devices, i));
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "ats");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "need");
+    json_builder_add_string_value(b, pair->ats_wanted ? "on" : "off");
+    json_builder_set_member_name(b, "capability");
+    if (nic->ats_known) {
+        json_builder_add_boolean_value(b, nic->ats.present);
+    } else {
+        json_builder_add_null_value(b);
+    }
+    json_builder_set_member_name(b, "enabled");
+    if (nic->ats_known) {
+        json_builder_add_boolean_value(b, nic->ats.enabled);
+    } else {
+        json_builder_add_null_value(b);
+    }
+    json_builder_set_member_name(b, "met");
+    json_builder_add_boolean_value(b, pair->ats_met);
+    json_builder_end_object(b);
+    json_builder_set_member_name(b, "iommu_groups_differ");
+    json_builder_add_boolean_value(b, pair->groups_differ);
+    json_builder_set_member_name(b, "ports");
+    json_builder_begin_array(b);
+    for (i = 0; i < pair->ports->len; i++) {
+        build_rdma_port(b, &g_array_index(pair->ports, GpRdmaPort, i));
+    }
+    json_builder_end_array(b);
+    gp_json_add_string_or_null(b, "config_acs", config_acs);
+    json_builder_end_object(b);
+}
+
+/*
+ * GPUDirect RDMA pairs: every RDMA NIC of the host with its nearest GPUs
+ * among @devs, each end named as the matrix names it where it is listed.
+ */
+static void build_rdma_pairs(JsonBuilder *b, const GpTopology *topo,
+                             const GPtrArray *devs)
+{
+    g_autoptr(GPtrArray) sorted = g_ptr_array_copy((GPtrArray *)devs, NULL,
+                                                   NULL);
+    g_autoptr(GPtrArray) gpus = g_ptr_array_new();
+    g_autoptr(GPtrArray) nics = gp_rdma_nics(topo);
+    g_autoptr(GPtrArray) pairs = NULL;
+    g_auto(GStrv) names = NULL;
+    guint i, j;
+
+    gp_devices_sort(sorted);
+    names = gp_device_names(sorted);
+    for (i = 0; i < sorted->len; i++) {
+        if (gp_device_is_gpu(g_ptr_array_index(sorted, i))) {
+            g_ptr_array_add(gpus, g_ptr_array_index(sorted, i));
+        }
+    }
+    pairs = gp_rdma_pairs(topo, nics, gpus);
+    json_builder_set_member_name(b, "rdma_pairs");
+    json_builder_begin_array(b);
+    for (i = 0; i < pairs->len; i++) {
+        const GpRdmaPair *pair = g_ptr_array_index(pairs, i);
+        const char *nic_name = NULL, *gpu_name = NULL;
+
+        for (j = 0; j < sorted->len; j++) {
+            if (g_ptr_array_index(sorted, j) == pair->nic) {
+                nic_name = names[j];
+            }
+            if (g_ptr_array_index(sorted, j) == pair->gpu) {
+                gpu_name = names[j];
+            }
+        }
+        build_rdma_pair(b, pair, nic_name, gpu_name);
+    }
+    json_builder_end_array(b);
+}
+
 static const char *cpu_vendor_name(GpCpuVendor v)
 {
     switch (v) {
@@ -270,6 +397,7 @@ JsonNode *gp_json_topology(const GpTopology *topo,
     }
     json_builder_end_array(b);
     build_links(b, topo, pair_devices);
+    build_rdma_pairs(b, topo, pair_devices);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
@@ -332,6 +460,7 @@ JsonNode *gp_json_plan(const GpTopology *topo, const GpPlan *plan)
     }
     json_builder_end_array(b);
     build_links(b, topo, plan->devices);
+    build_rdma_pairs(b, topo, plan->devices);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }

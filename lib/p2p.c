@@ -796,6 +796,39 @@ static void witness_groups(const GpDevice *a, const GpDevice *b,
     g_free(old);
 }
 
+GArray *gp_p2p_isolation_hops(const GpDevice *dev)
+{
+    g_autofree RulePath *rp = g_new0(RulePath, 1);
+    GArray *hops;
+    unsigned i;
+
+    if (!rule_path_gather(dev, rp)) {
+        return NULL;
+    }
+    hops = g_array_new(FALSE, TRUE, sizeof(GpIsolationHop));
+    for (i = 1; i < rp->path.nhops; i++) {
+        const struct gp_p2p_hop *h = &rp->path.hops[i];
+        const struct gp_acs_quirk_entry *e;
+        GpIsolationHop hop = { .port = rp->dev[i] };
+        bool port = h->port == GP_P2P_PORT_ROOT ||
+                    h->port == GP_P2P_PORT_SWITCH_DOWN;
+
+        hop.passes = gp_p2p_acs_enabled(h, GP_P2P_ACS_ISOLATE);
+        if (hop.passes == 1 && !port && !h->multifunction) {
+            continue;           /* a single-function upstream port: not asked */
+        }
+        hop.need = h->acs_state == GP_P2P_ACS_PRESENT ?
+                   GP_P2P_ACS_ISOLATE & (h->acs_cap | GP_P2P_ACS_EC) :
+                   GP_P2P_ACS_ISOLATE;
+        hop.settable = h->acs_state == GP_P2P_ACS_PRESENT &&
+                       (port || h->multifunction) &&
+                       gp_acs_quirk(h, GP_P2P_ACS_ISOLATE, &e) ==
+                       GP_ACS_QUIRK_NO_ANSWER;
+        g_array_append_val(hops, hop);
+    }
+    return hops;
+}
+
 /* The shared rules (gpup2p/p2p-rule.h) over this model's paths. */
 void gp_p2p_verdict(const GpTopology *topo, const GpDevice *a,
                     const GpDevice *b, GpP2pVerdict *v)

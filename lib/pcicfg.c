@@ -401,6 +401,28 @@ double gp_pcie_lane_gbps(uint8_t gen)
     return gen < G_N_ELEMENTS(gbps) ? gbps[gen] : 0;
 }
 
+bool gp_pcicfg_ats_info(const GpPciConfig *cfg, GpAtsInfo *ats, GError **errp)
+{
+    GpPciCap caps[GP_PCICFG_MAX_EXT_CAPS];
+    uint16_t ctrl = 0;
+    size_t n, i;
+
+    memset(ats, 0, sizeof(*ats));
+    if (!gp_pcicfg_walk_ext_caps(cfg, caps, G_N_ELEMENTS(caps), &n, errp)) {
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        if (caps[i].id == GP_PCI_EXT_CAP_ID_ATS) {
+            ats->present = true;
+            ats->offset = caps[i].offset;
+            ats->enabled = gp_pcicfg_read16(cfg, caps[i].offset + 6u, &ctrl) &&
+                           (ctrl & GP_ATS_CTRL_ENABLE);
+            break;
+        }
+    }
+    return true;
+}
+
 char *gp_acs_bits_string(uint16_t bits)
 {
     static const char *const names[] = {

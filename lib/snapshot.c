@@ -519,6 +519,8 @@ gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp)
     out_sys = g_build_filename(tmp, "sys", NULL);
     if (!copy_links_dir(sys, out_sys, "bus/pci/devices", TRUE, errp) ||
         !copy_links_dir(sys, out_sys, "class/pci_bus", FALSE, errp) ||
+        /* RDMA devices: which NICs GPUDirect RDMA pairs (lib/rdma.c). */
+        !copy_links_dir(sys, out_sys, "class/infiniband", FALSE, errp) ||
         !copy_numa(sys, out_sys, errp) ||
         !copy_iommu_groups(sys, out_sys, errp) ||
         !copy_cpuinfo(root, tmp, errp) ||

@@ -456,8 +456,9 @@ static bool acs_ctrl8_wanted(const GpPciConfig *cfg)
                                      cfg->bytes[2] | cfg->bytes[3] << 8);
 }
 
-/* The extended capability chain: each header, and ACS's registers (with
- * the word at ACS + 8 where a Linux quirk reads Control there). */
+/* The extended capability chain: each header, ACS's registers (with
+ * the word at ACS + 8 where a Linux quirk reads Control there) and ATS's
+ * (GPUDirect RDMA's switch-local path needs ATS on the NIC). */
 static bool config_fetch_ext_caps(int fd, GpPciConfig *cfg, size_t *limit,
                                   const char *path, GError **errp)
 {
@@ -486,6 +487,10 @@ static bool config_fetch_ext_caps(int fd, GpPciConfig *cfg, size_t *limit,
                           acs_ctrl8_wanted(cfg) ? 8 : 4, path, errp)) {
             return false;
         }
+        if ((hdr & 0xffff) == GP_PCI_EXT_CAP_ID_ATS &&
+            !config_fetch(fd, cfg, limit, off + 4, 4, path, errp)) {
+            return false;
+        }
         off = (hdr >> 20) & 0xffc;
         if (off < GP_PCICFG_STD_SIZE) {
             break;
@@ -496,7 +501,7 @@ static bool config_fetch_ext_caps(int fd, GpPciConfig *cfg, size_t *limit,
 
 /*
  * Read of @path only what the walks use: the header, each capability's
- * header, the PCIe capability, a clique capability and ACS's registers. Never the rest: some
+ * header, the PCIe capability, a clique capability, ACS's and ATS's registers. Never the rest: some
  * chips lock up on undefined config space, and the snapshot keeps no more.
  * The bytes not read stay zero; cfg->len is how far the file reads.
  */
@@ -608,7 +613,10 @@ static void read_config(GpDevice *dev, const char *dir, GpTopology *topo)
     if (!dev->acs_known &&
         !g_error_matches(err, GP_ERROR, GP_ERROR_INCOMPLETE)) {
         config_unwalkable(topo, dev, path, err);
+        return;
     }
+    /* The walk ACS took succeeded or ran out of bytes: ATS reads alike. */
+    dev->ats_known = gp_pcicfg_ats_info(dev->config, &dev->ats, NULL);
 }
 
 /*
@@ -1114,7 +1122,8 @@ static GHashTable *config_needed(const GpTopology *topo)
     for (i = 0; i < topo->devices->len; i++) {
         const GpDevice *dev = g_ptr_array_index(topo->devices, i);
 
-        if (gp_device_is_gpu(dev) || gp_device_is_nic(dev)) {
+        if (gp_device_is_gpu(dev) || gp_device_is_nic(dev) ||
+            gp_device_is_rdma_nic(dev)) {
             mark_path(needed, dev);
             if (dev->iommu_group >= 0) {
                 g_hash_table_add(groups, GINT_TO_POINTER(dev->iommu_group + 1));
@@ -1334,6 +1343,60 @@ static void read_kernel_verdicts(GpTopology *topo)
     topo->kernel_verdicts = g_steal_pointer(&table);
 }
 
+/*
+ * The PCI function an RDMA device of class/infiniband sits on: its
+ * "device" link, else (a capture keeps only the class link) the directory
+ * above the "infiniband" one its class link names. NULL: not on PCI (rxe
+ * on a netdev) or not readable.
+ */
+static char *verbs_parent_bdf(const char *classdir, const char *name)
+{
+    g_autofree char *dev_link = g_build_filename(classdir, name, "device",
+                                                 NULL);
+    g_autofree char *self_link = g_build_filename(classdir, name, NULL);
+    g_autofree char *text = gp_sysfs_read_link_text(dev_link);
+    char bdf[GP_BDF_LEN];
+
+    if (text) {
+        g_autofree char *base = g_path_get_basename(text);
+
+        return gp_bdf_normalize(base, bdf) ? g_strdup(bdf) : NULL;
+    }
+    text = gp_sysfs_read_link_text(self_link);
+    if (text) {
+        g_auto(GStrv) parts = g_strsplit(text, "/", -1);
+        guint n = g_strv_length(parts);
+
+        if (n >= 3 && !strcmp(parts[n - 2], "infiniband") &&
+            gp_bdf_normalize(parts[n - 3], bdf)) {
+            return g_strdup(bdf);
+        }
+    }
+    return NULL;
+}
+
+/* Each device's RDMA (verbs) devices, from class/infiniband. */
+static void read_verbs_devices(GpTopology *topo)
+{
+    g_autofree char *classdir = g_build_filename(topo->sys, "class",
+                                                 "infiniband", NULL);
+    g_autoptr(GDir) dir = g_dir_open(classdir, 0, NULL);
+    const char *name;
+
+    while (dir && (name = g_dir_read_name(dir))) {
+        g_autofree char *bdf = verbs_parent_bdf(classdir, name);
+        GpDevice *dev = bdf ? gp_topo_find(topo, bdf) : NULL;
+
+        if (!dev) {
+            continue;
+        }
+        if (!dev->verbs_devices) {
+            dev->verbs_devices = g_ptr_array_new_with_free_func(g_free);
+        }
+        g_ptr_array_add(dev->verbs_devices, g_strdup(name));
+    }
+}
+
 static GpTopology *topo_read(const char *root_arg, bool all, GError **errp)
 {
     /* A snapshot generation link (/run/gpup2p/host) is resolved once, so
@@ -1373,6 +1436,7 @@ static GpTopology *topo_read(const char *root_arg, bool all, GError **errp)
     if (!link_physfns(topo, errp)) {
         return NULL;
     }
+    read_verbs_devices(topo);
     read_configs(topo, all);
     gp_topo_finish(topo);
     if (!read_cpuinfo(topo, errp)) {

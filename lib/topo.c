@@ -17,6 +17,9 @@ static void device_free(gpointer p)
     g_free(dev->attr_invalid);
     g_free(dev->link_speed);
     g_free(dev->max_link_speed);
+    if (dev->verbs_devices) {
+        g_ptr_array_free(dev->verbs_devices, TRUE);
+    }
     if (dev->bars) {
         g_array_free(dev->bars, TRUE);
     }
@@ -246,6 +249,14 @@ bool gp_device_is_nic(const GpDevice *dev)
 
     return (cls >> 8) == 0x02 && dev->vendor != 0x1af4 &&
            (cls == 0x0200 || cls == 0x0207 || cls == 0x0280);
+}
+
+bool gp_device_is_rdma_nic(const GpDevice *dev)
+{
+    unsigned cls = dev->class_code >> 8;
+
+    return cls == 0x0207 || (dev->verbs_devices && dev->verbs_devices->len) ||
+           (dev->vendor == GP_PCI_VENDOR_MELLANOX && (cls >> 8) == 0x02);
 }
 
 void gp_devices_sort(GPtrArray *devices)

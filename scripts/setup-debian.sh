@@ -64,6 +64,24 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 mv "$newer/etc/sources.list.d/trixie-backports.sources.tmp" \
    "$newer/etc/sources.list.d/trixie-backports.sources"
+# sid, binaries only, for rdma-core's rdma_topo (the GPUDirect RDMA test's
+# judge, scripts/rdma-topo.sh): pinned to 1 so that no package of sid is
+# ever a candidate there; the script names sid's version explicitly.
+cat > "$newer/etc/sources.list.d/sid.sources.tmp" <<SRC
+Types: deb
+URIs: $mirror
+Suites: sid
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+mv "$newer/etc/sources.list.d/sid.sources.tmp" \
+   "$newer/etc/sources.list.d/sid.sources"
+cat > "$newer/etc/preferences.d/sid.tmp" <<'PIN'
+Package: *
+Pin: release n=sid
+Pin-Priority: 1
+PIN
+mv "$newer/etc/preferences.d/sid.tmp" "$newer/etc/preferences.d/sid"
 
 # libvirt from backports, to match QEMU 10.0 from there; everything else
 # libvirt needs (systemd among them) stays at bookworm's version.
@@ -128,3 +146,6 @@ apt-get install -y -q --no-install-recommends \
 scripts_dir=$(cd "$(dirname "$0")" && pwd)
 "$scripts_dir/apt-newer.sh" update -q
 "$scripts_dir/linux-source.sh" 7.3
+# rdma-core's rdma_topo from sid, unpacked (never installed): the judge of
+# the GPUDirect RDMA pair test.
+"$scripts_dir/rdma-topo.sh"

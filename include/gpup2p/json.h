@@ -6,6 +6,7 @@
 #include <json-glib/json-glib.h>
 
 #include "gpup2p/plan.h"
+#include "gpup2p/rdma.h"
 
 /*
  * Version of the topo and plan JSON: it grows when a member changes
@@ -20,7 +21,9 @@ JsonNode *gp_json_device(const GpDevice *dev);
 /*
  * The topology: host bridges, every device, and links (path class and P2P
  * verdict) between each pair of @pair_devices, in BDF order, each end
- * also named as the matrix names it (GPU0, NIC0, ...).
+ * also named as the matrix names it (GPU0, NIC0, ...); and rdma_pairs:
+ * each RDMA NIC of the host with its nearest GPUs of @pair_devices
+ * (gpup2p/rdma.h).
  */
 JsonNode *gp_json_topology(const GpTopology *topo,
                            const GPtrArray *pair_devices);

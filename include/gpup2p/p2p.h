@@ -71,4 +71,26 @@ const char *gp_vm_p2p_kind_name(GpVmP2pKind kind);
 /* May the pair share a clique? Only GP_VM_P2P_OK. */
 bool gp_vm_p2p_ok(GpVmP2pKind kind);
 
+/*
+ * A bridge above a device that Linux's isolation walk asks
+ * (pci_acs_path_enabled() calling pci_acs_enabled() with REQ_ACS_FLAGS):
+ * root and downstream ports, multifunction ones, and bridges that never
+ * pass. The answer is the VM rule's own per-hop test (gp_p2p_acs_enabled()
+ * of gpup2p/p2p-rule.h), so a pair's "bypass" names exactly these.
+ */
+typedef struct GpIsolationHop {
+    const GpDevice *port;
+    /* The ACS controls Linux requires on: SV RR CR UF, those of them the
+     * port implements (pci_acs_flags_enabled()). */
+    uint16_t need;
+    int passes;                 /* 1 yes, 0 no, -1 not known */
+    /* Setting ACS Control could make it pass: an ACS port, not a
+     * conventional bridge or a device a quirk of Linux's answers for. */
+    bool settable;
+} GpIsolationHop;
+
+/* The hops of @dev's path that Linux asks, nearest first, the device
+ * itself left out; NULL when the path is deeper than the rule reads. */
+GArray *gp_p2p_isolation_hops(const GpDevice *dev);
+
 #endif /* GPUP2P_P2P_H */

@@ -33,6 +33,9 @@
 #define GP_PCI_CAP_ID_MSIX      0x11
 
 #define GP_PCI_EXT_CAP_ID_ACS   0x000d
+#define GP_PCI_EXT_CAP_ID_ATS   0x000f
+/* ATS Control (ATS + 6): Enable (PCIe r6.0, 10.5.1.3). */
+#define GP_ATS_CTRL_ENABLE      0x8000
 
 /* ACS Capability/Control register bits (PCIe r6.0, 7.7.8). */
 #define GP_ACS_SV               0x0001
@@ -98,6 +101,14 @@ typedef struct GpAcsInfo {
     uint16_t ctrl;
 } GpAcsInfo;
 
+/* Address Translation Services: a device that can send translated
+ * requests (GPUDirect RDMA's switch-local path needs it on the NIC). */
+typedef struct GpAtsInfo {
+    bool present;
+    uint16_t offset;
+    bool enabled;               /* ATS Control Enable: the kernel turned it on */
+} GpAtsInfo;
+
 void gp_pcicfg_init(GpPciConfig *cfg, const uint8_t *bytes, size_t len);
 
 bool gp_pcicfg_read8(const GpPciConfig *cfg, size_t off, uint8_t *val);
@@ -128,6 +139,10 @@ uint16_t gp_pcicfg_std_cap_length(const GpPciConfig *cfg, uint16_t off);
 bool gp_pcicfg_pcie_info(const GpPciConfig *cfg, const GpPciCapList *list,
                          GpPcieInfo *info);
 bool gp_pcicfg_acs_info(const GpPciConfig *cfg, GpAcsInfo *acs,
+                        GError **errp);
+
+/* Fails as gp_pcicfg_acs_info() does where extended space is missing. */
+bool gp_pcicfg_ats_info(const GpPciConfig *cfg, GpAtsInfo *ats,
                         GError **errp);
 
 const char *gp_pcie_type_name(GpPcieType type);

@@ -81,6 +81,11 @@ struct GpDevice {
     GpPcieInfo pcie;
     GpAcsInfo acs;
     bool acs_known;             /* false: extended config was not readable */
+    GpAtsInfo ats;
+    bool ats_known;             /* false: extended config was not readable */
+    /* char *: RDMA (verbs) devices of class/infiniband on this function,
+     * e.g. "mlx5_0"; NULL when none. */
+    GPtrArray *verbs_devices;
 
     /*
      * Why an attribute holds a value the kernel never writes (a link
@@ -195,6 +200,14 @@ bool gp_device_is_nvidia_gpu(const GpDevice *dev);
 bool gp_device_is_gpu(const GpDevice *dev);
 /* A network or InfiniBand controller, not a paravirtual (virtio) one. */
 bool gp_device_is_nic(const GpDevice *dev);
+/* PCI vendor of Mellanox, now NVIDIA Networking (ConnectX, BlueField). */
+#define GP_PCI_VENDOR_MELLANOX 0x15b3
+/*
+ * A NIC GPUDirect RDMA can use: an InfiniBand controller (0207), a
+ * Mellanox/NVIDIA network function (ConnectX), or any function an RDMA
+ * (verbs) device of class/infiniband sits on (RoCE, iWARP).
+ */
+bool gp_device_is_rdma_nic(const GpDevice *dev);
 
 /* Sort GpDevice pointers by BDF: the order every view lists them in. */
 void gp_devices_sort(GPtrArray *devices);

@@ -80,6 +80,9 @@ void check_gpus_found(Check *c);
 void check_gpu_bindings(Check *c);
 void check_pairs(Check *c);
 
+/* ---- GPUDirect RDMA pairs (check-rdma.c) ---- */
+void check_rdma_pairs(Check *c);
+
 /* ---- VM items, with --domain (check-vm.c) ---- */
 void check_domain_ids(Check *c);
 void check_domain_clique(Check *c);

@@ -78,5 +78,12 @@ char **gp_cli_split_list(const char *text);
 GPtrArray *gp_cli_select(const GpTopology *topo, char **bdfs,
                          bool (*filter)(const GpDevice *), GError **errp);
 void gp_cli_print_json(JsonNode *node);
+/*
+ * GPUDirect RDMA pairs as text: each RDMA NIC of @topo with its nearest
+ * GPUs of @devs, the path for a guest and why; @ports adds what each port
+ * and the NIC's ATS need (rdma-pairs.c).
+ */
+void gp_cli_print_rdma_pairs(const GpTopology *topo, const GPtrArray *devs,
+                             bool ports);
 
 #endif /* GPUP2P_CLI_H */

@@ -23,6 +23,7 @@ static const struct {
     { check_gpus_found, false },
     { check_gpu_bindings, false },
     { check_pairs, false },
+    { check_rdma_pairs, false },
     { check_helper, false },
     { check_qemu, false },
     { check_mmio64, false },

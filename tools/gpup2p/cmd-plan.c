@@ -89,6 +89,7 @@ int gp_cmd_plan(int argc, char **argv)
         gp_cli_print_json(node);
     } else {
         print_plan(plan);
+        gp_cli_print_rdma_pairs(topo, plan->devices, false);
     }
     return GP_EXIT_OK;
 }

@@ -290,6 +290,7 @@ static void print_view(const GpTopology *topo, GPtrArray *devs, bool all)
     print_p2p(topo, devs, names, true);
     print_p2p(topo, devs, names, false);
     print_names(devs, names);
+    gp_cli_print_rdma_pairs(topo, devs, true);
     print_nvlink_note(devs);
     print_legend(topo);
 }
