@@ -58,7 +58,9 @@ int verify_gpu_mem_dmabuf(VerifyGpuMem *m, guint64 page, guint64 *offset,
     int supported = 0, fd = -1;
     CUresult res;
 
-    p_cuCtxSetCurrent(m->ctx);
+    if (!gpu_mem_use(m, errp)) {
+        return -1;
+    }
     if (p_cuDeviceGetAttribute(&supported,
                                CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
                                m->dev) != CUDA_SUCCESS || !supported) {
@@ -108,8 +110,10 @@ void verify_gpu_mem_free(VerifyGpuMem *m)
     if (!m) {
         return;
     }
-    p_cuCtxSetCurrent(m->ctx);
-    p_cuMemFree(m->ptr);
+    /* Without its context the memory cannot be freed: left to exit. */
+    if (p_cuCtxSetCurrent(m->ctx) == CUDA_SUCCESS) {
+        p_cuMemFree(m->ptr);
+    }
     p_cuDevicePrimaryCtxRelease(m->dev);
     g_free(m);
 }

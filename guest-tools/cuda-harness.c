@@ -24,12 +24,14 @@ static void destroy_event(CUevent *e)
 static void xfer_events_free(Run *run, Xfer *x, int nx)
 {
     for (int i = 0; i < nx; i++) {
-        p_cuCtxSetCurrent(run->gpus[exec_gpu(&x[i])].ctx);
-        destroy_event(&x[i].start);
-        destroy_event(&x[i].stop);
-        for (int k = 0; k < 2; k++) {
-            destroy_event(&x[i].down[k]);
-            destroy_event(&x[i].up[k]);
+        /* Without its context, the events are left to the driver. */
+        if (gpu_current_or_gone(run, exec_gpu(&x[i]))) {
+            destroy_event(&x[i].start);
+            destroy_event(&x[i].stop);
+            for (int k = 0; k < 2; k++) {
+                destroy_event(&x[i].down[k]);
+                destroy_event(&x[i].up[k]);
+            }
         }
         x[i].start = x[i].stop = NULL;
         memset(x[i].down, 0, sizeof(x[i].down));
@@ -291,8 +293,7 @@ static bool run_batch_once(Run *run, Xfer *x, int nx, unsigned loops,
         }
     }
     xfer_events_free(run, x, nx);
-    if (span[0] || span[1]) {
-        p_cuCtxSetCurrent(run->gpus[x[0].dst].ctx);
+    if ((span[0] || span[1]) && gpu_current_or_gone(run, x[0].dst)) {
         destroy_event(&span[0]);
         destroy_event(&span[1]);
     }

@@ -180,6 +180,9 @@ bool cuda_allocate(Run *run, GError **errp);
 bool build_chains(Run *run, GError **errp);
 void pair_access(Run *run);
 void cuda_teardown(Run *run);
+/* GPU @g's context made current outside a batch; where it cannot be,
+ * the GPU is marked gone with the error (false). */
+bool gpu_current_or_gone(Run *run, int g);
 /* GPU @g (ordinal) is unusable from now on: lost, or hung. */
 void mark_gone(Run *run, int g, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 /* Waits out every stream of GPU @g; marks it gone if hung or left with

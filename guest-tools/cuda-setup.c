@@ -306,7 +306,7 @@ static bool upload_chain(Run *run, Gpu *g, const uint32_t *chain, gsize bytes,
 {
     CUresult res;
 
-    p_cuCtxSetCurrent(g->ctx);
+    USE_GPU(g);
     if ((res = p_cuMemAlloc(&g->chain, bytes)) ||
         (res = p_cuMemcpyHtoDAsync(g->chain, chain, bytes, g->gate))) {
         g_set_error(errp, VERIFY_CUDA_ERROR, res, "GPU %d: latency chain: "
@@ -374,6 +374,18 @@ void mark_gone(Run *run, int g, const char *fmt, ...)
                 "tested", run->report_of[g], vg->bdf, vg->lost_why);
 }
 
+/* Where a context cannot be made current, the GPU is of no further use. */
+bool gpu_current_or_gone(Run *run, int g)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (gpu_make_current(&run->gpus[g], &err)) {
+        return true;
+    }
+    mark_gone(run, g, "%s", err->message);
+    return false;
+}
+
 void drain_gpu(Run *run, int g)
 {
     Gpu *gp = &run->gpus[g];
@@ -381,10 +393,9 @@ void drain_gpu(Run *run, int g)
     bool ok = true;
     CUresult code;
 
-    if (run->gone[g] || !gp->ctx) {
+    if (run->gone[g] || !gp->ctx || !gpu_current_or_gone(run, g)) {
         return;
     }
-    p_cuCtxSetCurrent(gp->ctx);
     ok = !gp->gate || wait_done(run, NULL, gp->gate, "gate stream", &err);
     for (int k = 0; ok && gp->to && k < run->n; k++) {
         ok = !gp->to[k] || wait_done(run, NULL, gp->to[k], "stream", &err);
@@ -401,10 +412,9 @@ bool gpu_probe_lost(Run *run, int g)
 {
     CUresult res;
 
-    if (run->gone[g]) {
+    if (run->gone[g] || !gpu_current_or_gone(run, g)) {
         return true;
     }
-    p_cuCtxSetCurrent(run->gpus[g].ctx);
     res = p_cuStreamQuery(run->gpus[g].gate);
     /* A stream query fails only for its context's own trouble: any error
      * (220 after the driver took the context down included) is lost. */
@@ -472,15 +482,18 @@ static void pair_query(Run *run, VerifyPair *p, Gpu *ga, Gpu *gb)
     }
 }
 
-/* Peer access a -> b enabled where offered. */
-static void pair_enable(Run *run, VerifyPair *p, int a, Gpu *gb)
+/* Peer access a -> b enabled where offered; false where a's context could
+ * not be made current (a is then gone, the pair not testable). */
+static bool pair_enable(Run *run, VerifyPair *p, int a, Gpu *gb)
 {
     CUresult res;
 
     if (p->peer_access != 1) {
-        return;
+        return true;
     }
-    p_cuCtxSetCurrent(run->gpus[a].ctx);
+    if (!gpu_current_or_gone(run, a)) {
+        return false;
+    }
     /* Offered peer access that cannot be enabled is broken. */
     res = p_cuCtxEnablePeerAccess(gb->ctx, 0);
     if (res != CUDA_SUCCESS && res != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
@@ -490,6 +503,7 @@ static void pair_enable(Run *run, VerifyPair *p, int a, Gpu *gb)
     } else {
         p->peer_enabled = true;
     }
+    return true;
 }
 
 /* Peer access for every ordered pair: enabled where CUDA offers it. */
@@ -508,8 +522,12 @@ void pair_access(Run *run)
             p.b = run->report_of[b];
             g_strlcpy(p.link, "unknown", sizeof(p.link));
             pair_query(run, &p, &run->gpus[a], &run->gpus[b]);
-            pair_enable(run, &p, a, &run->gpus[b]);
-            if (!p.peer_enabled) {
+            if (run->gone[a] || !pair_enable(run, &p, a, &run->gpus[b])) {
+                st = CHECK_UNTESTABLE;
+                pair_problem(&p, "not tested: GPU %u lost: %s", p.a,
+                             g_array_index(run->r->gpus, VerifyGpu,
+                                           p.a).lost_why);
+            } else if (!p.peer_enabled) {
                 st = p.peer_access == 1 ? CHECK_FAILED : CHECK_UNTESTABLE;
                 pair_problem(&p, "no peer access");
             } else if (!run->r->kernels) {
@@ -565,8 +583,9 @@ void cuda_teardown(Run *run)
         if (!g->ctx) {
             continue;
         }
-        p_cuCtxSetCurrent(g->ctx);
-        drain_gpu(run, i);
+        if (gpu_current_or_gone(run, i)) {
+            drain_gpu(run, i);
+        }
         if (run->gone[i]) {
             /* Lost or hung: what could block (frees, the context) is left
              * to the driver at exit; streams go without waiting. */
