@@ -46,6 +46,7 @@ typedef enum {
     XFER_SM_LATENCY,    /* pointer chase through the peer's memory */
     XFER_H2D,           /* copy engine, pinned host memory -> the GPU */
     XFER_D2H,           /* copy engine, the GPU -> pinned host memory */
+    XFER_KIND_COUNT
 } XferKind;
 
 /*

@@ -43,6 +43,10 @@
  *                           OFFSET; with N, only the Nth such copy.
  *     peer-query:S-D[:CODE]  cuDeviceCanAccessPeer(S, D) returns CODE
  *                           (default 999, CUDA_ERROR_UNKNOWN).
+ *     ctx-set:GPU[:CODE[:N]]  cuCtxSetCurrent with GPU's context returns
+ *                           CODE (default 999, CUDA_ERROR_UNKNOWN) and
+ *                           leaves the current context as it was; with
+ *                           N, only the Nth such call (counted from 1).
  *     slow-copy:GPU:FACTOR  a peer copy out of GPU takes FACTOR times as
  *                           long on the clock (moves the same bytes).
  *     slow-issuer:GPU:FACTOR  a peer copy queued on a stream of GPU
@@ -64,7 +68,9 @@
  *                           a peer: what the N of a fault out of GPU
  *                           counts) and "host_copies COUNT" (between a GPU
  *                           and host memory), so a test can inject a fault
- *                           at every copy.
+ *                           at every copy; "ctx_set_current GPU COUNT"
+ *                           (cuCtxSetCurrent calls with GPU's context:
+ *                           what the N of a ctx-set fault counts).
  *
  * The tests point the tool at this file with LD_LIBRARY_PATH (the tool
  * dlopens "libcuda.so.1" by name); the tool has no path override.
@@ -141,7 +147,7 @@ static __thread CUcontext current;
 /* Fault injection, from the environment. */
 enum {
     F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_SLOW,
-    F_SLOW_ISSUER, F_PEER_QUERY, F_KINDS
+    F_SLOW_ISSUER, F_PEER_QUERY, F_CTX_SET, F_KINDS
 };
 typedef struct {
     int kind, src, dst;         /* dst -1: any peer */
@@ -160,6 +166,7 @@ static size_t mem_limit;                /* bytes per GPU, 0: none */
 static size_t mem_used[FAKE_MAX_GPUS];
 static bool dev_hung[FAKE_MAX_GPUS];     /* a stream of it never finishes */
 static unsigned long long peer_copies[FAKE_MAX_GPUS], host_copies;
+static unsigned long long ctx_sets[FAKE_MAX_GPUS];
 static const char *count_file;
 
 /* The copy counts, for a test that injects a fault at each copy. */
@@ -175,6 +182,9 @@ static void write_counts(void)
         fprintf(f, "peer_copies_from %d %llu\n", g, peer_copies[g]);
     }
     fprintf(f, "host_copies %llu\n", host_copies);
+    for (int g = 0; g < ngpus; g++) {
+        fprintf(f, "ctx_set_current %d %llu\n", g, ctx_sets[g]);
+    }
     fclose(f);
 }
 
@@ -211,6 +221,7 @@ static void parse_fault(const char *var, const char *v, const char *item)
         [F_HANG] = "hang-copy:", [F_LOSE] = "lost-gpu:",
         [F_CORRUPT_HOST] = "corrupt-host:", [F_SLOW] = "slow-copy:",
         [F_SLOW_ISSUER] = "slow-issuer:", [F_PEER_QUERY] = "peer-query:",
+        [F_CTX_SET] = "ctx-set:",
     };
     Fault f = { .kind = -1, .arg = -1 };
     const char *at = NULL;
@@ -226,7 +237,8 @@ static void parse_fault(const char *var, const char *v, const char *item)
         die(var, v, "each fault is corrupt-byte:GPU:OFFSET[:N], "
             "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU,"
             " lost-gpu:GPU[:CODE], slow-copy:GPU:FACTOR, "
-            "slow-issuer:GPU:FACTOR or peer-query:S-D[:CODE] (at most 8)");
+            "slow-issuer:GPU:FACTOR, peer-query:S-D[:CODE] or "
+            "ctx-set:GPU[:CODE[:N]] (at most 8)");
     }
     if (!(at = parse_gpus(at, &f.src, &f.dst))) {
         die(var, v, "GPU must be a CUDA ordinal (or S-D) of a stand-in GPU");
@@ -236,12 +248,13 @@ static void parse_fault(const char *var, const char *v, const char *item)
         at = end;
     }
     if (*at == ':' && (f.kind == F_CORRUPT || f.kind == F_FAIL ||
-                       f.kind == F_CORRUPT_HOST)) {
+                       f.kind == F_CORRUPT_HOST || f.kind == F_CTX_SET)) {
         f.nth = strtoll(at + 1, &end, 0);
         at = end;
     }
     if ((*at && *at != ',') || f.nth < 0 ||
         (f.kind == F_PEER_QUERY && f.dst < 0) ||
+        (f.kind == F_CTX_SET && f.dst >= 0) ||
         ((f.kind == F_CORRUPT || f.kind == F_CORRUPT_HOST) && f.arg < 0) ||
         ((f.kind == F_SLOW || f.kind == F_SLOW_ISSUER) && f.arg < 1)) {
         die(var, v, "bad fault (corrupt-byte needs an OFFSET)");
@@ -717,13 +730,28 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
     LOCKED(ctx_release(dev));
 }
 
-static CUresult fake_cuCtxSetCurrent(CUcontext ctx)
+static CUresult ctx_set_current(CUcontext ctx)
 {
+    Fault *f;
+
     if (ctx && (ctx < ctxs || ctx >= ctxs + ngpus)) {
         return FAKE_ERROR_INVALID_HANDLE;
     }
+    if (ctx) {
+        ctx_sets[ctx->dev]++;
+        /* With N, one-shot: only the Nth call for that GPU fails. */
+        if ((f = fault(F_CTX_SET, ctx->dev, -1)) &&
+            (++f->seen == f->nth || !f->nth)) {
+            return f->arg >= 0 ? (CUresult)f->arg : 999;
+        }
+    }
     current = ctx;
     return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuCtxSetCurrent(CUcontext ctx)
+{
+    LOCKED(ctx_set_current(ctx));
 }
 
 static CUresult enable_peer(CUcontext peer)
