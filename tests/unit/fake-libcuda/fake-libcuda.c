@@ -108,7 +108,13 @@ struct CUevent_st {
     unsigned flags;
     bool recorded, never;
     unsigned long long t_ns;
+    struct CUevent_st *prev, *next;     /* the live events, as the driver
+                                         * keeps them per context */
 };
+
+/* Live events: the driver frees a context's events with the context. */
+static struct CUevent_st *live_events;
+static void events_free_of(int dev);
 
 struct CUmod_st {
     int dev;
@@ -721,6 +727,9 @@ static CUresult ctx_release(CUdevice dev)
     if (r == CUDA_SUCCESS) {
         r = ctx_refs[dev] > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
         ctx_refs[dev] -= ctx_refs[dev] > 0;
+        if (r == CUDA_SUCCESS && ctx_refs[dev] == 0) {
+            events_free_of(dev);
+        }
     }
     return r;
 }
@@ -1074,7 +1083,38 @@ static CUresult event_create(CUevent *e, unsigned flags)
     *e = calloc(1, sizeof(**e));
     (*e)->dev = d;
     (*e)->flags = flags;
+    (*e)->next = live_events;
+    if (live_events) {
+        live_events->prev = *e;
+    }
+    live_events = *e;
     return CUDA_SUCCESS;
+}
+
+static void event_free(CUevent e)
+{
+    if (e->prev) {
+        e->prev->next = e->next;
+    } else {
+        live_events = e->next;
+    }
+    if (e->next) {
+        e->next->prev = e->prev;
+    }
+    free(e);
+}
+
+/* The primary context of @dev is gone: so are its events. */
+static void events_free_of(int dev)
+{
+    CUevent e = live_events, next;
+
+    for (; e; e = next) {
+        next = e->next;
+        if (e->dev == dev) {
+            event_free(e);
+        }
+    }
 }
 
 static CUresult fake_cuEventCreate(CUevent *e, unsigned flags)
@@ -1082,13 +1122,18 @@ static CUresult fake_cuEventCreate(CUevent *e, unsigned flags)
     LOCKED(event_create(e, flags));
 }
 
-static CUresult fake_cuEventDestroy(CUevent e)
+static CUresult event_destroy(CUevent e)
 {
     if (!e) {
         return FAKE_ERROR_INVALID_HANDLE;
     }
-    free(e);
+    event_free(e);
     return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventDestroy(CUevent e)
+{
+    LOCKED(event_destroy(e));
 }
 
 static CUresult event_record(CUevent e, CUstream s)
