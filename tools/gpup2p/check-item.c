@@ -76,21 +76,11 @@ char *check_size_text(guint64 bytes)
     return g_strdup_printf("%.2f %s", v, units[u]);
 }
 
-unsigned check_log2_ceil(guint64 v)
-{
-    unsigned bits = 0;
-
-    while (bits < 64 && (1ULL << bits) < v) {
-        bits++;
-    }
-    return bits;
-}
-
 /*
  * OVMF sizes its 64-bit aperture to an eighth of the guest's physical
  * address space: the BARs need log2(window) + 3 bits.
  */
 unsigned check_bits_for_window(guint64 need)
 {
-    return check_log2_ceil(need) + 3;
+    return gp_log2_ceil(need) + 3;
 }

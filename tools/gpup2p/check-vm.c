@@ -33,7 +33,7 @@ static unsigned guest_phys_bits(const Check *c, const char **how)
         return bits;
     }
     *how = "QEMU's default for named CPU models";
-    return QEMU_DEFAULT_PHYS_BITS;
+    return GP_QEMU_DEFAULT_PHYS_BITS;
 }
 
 void check_domain_kvm(Check *c)
@@ -55,7 +55,9 @@ void check_domain_address_bits(Check *c)
     guint64 need = c->need;
     const char *how = NULL;
     unsigned bits = guest_phys_bits(c, &how);
-    unsigned want = check_bits_for_window(need);
+    /* The rule `gpup2p libvirt` writes <maxphysaddr> by. */
+    unsigned want = gp_guest_bits_for_bars(c->dom->memory, need,
+                                           c->dom->pcihole64);
     g_autofree char *detail = NULL;
     g_autofree char *mem = check_size_text(c->dom->memory);
     g_autofree char *need_text = check_size_text(need);
@@ -67,8 +69,6 @@ void check_domain_address_bits(Check *c)
              "'gpup2p snapshot'");
         return;
     }
-    /* RAM (and the 32-bit hole below 4 GiB) sits under the window. */
-    want = MAX(want, check_log2_ceil(c->dom->memory + (4ULL << 30) + need));
     detail = g_strdup_printf("%u bits (%s); %s of RAM and the BARs' %s "
                              "window need %u", bits, how, mem, need_text,
                              want);
@@ -116,7 +116,7 @@ void check_domain_firmware(Check *c)
                                  "window keep 32 GiB; the BARs need %s",
                                  have, bits, need_text);
         check_item(c->r, window < need ? ITEM_FAIL :
-             need > OVMF_FIXED_MMIO64 ? ITEM_WARN : ITEM_OK,
+             need > GP_OVMF_FIXED_MMIO64 ? ITEM_WARN : ITEM_OK,
              "firmware 64-bit aperture", detail, fix);
     } else {
         check_item(c->r, ITEM_OK, "firmware 64-bit aperture",

@@ -7,6 +7,7 @@
 #ifndef GPUP2P_CHECK_H
 #define GPUP2P_CHECK_H
 
+#include "bar-plan.h"
 #include "cli.h"
 
 typedef enum { ITEM_OK, ITEM_WARN, ITEM_FAIL, ITEM_UNTESTED } ItemState;
@@ -44,12 +45,8 @@ typedef struct {
     guint64 need;               /* the GPUs' 64-bit BARs, in bytes */
 } Check;
 
-/* QEMU's default guest physical address width for named CPU models. */
-#define QEMU_DEFAULT_PHYS_BITS 40
 /* OVMF caps the guest's address width (4-level paging) at 46 bits. */
 #define OVMF_MAX_PHYS_BITS 46
-/* OVMF's fixed 64-bit aperture when it cannot size it dynamically. */
-#define OVMF_FIXED_MMIO64 (32ULL << 30)
 /* QEMU q35's pci-hole64-size when libvirt sets no <pcihole64>. */
 #define Q35_DEFAULT_HOLE64 (32ULL << 30)
 
@@ -60,7 +57,6 @@ void check_item_for(Report *r, ItemState st, const char *check,
 void check_item(Report *r, ItemState st, const char *what,
                 const char *detail, const char *fix);
 char *check_size_text(guint64 bytes);
-unsigned check_log2_ceil(guint64 v);
 unsigned check_bits_for_window(guint64 need);
 
 /* ---- the domain (check-domain.c) ---- */
