@@ -830,6 +830,57 @@ def test_large_bars(t, d):
          "an X-PciMmio64Mb that is not a number is refused, named", p.stderr)
 
 
+def test_start_cost(t, d):
+    """check --domain predicts the VM's start cost from the GPUs' BARs
+    (two H200s: 2 x (256 GiB + 16 MiB + 32 MiB)) and the host kernel,
+    naming the figure and where docs/results.md has it; a kernel without
+    a figure is unknown."""
+    section = ('docs/results.md, "Linux 6.12 against 7.3: huge pfnmap '
+               'mappings"')
+    path = h200_domain(d, "cost.xml")
+    bars = 2 * ((256 << 30) + (16 << 20) + (32 << 20))
+    for release, verdict, words, seconds in (
+            ("6.12.95+deb12-amd64", "warn",
+             ("about 179.2 s", "0.35 s per GiB"), 0.35 * bars / (1 << 30)),
+            ("7.3.4+bpo-amd64", "ok", ("about 0.4 ms", "whatever their size",
+                                       "0.4 ms for 64 GiB"), 0.0004),
+            ("6.18.44", "warn", ("unknown", "no figure for Linux 6.18.44"),
+             None),
+            (None, "warn", ("unknown", "release is not known"), None)):
+        host = cpu_kernel_host(H200, os.path.join(
+            d, "h200-%s" % (release or "none")), phys_bits=52,
+            release=release)
+        item = check_items(host, path).get("VM start cost", {})
+        data = item.get("start_cost", {})
+        t.ok(item.get("verdict") == verdict and
+             all(w in item.get("detail", "") for w in words) and
+             (release is None or release in item["detail"]) and
+             (seconds is None or section in item["detail"]),
+             "start cost on Linux %s: %s, %s" % (release, verdict,
+                                                 words[0]), item)
+        t.ok(data.get("kernel") == release and
+             data.get("bar_bytes") == bars and
+             data.get("known") == (seconds is not None) and
+             (seconds is None and data.get("seconds") is None or
+              abs(data.get("seconds", 0) - seconds) < 1e-6) and
+             (seconds is None or data.get("source", "").startswith(section)),
+             "... and its JSON: kernel, BAR bytes, seconds, figure, source",
+             data)
+    host = os.path.join(d, "h200-6.12.95+deb12-amd64")
+    p = run("check", "--sysfs-root", host, "--domain", path, "--qemu",
+            QEMU_STANDIN)
+    t.ok(re.search(r"warn +VM start cost +about 179\.2 s to map the GPUs' "
+                   r"512\.09 GiB of BARs through type1 on Linux 6\.12",
+                   p.stdout) and "fix: a Linux 7.x host kernel" in p.stdout,
+         "... and its text, with the fix", p.stdout[-1500:])
+    snap = os.path.join(d, "snap-kernel")
+    subprocess.run([G, "snapshot", "--sysfs-root", host, snap], check=True)
+    kept = os.path.join(snap, "proc", "sys", "kernel", "osrelease")
+    t.eq(open(kept).read().strip() if os.path.exists(kept) else None,
+         "6.12.95+deb12-amd64",
+         "gpup2p snapshot keeps the kernel's release for check")
+
+
 def test_set_libvirt_alias(t, d):
     """-set names a device by its QEMU id: libvirt's own alias, hostdevN
     in order among the hostdevs without a ua- alias, where none is set."""
@@ -990,6 +1041,7 @@ def test_all(t):
         test_empty_file(t, d)
         test_unknown_address_width(t, d)
         test_large_bars(t, d)
+        test_start_cost(t, d)
         test_set_libvirt_alias(t, d)
         test_default_auto_machine(t, d)
         test_split_group(t, d)

@@ -43,6 +43,7 @@ typedef struct {
     const Domain *dom;
     Report *r;
     guint64 need;               /* the GPUs' 64-bit BARs, in bytes */
+    const char *kernel;         /* the host's release, NULL: unknown */
 } Check;
 
 /* OVMF caps the guest's address width (4-level paging) at 46 bits. */
@@ -56,6 +57,10 @@ void check_item_for(Report *r, ItemState st, const char *check,
                     const char *detail, const char *fix);
 void check_item(Report *r, ItemState st, const char *what,
                 const char *detail, const char *fix);
+/* check_item() with @data (taken) as the JSON item's member @name. */
+void check_item_data(Report *r, ItemState st, const char *what,
+                     const char *detail, const char *fix, const char *name,
+                     JsonNode *data);
 char *check_size_text(guint64 bytes);
 unsigned check_bits_for_window(guint64 need);
 
@@ -85,5 +90,6 @@ void check_domain_clique(Check *c);
 void check_domain_kvm(Check *c);
 void check_domain_address_bits(Check *c);
 void check_domain_firmware(Check *c);
+void check_domain_start_cost(Check *c);
 
 #endif /* GPUP2P_CHECK_H */
