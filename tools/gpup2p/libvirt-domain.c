@@ -1320,19 +1320,26 @@ static void qemu_leaf_lines(xmlNodePtr n, GString *chain, GPtrArray *out)
 
 /*
  * What of @d the transform answers for, one line each: every QEMU
- * namespace element (overrides, command-line arguments), each PCI
- * hostdev's alias (the overrides name the devices by it), <emulator> and
- * <pcihole64>.
+ * namespace element (overrides, command-line arguments), <maxphysaddr>,
+ * each PCI hostdev's alias (the overrides name the devices by it),
+ * <emulator> and <pcihole64>.
  */
 static GPtrArray *written_lines(const GpDomain *d)
 {
     GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GString) chain = g_string_new(NULL);
     xmlNodePtr devices = child(d->root, "devices", NULL);
-    xmlNodePtr c, hole;
+    xmlNodePtr c, hole, mp;
     guint i;
 
     qemu_leaf_lines(d->root, chain, out);
+    mp = child(child(d->root, "cpu", NULL), "maxphysaddr", NULL);
+    if (mp) {
+        g_string_assign(chain, "<maxphysaddr");
+        append_attrs(chain, mp);
+        g_string_append(chain, "/> in <cpu>");
+        g_ptr_array_add(out, g_strdup(chain->str));
+    }
     for (i = 0; i < d->hostdevs->len; i++) {
         const GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, i);
 

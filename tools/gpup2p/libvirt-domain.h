@@ -135,8 +135,8 @@ bool gp_domain_hides_kvm(const GpDomain *d);
  * @kept (libvirt's read-back) lacks, "\n  " before each; "" when it kept
  * all of it; NULL (and @errp) when either does not parse. Compared: every
  * element of the QEMU namespace with its attributes (overrides and their
- * property values, command-line arguments), the hostdevs' aliases,
- * <emulator> and <pcihole64>.
+ * property values, command-line arguments), <maxphysaddr>, the
+ * hostdevs' aliases, <emulator> and <pcihole64>.
  */
 char *gp_domain_lost(const char *wrote, const char *kept, const char *name,
                      GError **errp);
