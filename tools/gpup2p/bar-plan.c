@@ -74,7 +74,7 @@ static const struct {
 };
 
 #define START_COST_SOURCE "docs/results.md, \"Linux 6.12 against 7.3: " \
-    "huge pfnmap mappings\" (type1, a virtual host under TCG)"
+    "huge pfnmap mappings\""
 
 void gp_start_cost_predict(const char *release, guint64 bar_bytes,
                            GpStartCost *out)

@@ -392,13 +392,15 @@ void check_domain_start_cost(Check *c)
     }
     if (cost.per_gib) {
         detail = g_strdup_printf("about %.1f s to map the GPUs' %s of BARs "
-                                 "through type1 on Linux %s: %s, %s (%s)",
+                                 "through type1 on Linux %s: %s; measured "
+                                 "%s in a virtual host under TCG: %s",
                                  cost.seconds, size, c->kernel, cost.why,
                                  cost.figure, cost.source);
     } else {
         detail = g_strdup_printf("about %.1f ms to map the GPUs' %s of BARs "
                                  "through type1 on Linux %s, whatever their "
-                                 "size: %s, %s (%s)", cost.seconds * 1000,
+                                 "size: %s; measured %s in a virtual host "
+                                 "under TCG: %s", cost.seconds * 1000,
                                  size, c->kernel, cost.why, cost.figure,
                                  cost.source);
     }
