@@ -347,6 +347,25 @@ static gboolean copy_cpuinfo(const char *root, const char *out, GError **errp)
                                     errp);
 }
 
+/* The kernel's release: `check --domain` predicts a VM's start from it. */
+static gboolean copy_osrelease(const char *root, const char *out,
+                               GError **errp)
+{
+    g_autofree char *src = g_build_filename(root, "proc", "sys", "kernel",
+                                            "osrelease", NULL);
+    g_autofree char *dir = g_build_filename(out, "proc", "sys", "kernel",
+                                            NULL);
+    g_autofree char *dst = g_build_filename(dir, "osrelease", NULL);
+    g_autofree gchar *text = NULL;
+
+    if (!g_file_get_contents(src, &text, NULL, NULL)) {
+        return TRUE;
+    }
+    return mkdirs(dir, errp) &&
+           g_file_set_contents_full(dst, text, -1, SNAPSHOT_WRITE, 0644,
+                                    errp);
+}
+
 /* Interrupt chips: "IR-" ones tell that interrupt remapping is on. */
 static gboolean copy_interrupts(const char *root, const char *out,
                                 GError **errp)
@@ -524,6 +543,7 @@ gboolean gp_snapshot_write(const char *root, const char *dest, GError **errp)
         !copy_numa(sys, out_sys, errp) ||
         !copy_iommu_groups(sys, out_sys, errp) ||
         !copy_cpuinfo(root, tmp, errp) ||
+        !copy_osrelease(root, tmp, errp) ||
         !copy_interrupts(root, tmp, errp) ||
         !copy_configs(sys, tmp, errp) ||
         !copy_kernel_verdicts(root, tmp, errp) ||

@@ -58,7 +58,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         g_clear_error(&err);
     }
     gp_domain_set_auto(d, NULL);
-    gp_domain_size_pci_hole(d);
+    gp_domain_size_pci_hole(d, doubts);
+    if (!gp_domain_plan_large_bars(d, topo->cpu_phys_bits, doubts, &err)) {
+        g_assert(err && err->message[0]);
+        g_clear_error(&err);
+    }
     out = gp_domain_format(d);
     again = gp_domain_parse(out, "fuzz output", &err);
     g_assert_no_error(err);

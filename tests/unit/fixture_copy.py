@@ -70,3 +70,30 @@ def same_group_host(src, dst, a, b):
     os.unlink(link_a)
     os.symlink(target, link_a)
     return dst
+
+
+def cpu_kernel_host(src, dst, phys_bits=None, release=None):
+    """@src copied to @dst with a CPU of @phys_bits physical address bits
+    (its proc/cpuinfo's "address sizes", written where the capture has
+    none) and Linux @release in proc/sys/kernel/osrelease; None leaves
+    each as the capture has it."""
+    shutil.copytree(src, dst, symlinks=True)
+    if phys_bits is not None:
+        path = os.path.join(dst, "proc", "cpuinfo")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        lines = []
+        if os.path.exists(path):
+            with open(path) as f:
+                lines = [line for line in f.read().splitlines(True)
+                         if line.split(":")[0].strip() != "address sizes"
+                         and line.strip()]
+        with open(path, "w") as f:
+            f.writelines(lines)
+            f.write("address sizes\t: %d bits physical, 57 bits virtual\n"
+                    % phys_bits)
+    if release is not None:
+        path = os.path.join(dst, "proc", "sys", "kernel", "osrelease")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(release + "\n")
+    return dst

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
-from fixture_copy import nvidia_host  # noqa: E402
+from fixture_copy import cpu_kernel_host, nvidia_host  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures")
@@ -680,6 +680,207 @@ def test_unknown_address_width(t, d):
              (cpu or "a named CPU model", want), p.stdout + p.stderr)
 
 
+# Two H200s (256 GiB BAR1 each) in a domain with 64 GiB of RAM: a 1 TiB
+# 64-bit hole, 43 guest address bits (an eighth of 8 TiB for OVMF).
+H200_DOMAIN = """<domain type='kvm' xmlns:qemu='%(ns)s'>
+  <name>h200-vm</name>
+  <memory unit='GiB'>64</memory>
+  <os%(fw)s><type arch='x86_64' machine='q35'>hvm</type></os>
+  %(cpu)s
+  <devices>
+    <emulator>%(qemu)s</emulator>
+    %(hole)s
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x00' slot='0x06' function='0x0'/></source>
+    </hostdev>
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x00' slot='0x07' function='0x0'/></source>
+    </hostdev>
+  </devices>
+  %(extra)s
+</domain>
+"""
+MMIO64_ARG = "name=opt/ovmf/X-PciMmio64Mb,string=%d"
+
+
+def h200_domain(d, name, fw=" firmware='efi'", cpu="", hole="", extra=""):
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(H200_DOMAIN % {"ns": QEMU_NS, "fw": fw, "cpu": cpu,
+                               "qemu": QEMU_STANDIN, "hole": hole,
+                               "extra": extra})
+    return path
+
+
+def mmio64_args(mb):
+    return ("<qemu:commandline><qemu:arg value='-fw_cfg'/><qemu:arg "
+            "value='%s'/></qemu:commandline>" % (MMIO64_ARG % mb))
+
+
+def check_items(host, path):
+    ck = run("check", "--sysfs-root", host, "--domain", path, "--qemu",
+             QEMU_STANDIN, "--json")
+    return {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
+        if ck.stdout.startswith("{") else {}
+
+
+def test_large_bars(t, d):
+    """gpup2p libvirt writes what the VM needs to place two 256 GiB BARs:
+    <pcihole64>, <maxphysaddr> and, with OVMF, X-PciMmio64Mb; check
+    --domain finds the result ready, and a second run changes nothing."""
+    wide = cpu_kernel_host(H200, os.path.join(d, "h200-52"), phys_bits=52)
+    narrow = cpu_kernel_host(H200, os.path.join(d, "h200-40"), phys_bits=40)
+    mmio = '<qemu:arg value="%s"/>' % (MMIO64_ARG % (1 << 20))
+    emulate43 = '<maxphysaddr mode="emulate" bits="43"/>'
+
+    ovmf = h200_domain(d, "ovmf.xml")
+    p = run("libvirt", "--sysfs-root", wide, ovmf)
+    t.ok(p.returncode == 0 and mmio in p.stdout and
+         '<qemu:arg value="-fw_cfg"/>' in p.stdout and emulate43 in p.stdout
+         and '<pcihole64 unit="KiB">1073741824</pcihole64>' in p.stdout,
+         "OVMF, a named CPU model: X-PciMmio64Mb of 1 TiB, 43 emulated "
+         "address bits and a 1 TiB hole are written", p.stdout + p.stderr)
+    validate(t, p.stdout, "the OVMF large-BAR output")
+    once = os.path.join(d, "ovmf-once.xml")
+    with open(once, "w") as f:
+        f.write(p.stdout)
+    p2 = run("libvirt", "--sysfs-root", wide, once)
+    t.ok(p2.stdout == p.stdout and "warning: <" not in p2.stderr,
+         "large BARs: running it twice changes nothing, says nothing",
+         p2.stderr)
+    items = check_items(wide, once)
+    t.eq([items.get(k, {}).get("verdict") for k in
+          ("guest address bits", "firmware 64-bit aperture", "pci-hole64")],
+         ["ok"] * 3, "check --domain finds the written domain's address "
+         "bits, aperture and hole ready")
+    items = check_items(wide, ovmf)
+    t.eq([items.get(k, {}).get("verdict") for k in
+          ("guest address bits", "firmware 64-bit aperture")],
+         ["fail"] * 2, "... where it fails both on the input")
+
+    seabios = h200_domain(d, "seabios.xml", fw="")
+    p = run("libvirt", "--sysfs-root", wide, seabios)
+    t.ok(p.returncode == 0 and emulate43 in p.stdout and
+         "X-PciMmio64Mb" not in p.stdout and "-fw_cfg" not in p.stdout,
+         "SeaBIOS: the address bits, no OVMF aperture", p.stdout + p.stderr)
+    validate(t, p.stdout, "the SeaBIOS large-BAR output")
+
+    host_cpu = h200_domain(d, "host-cpu.xml",
+                           cpu="<cpu mode='host-passthrough'/>")
+    p = run("libvirt", "--sysfs-root", wide, host_cpu)
+    t.ok(p.returncode == 0 and "maxphysaddr" not in p.stdout,
+         "host-passthrough on a 52-bit host: the host's width holds the "
+         "BARs, no <maxphysaddr>", p.stdout + p.stderr)
+    p = run("libvirt", "--sysfs-root", H200, host_cpu)
+    t.ok(p.returncode == 0 and '<maxphysaddr mode="passthrough"/>' in
+         p.stdout, "host-passthrough, the host's width unknown: "
+         "<maxphysaddr mode='passthrough'/>", p.stdout + p.stderr)
+    validate(t, p.stdout, "the passthrough output")
+    p = run("libvirt", "--sysfs-root", H200, seabios)
+    t.ok(p.returncode == 0 and emulate43 in p.stdout and
+         "address width is unknown" in p.stderr,
+         "a named CPU model, the host's width unknown: 43 bits written, "
+         "with a warning", p.stderr)
+    p = run("libvirt", "--sysfs-root", narrow, seabios)
+    t.ok(p.returncode == 1 and "need 43 guest physical address bits" in
+         p.stderr and "CPUs have 40" in p.stderr and not p.stdout,
+         "a 40-bit host cannot hold the BARs: refused, saying so", p.stderr)
+
+    # What the operator set: kept when large enough.
+    big = h200_domain(d, "big.xml", extra=mmio64_args(2 << 20),
+                      cpu="<cpu><maxphysaddr mode='emulate' bits='46'/>"
+                      "</cpu>")
+    p = run("libvirt", "--sysfs-root", wide, big)
+    t.ok(p.returncode == 0 and p.stdout.count("X-PciMmio64Mb") == 1 and
+         MMIO64_ARG % (2 << 20) in p.stdout and
+         '<maxphysaddr mode="emulate" bits="46"/>' in p.stdout and
+         "warning: <" not in p.stderr,
+         "the operator's 2 TiB aperture and 46 bits are kept",
+         p.stdout + p.stderr)
+    # A too small aperture and hole: raised, saying so.
+    small = h200_domain(d, "small.xml", extra=mmio64_args(65536),
+                        hole="<controller type='pci' index='0' "
+                        "model='pcie-root'><pcihole64 unit='GiB'>64"
+                        "</pcihole64></controller>")
+    p = run("libvirt", "--sysfs-root", wide, small)
+    t.ok(p.returncode == 0 and p.stdout.count("X-PciMmio64Mb") == 1 and
+         mmio in p.stdout and "65536 MiB 64-bit aperture, too small" in
+         p.stderr and "<pcihole64> of 67108864 KiB is too small" in p.stderr
+         and '<pcihole64 unit="KiB">1073741824</pcihole64>' in p.stdout,
+         "a too small X-PciMmio64Mb and <pcihole64> are raised, with a "
+         "warning each", p.stdout + p.stderr)
+    validate(t, p.stdout, "the raised output")
+    # A too narrow explicit width: refused, naming the element.
+    for mp, what in (("<maxphysaddr mode='emulate' bits='40'/>",
+                      "<maxphysaddr mode='emulate' bits='40'/>"),
+                     ("<maxphysaddr mode='passthrough' limit='42'/>",
+                      "<maxphysaddr limit='42'/>")):
+        path = h200_domain(d, "narrow.xml", cpu="<cpu mode="
+                           "'host-passthrough'>%s</cpu>" % mp)
+        p = run("libvirt", "--sysfs-root", wide, path)
+        t.ok(p.returncode == 1 and what in p.stderr and "need 43" in
+             p.stderr and not p.stdout,
+             "the domain's %s is refused, naming it and the bits needed" %
+             what, p.stderr)
+    bad = h200_domain(d, "bad.xml", extra=mmio64_args(1).replace(
+        "string=1", "string=lots"))
+    p = run("libvirt", "--sysfs-root", wide, bad)
+    t.ok(p.returncode == 1 and "X-PciMmio64Mb is not a number" in p.stderr
+         and "string=lots" in p.stderr and not p.stdout,
+         "an X-PciMmio64Mb that is not a number is refused, named", p.stderr)
+
+
+def test_start_cost(t, d):
+    """check --domain predicts the VM's start cost from the GPUs' BARs
+    (two H200s: 2 x (256 GiB + 16 MiB + 32 MiB)) and the host kernel,
+    naming the figure and where docs/results.md has it; a kernel without
+    a figure is unknown."""
+    section = ('docs/results.md, "Linux 6.12 against 7.3: huge pfnmap '
+               'mappings"')
+    path = h200_domain(d, "cost.xml")
+    bars = 2 * ((256 << 30) + (16 << 20) + (32 << 20))
+    for release, verdict, words, seconds in (
+            ("6.12.95+deb12-amd64", "warn",
+             ("about 179.2 s", "0.35 s per GiB"), 0.35 * bars / (1 << 30)),
+            ("7.3.4+bpo-amd64", "ok", ("about 0.4 ms", "whatever their size",
+                                       "0.4 ms for 64 GiB"), 0.0004),
+            ("6.18.44", "warn", ("unknown", "no figure for Linux 6.18.44"),
+             None),
+            (None, "warn", ("unknown", "release is not known"), None)):
+        host = cpu_kernel_host(H200, os.path.join(
+            d, "h200-%s" % (release or "none")), phys_bits=52,
+            release=release)
+        item = check_items(host, path).get("VM start cost", {})
+        data = item.get("start_cost", {})
+        t.ok(item.get("verdict") == verdict and
+             all(w in item.get("detail", "") for w in words) and
+             (release is None or release in item["detail"]) and
+             (seconds is None or section in item["detail"]),
+             "start cost on Linux %s: %s, %s" % (release, verdict,
+                                                 words[0]), item)
+        t.ok(data.get("kernel") == release and
+             data.get("bar_bytes") == bars and
+             data.get("known") == (seconds is not None) and
+             (seconds is None and data.get("seconds") is None or
+              abs(data.get("seconds", 0) - seconds) < 1e-6) and
+             (seconds is None or data.get("source", "").startswith(section)),
+             "... and its JSON: kernel, BAR bytes, seconds, figure, source",
+             data)
+    host = os.path.join(d, "h200-6.12.95+deb12-amd64")
+    p = run("check", "--sysfs-root", host, "--domain", path, "--qemu",
+            QEMU_STANDIN)
+    t.ok(re.search(r"warn +VM start cost +about 179\.2 s to map the GPUs' "
+                   r"512\.09 GiB of BARs through type1 on Linux 6\.12",
+                   p.stdout) and "fix: a Linux 7.x host kernel" in p.stdout,
+         "... and its text, with the fix", p.stdout[-1500:])
+    snap = os.path.join(d, "snap-kernel")
+    subprocess.run([G, "snapshot", "--sysfs-root", host, snap], check=True)
+    kept = os.path.join(snap, "proc", "sys", "kernel", "osrelease")
+    t.eq(open(kept).read().strip() if os.path.exists(kept) else None,
+         "6.12.95+deb12-amd64",
+         "gpup2p snapshot keeps the kernel's release for check")
+
+
 def test_set_libvirt_alias(t, d):
     """-set names a device by its QEMU id: libvirt's own alias, hostdevN
     in order among the hostdevs without a ua- alias, where none is set."""
@@ -839,6 +1040,8 @@ def test_all(t):
         test_typed_id(t, d)
         test_empty_file(t, d)
         test_unknown_address_width(t, d)
+        test_large_bars(t, d)
+        test_start_cost(t, d)
         test_set_libvirt_alias(t, d)
         test_default_auto_machine(t, d)
         test_split_group(t, d)

@@ -14,10 +14,12 @@ that the daemon started here still runs and its socket is there.
 Nothing is left behind when the test is stopped: SIGTERM (meson's
 timeout) runs the clean-up, which kills the daemon and removes its
 directory; each command gets 60 s; and libvirtd --timeout 30 makes the
-daemon leave by itself should the test be killed outright. Two checks:
+daemon leave by itself should the test be killed outright. Three checks:
 - define through the daemon: the read-back (the QEMU driver adds PCI
   addresses, controllers, a CPU model, and formats the XML its own way)
   keeps every clique override gpup2p wrote, and gpup2p says so (exit 0);
+- large BARs (two H200s, OVMF): the driver accepts and keeps the
+  <maxphysaddr>, X-PciMmio64Mb and <pcihole64> gpup2p writes;
 - a driver that drops <qemu:override> (the stand-in libvirt.so.0 of
   libvirt-dropper/ leaves it out on the way to this same daemon): the
   read-back from the daemon lacks it, gpup2p exits 1 naming what is
@@ -41,7 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
-from fixture_copy import nvidia_host  # noqa: E402
+from fixture_copy import cpu_kernel_host, nvidia_host  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The virtual host's capture; the test reads a copy whose GPU stand-ins
@@ -292,6 +294,62 @@ def test_dropped(t, s):
          after)
 
 
+# Two H200s (256 GiB BAR1 each, the h200x2-vm capture) in a domain that
+# boots OVMF (by its loader: no firmware descriptors are needed to define
+# it): what gpup2p writes for their BARs, libvirt must keep.
+H200_CAPTURE = os.path.normpath(os.path.join(HERE, "..", "fixtures",
+                                             "h200x2-vm"))
+H200_DOMAIN = """<domain type='qemu'>
+  <name>h200-vm</name>
+  <memory unit='GiB'>64</memory>
+  <os>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <loader readonly='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
+  </os>
+  <features><acpi/></features>
+  <devices>
+    <emulator>%s</emulator>
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x00' slot='0x06'
+        function='0x0'/></source>
+    </hostdev>
+    <hostdev mode='subsystem' type='pci' managed='yes'>
+      <source><address domain='0x0000' bus='0x00' slot='0x07'
+        function='0x0'/></source>
+    </hostdev>
+  </devices>
+</domain>
+""" % QEMU
+
+
+def test_large_bars(t, s):
+    """The hole, the guest's address width and OVMF's aperture gpup2p
+    writes for large BARs: the QEMU driver defines and keeps them."""
+    host = cpu_kernel_host(H200_CAPTURE, os.path.join(s.top, "h200"),
+                           phys_bits=46)
+    path = os.path.join(s.top, "h200-vm.xml")
+    with open(path, "w") as f:
+        f.write(H200_DOMAIN)
+    os.chmod(path, 0o644)
+    p = s.virsh("define", path)
+    t.ok(p.returncode == 0, "the daemon defines the two-H200 OVMF domain",
+         p.stdout + p.stderr)
+    p = s.run([G, "libvirt", "--sysfs-root", host, "--connect", URI,
+               "--domain", "h200-vm", "--define"], env=asan_env())
+    dump = s.virsh("dumpxml", "--inactive", "h200-vm").stdout
+    t.ok(p.returncode == 0 and
+         "<maxphysaddr mode='emulate' bits='43'/>" in dump and
+         "<qemu:arg value='name=opt/ovmf/X-PciMmio64Mb,string=1048576'/>"
+         in dump and "<pcihole64 unit='KiB'>1073741824</pcihole64>" in dump,
+         "gpup2p libvirt --define: libvirt keeps <maxphysaddr>, "
+         "X-PciMmio64Mb and <pcihole64>", p.stderr + dump)
+    again = s.run([G, "libvirt", "--sysfs-root", host, "--connect", URI,
+                   "--domain", "h200-vm", "--define"], env=asan_env())
+    t.ok(again.returncode == 0 and
+         s.virsh("dumpxml", "--inactive", "h200-vm").stdout == dump,
+         "a second --define changes nothing", again.stderr)
+
+
 class Terminated(SystemExit):
     """SIGTERM (meson's timeout, timeout(1), a CI runner giving up): raised
     so that main's finally stops the daemon and removes its directory."""
@@ -340,6 +398,8 @@ def main(t):
         if up and ver.returncode == 0:
             if s.check_alive(t, "the define checks"):
                 test_define(t, s)
+            if s.check_alive(t, "the large-BAR checks"):
+                test_large_bars(t, s)
             if not DROPPER:
                 t.skip("a driver that drops <qemu:override>",
                        "LIBVIRT_DROPPER_DIR is not set (meson sets it)")

@@ -47,29 +47,13 @@ static bool parse_scaled(const Domain *d, const char *what, const char *num,
                          const char *unit, guint64 dflt_scale, guint64 *out,
                          GError **errp)
 {
-    static const struct { const char *name; guint64 scale; } units[] = {
-        { "b", 1 }, { "bytes", 1 }, { "KB", 1000 }, { "k", 1024 },
-        { "KiB", 1024 }, { "MB", 1000000 }, { "M", 1 << 20 },
-        { "MiB", 1 << 20 }, { "GB", 1000000000 }, { "G", 1 << 30 },
-        { "GiB", 1 << 30 }, { "TB", 1000000000000ULL }, { "T", 1ULL << 40 },
-        { "TiB", 1ULL << 40 },
-    };
-    guint64 scale = dflt_scale, v;
-    size_t i;
+    guint64 scale, v;
 
-    if (unit) {
-        for (i = 0; i < G_N_ELEMENTS(units); i++) {
-            if (!strcmp(unit, units[i].name)) {
-                break;
-            }
-        }
-        if (i == G_N_ELEMENTS(units)) {
-            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
-                        "%s: %s: unit '%s' is not a libvirt size unit",
-                        d->path, what, unit);
-            return false;
-        }
-        scale = units[i].scale;
+    if (!gp_libvirt_unit_scale(unit, dflt_scale, &scale)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID,
+                    "%s: %s: unit '%s' is not a libvirt size unit",
+                    d->path, what, unit);
+        return false;
     }
     if (!g_ascii_string_to_unsigned(num, 10, 0, G_MAXUINT64 / scale, &v,
                                     NULL)) {

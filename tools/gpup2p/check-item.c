@@ -9,9 +9,10 @@
  * devices it is about (or NULL). Text shows "BDF check" or "P2P a-b";
  * JSON keeps the name and the devices apart.
  */
-void check_item_for(Report *r, ItemState st, const char *check,
-                     const GpDevice *a, const GpDevice *b,
-                     const char *detail, const char *fix)
+static void item_emit(Report *r, ItemState st, const char *check,
+                      const GpDevice *a, const GpDevice *b,
+                      const char *detail, const char *fix,
+                      const char *data_name, JsonNode *data)
 {
     static const char *const names[] = { "ok", "warn", "fail", "untested" };
     g_autofree char *label =
@@ -44,8 +45,15 @@ void check_item_for(Report *r, ItemState st, const char *check,
             json_builder_set_member_name(r->json, "fix");
             json_builder_add_string_value(r->json, fix);
         }
+        if (data) {
+            json_builder_set_member_name(r->json, data_name);
+            json_builder_add_value(r->json, data);
+        }
         json_builder_end_object(r->json);
         return;
+    }
+    if (data) {
+        json_node_unref(data);
     }
     printf("%-8s %-26s %s\n", names[st], label, detail);
     if (fix && st != ITEM_OK) {
@@ -53,10 +61,24 @@ void check_item_for(Report *r, ItemState st, const char *check,
     }
 }
 
+void check_item_for(Report *r, ItemState st, const char *check,
+                    const GpDevice *a, const GpDevice *b,
+                    const char *detail, const char *fix)
+{
+    item_emit(r, st, check, a, b, detail, fix, NULL, NULL);
+}
+
 void check_item(Report *r, ItemState st, const char *what,
                  const char *detail, const char *fix)
 {
     check_item_for(r, st, what, NULL, NULL, detail, fix);
+}
+
+void check_item_data(Report *r, ItemState st, const char *what,
+                     const char *detail, const char *fix, const char *name,
+                     JsonNode *data)
+{
+    item_emit(r, st, what, NULL, NULL, detail, fix, name, data);
 }
 
 char *check_size_text(guint64 bytes)
@@ -76,21 +98,11 @@ char *check_size_text(guint64 bytes)
     return g_strdup_printf("%.2f %s", v, units[u]);
 }
 
-unsigned check_log2_ceil(guint64 v)
-{
-    unsigned bits = 0;
-
-    while (bits < 64 && (1ULL << bits) < v) {
-        bits++;
-    }
-    return bits;
-}
-
 /*
  * OVMF sizes its 64-bit aperture to an eighth of the guest's physical
  * address space: the BARs need log2(window) + 3 bits.
  */
 unsigned check_bits_for_window(guint64 need)
 {
-    return check_log2_ceil(need) + 3;
+    return gp_log2_ceil(need) + 3;
 }

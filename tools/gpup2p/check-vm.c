@@ -33,7 +33,7 @@ static unsigned guest_phys_bits(const Check *c, const char **how)
         return bits;
     }
     *how = "QEMU's default for named CPU models";
-    return QEMU_DEFAULT_PHYS_BITS;
+    return GP_QEMU_DEFAULT_PHYS_BITS;
 }
 
 void check_domain_kvm(Check *c)
@@ -55,7 +55,9 @@ void check_domain_address_bits(Check *c)
     guint64 need = c->need;
     const char *how = NULL;
     unsigned bits = guest_phys_bits(c, &how);
-    unsigned want = check_bits_for_window(need);
+    /* The rule `gpup2p libvirt` writes <maxphysaddr> by. */
+    unsigned want = gp_guest_bits_for_bars(c->dom->memory, need,
+                                           c->dom->pcihole64);
     g_autofree char *detail = NULL;
     g_autofree char *mem = check_size_text(c->dom->memory);
     g_autofree char *need_text = check_size_text(need);
@@ -67,15 +69,13 @@ void check_domain_address_bits(Check *c)
              "'gpup2p snapshot'");
         return;
     }
-    /* RAM (and the 32-bit hole below 4 GiB) sits under the window. */
-    want = MAX(want, check_log2_ceil(c->dom->memory + (4ULL << 30) + need));
     detail = g_strdup_printf("%u bits (%s); %s of RAM and the BARs' %s "
                              "window need %u", bits, how, mem, need_text,
                              want);
     check_item(c->r, bits >= want ? ITEM_OK : ITEM_FAIL, "guest address bits",
          detail,
-         "<cpu mode='host-passthrough'><maxphysaddr mode='passthrough'/>"
-         "</cpu>");
+         "'gpup2p libvirt' writes <cpu><maxphysaddr> (passthrough with "
+         "host-passthrough, else emulate with the bits needed)");
 }
 
 void check_domain_firmware(Check *c)
@@ -88,7 +88,8 @@ void check_domain_firmware(Check *c)
     unsigned bits;
     guint64 window;
 
-    fix = g_strdup_printf("<qemu:commandline><qemu:arg value='-fw_cfg'/>"
+    fix = g_strdup_printf("'gpup2p libvirt' writes it: "
+                          "<qemu:commandline><qemu:arg value='-fw_cfg'/>"
                           "<qemu:arg value='name=opt/ovmf/X-PciMmio64Mb,"
                           "string=%" G_GUINT64_FORMAT "'/></qemu:commandline>",
                           need >> 20);
@@ -116,7 +117,7 @@ void check_domain_firmware(Check *c)
                                  "window keep 32 GiB; the BARs need %s",
                                  have, bits, need_text);
         check_item(c->r, window < need ? ITEM_FAIL :
-             need > OVMF_FIXED_MMIO64 ? ITEM_WARN : ITEM_OK,
+             need > GP_OVMF_FIXED_MMIO64 ? ITEM_WARN : ITEM_OK,
              "firmware 64-bit aperture", detail, fix);
     } else {
         check_item(c->r, ITEM_OK, "firmware 64-bit aperture",
@@ -307,4 +308,106 @@ void check_domain_clique(Check *c)
 #else
     (void)c;
 #endif
+}
+
+/* Every memory BAR of the GPUs: QEMU maps each one's mmap through type1. */
+static guint64 mapped_bar_bytes(const GPtrArray *gpus)
+{
+    guint64 sum = 0;
+    guint i, j;
+
+    for (i = 0; i < gpus->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(gpus, i);
+
+        for (j = 0; j < dev->bars->len; j++) {
+            const GpBar *b = &g_array_index(dev->bars, GpBar, j);
+
+            sum += b->io ? 0 : b->size;
+        }
+    }
+    return sum;
+}
+
+static JsonNode *start_cost_json(const char *kernel, guint64 bar_bytes,
+                                 const GpStartCost *cost)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "kernel");
+    if (kernel) {
+        json_builder_add_string_value(b, kernel);
+    } else {
+        json_builder_add_null_value(b);
+    }
+    json_builder_set_member_name(b, "bar_bytes");
+    json_builder_add_int_value(b, (gint64)bar_bytes);
+    json_builder_set_member_name(b, "known");
+    json_builder_add_boolean_value(b, cost->known);
+    json_builder_set_member_name(b, "seconds");
+    if (cost->known) {
+        json_builder_add_double_value(b, cost->seconds);
+    } else {
+        json_builder_add_null_value(b);
+    }
+    json_builder_set_member_name(b, "grows_with_bars");
+    json_builder_add_boolean_value(b, cost->known && cost->per_gib);
+    json_builder_set_member_name(b, "figure");
+    json_builder_add_string_value(b, cost->figure);
+    json_builder_set_member_name(b, "source");
+    json_builder_add_string_value(b, cost->source);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+/*
+ * What mapping the GPUs' BARs through type1 adds to the VM's start, from
+ * the host kernel and the figure docs/results.md measured for it; a
+ * kernel without a figure is said to be unknown, never guessed.
+ */
+void check_domain_start_cost(Check *c)
+{
+    guint64 bytes = mapped_bar_bytes(c->gpus);
+    g_autofree char *size = check_size_text(bytes);
+    g_autofree char *detail = NULL;
+    GpStartCost cost;
+
+    gp_start_cost_predict(c->kernel, bytes, &cost);
+    if (!cost.known) {
+        detail = c->kernel ?
+            g_strdup_printf("unknown: docs/results.md has no figure for "
+                            "Linux %s (only 6.12 and 7.x) to predict the "
+                            "type1 mapping of the GPUs' %s of BARs from",
+                            c->kernel, size) :
+            g_strdup_printf("unknown: the host kernel's release is not "
+                            "known (no proc/sys/kernel/osrelease), so no "
+                            "figure for the type1 mapping of the GPUs' %s "
+                            "of BARs", size);
+        check_item_data(c->r, ITEM_WARN, "VM start cost", detail,
+                        "run on the host, or capture with 'gpup2p "
+                        "snapshot', which copies the kernel's release",
+                        "start_cost", start_cost_json(c->kernel, bytes,
+                                                      &cost));
+        return;
+    }
+    if (cost.per_gib) {
+        detail = g_strdup_printf("about %.1f s to map the GPUs' %s of BARs "
+                                 "through type1 on Linux %s: %s; measured "
+                                 "%s in a virtual host under TCG: %s",
+                                 cost.seconds, size, c->kernel, cost.why,
+                                 cost.figure, cost.source);
+    } else {
+        detail = g_strdup_printf("about %.1f ms to map the GPUs' %s of BARs "
+                                 "through type1 on Linux %s, whatever their "
+                                 "size: %s; measured %s in a virtual host "
+                                 "under TCG: %s", cost.seconds * 1000,
+                                 size, c->kernel, cost.why, cost.figure,
+                                 cost.source);
+    }
+    /* A start that grows by seconds is worth a word, not a failure. */
+    check_item_data(c->r, cost.seconds >= 1 ? ITEM_WARN : ITEM_OK,
+                    "VM start cost", detail, "a Linux 7.x host kernel "
+                    "(Debian's trixie-backports), whose type1 maps aligned "
+                    "huge pfnmaps at once", "start_cost",
+                    start_cost_json(c->kernel, bytes, &cost));
 }

@@ -7,6 +7,7 @@
 #ifndef GPUP2P_CHECK_H
 #define GPUP2P_CHECK_H
 
+#include "bar-plan.h"
 #include "cli.h"
 
 typedef enum { ITEM_OK, ITEM_WARN, ITEM_FAIL, ITEM_UNTESTED } ItemState;
@@ -42,14 +43,11 @@ typedef struct {
     const Domain *dom;
     Report *r;
     guint64 need;               /* the GPUs' 64-bit BARs, in bytes */
+    const char *kernel;         /* the host's release, NULL: unknown */
 } Check;
 
-/* QEMU's default guest physical address width for named CPU models. */
-#define QEMU_DEFAULT_PHYS_BITS 40
 /* OVMF caps the guest's address width (4-level paging) at 46 bits. */
 #define OVMF_MAX_PHYS_BITS 46
-/* OVMF's fixed 64-bit aperture when it cannot size it dynamically. */
-#define OVMF_FIXED_MMIO64 (32ULL << 30)
 /* QEMU q35's pci-hole64-size when libvirt sets no <pcihole64>. */
 #define Q35_DEFAULT_HOLE64 (32ULL << 30)
 
@@ -59,8 +57,11 @@ void check_item_for(Report *r, ItemState st, const char *check,
                     const char *detail, const char *fix);
 void check_item(Report *r, ItemState st, const char *what,
                 const char *detail, const char *fix);
+/* check_item() with @data (taken) as the JSON item's member @name. */
+void check_item_data(Report *r, ItemState st, const char *what,
+                     const char *detail, const char *fix, const char *name,
+                     JsonNode *data);
 char *check_size_text(guint64 bytes);
-unsigned check_log2_ceil(guint64 v);
 unsigned check_bits_for_window(guint64 need);
 
 /* ---- the domain (check-domain.c) ---- */
@@ -89,5 +90,6 @@ void check_domain_clique(Check *c);
 void check_domain_kvm(Check *c);
 void check_domain_address_bits(Check *c);
 void check_domain_firmware(Check *c);
+void check_domain_start_cost(Check *c);
 
 #endif /* GPUP2P_CHECK_H */

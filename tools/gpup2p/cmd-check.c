@@ -32,6 +32,7 @@ static const struct {
     { check_domain_kvm, true },
     { check_domain_address_bits, true },
     { check_domain_firmware, true },
+    { check_domain_start_cost, true },
 };
 
 static GPtrArray *select_gpus(const GpTopology *topo, char **bdfs,
@@ -61,6 +62,20 @@ static GPtrArray *select_gpus(const GpTopology *topo, char **bdfs,
         return out;
     }
     return gp_cli_select(topo, bdfs, gp_device_is_nvidia_gpu, errp);
+}
+
+/* The host's kernel release (uname -r), NULL where @root has none. */
+static char *kernel_release(const char *root)
+{
+    g_autofree char *path = g_build_filename(root, "proc", "sys", "kernel",
+                                             "osrelease", NULL);
+    g_autofree char *text = NULL;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL) ||
+        !*g_strstrip(text)) {
+        return NULL;
+    }
+    return g_steal_pointer(&text);
 }
 
 static int report_end(Report *r, bool with_domain)
@@ -99,7 +114,7 @@ static int report_end(Report *r, bool with_domain)
 int gp_cmd_check(int argc, char **argv)
 {
     g_autofree char *root = NULL, *devices = NULL, *qemu = NULL;
-    g_autofree char *domain = NULL;
+    g_autofree char *domain = NULL, *kernel = NULL;
     gboolean json = FALSE;
     GOptionEntry entries[] = {
         { "sysfs-root", 0, 0, G_OPTION_ARG_FILENAME, &root,
@@ -149,6 +164,8 @@ int gp_cmd_check(int argc, char **argv)
     c.gpus = gpus;
     c.captured = root != NULL;
     c.dom = dom;
+    kernel = kernel_release(topo->root);
+    c.kernel = kernel;
     c.qemu = qemu ? qemu : dom && dom->emulator ? dom->emulator :
              root ? NULL : "qemu-system-x86_64";
     json_builder_begin_object(jb);

@@ -465,6 +465,25 @@ static bool ids_hold(const GpDomain *d, const GpTopology *topo, GError **errp)
     return ok;
 }
 
+/*
+ * What the VM needs to place its GPUs' BARs: <pcihole64>, the guest's
+ * address width and OVMF's aperture; what was raised said as warnings.
+ */
+static bool plan_large_bars(GpDomain *d, const GpTopology *topo,
+                            GError **errp)
+{
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    bool ok;
+    guint i;
+
+    gp_domain_size_pci_hole(d, notes);
+    ok = gp_domain_plan_large_bars(d, topo->cpu_phys_bits, notes, errp);
+    for (i = 0; i < notes->len; i++) {
+        warn("%s", (const char *)g_ptr_array_index(notes, i));
+    }
+    return ok;
+}
+
 /* Rewrite @xml; returns the new text or NULL with an error. */
 static char *transform(const LibvirtOpts *o, const char *xml,
                        const char *name, GError **errp)
@@ -499,7 +518,9 @@ static char *transform(const LibvirtOpts *o, const char *xml,
     if (!set_cliques(o, stock, d, topo, errp)) {
         return NULL;
     }
-    gp_domain_size_pci_hole(d);
+    if (!plan_large_bars(d, topo, errp)) {
+        return NULL;
+    }
     if (o->mirror &&
         !gp_libvirt_mirror(d->doc, topo, o->nccl_topo, name, errp)) {
         return NULL;

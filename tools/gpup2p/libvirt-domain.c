@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bar-plan.h"
 #include "cli.h"
 #include "libvirt-domain.h"
 
@@ -61,6 +62,20 @@ static bool prop_hex(xmlNodePtr n, const char *name, unsigned *out)
     x = g_ascii_strtoull((const char *)v, &end, 0);
     *out = (unsigned)x;
     return end != (char *)v && !*end && x <= G_MAXUINT;
+}
+
+/* A decimal attribute, as libvirt's unsignedInt. */
+static bool prop_uint(xmlNodePtr n, const char *name, unsigned *out)
+{
+    g_autofree xmlChar *v = xmlGetProp(n, BAD_CAST name);
+    guint64 x;
+
+    if (!v || !g_ascii_string_to_unsigned((const char *)v, 10, 0,
+                                          G_MAXUINT, &x, NULL)) {
+        return false;
+    }
+    *out = (unsigned)x;
+    return true;
 }
 
 /* The host BDF a <hostdev type='pci'> assigns. */
@@ -808,6 +823,22 @@ static guint64 next_pow2(guint64 v)
     return p;
 }
 
+/* The domain's PCI root controller, NULL when it has none. */
+static xmlNodePtr root_controller_find(const GpDomain *d)
+{
+    xmlNodePtr devices = child(d->root, "devices", NULL);
+    xmlNodePtr c;
+
+    for (c = devices ? devices->children : NULL; c; c = c->next) {
+        if (is_element(c, "controller") && prop_equals(c, "type", "pci") &&
+            (prop_equals(c, "model", "pcie-root") ||
+             prop_equals(c, "model", "pci-root"))) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
 static xmlNodePtr root_controller(xmlNodePtr devices)
 {
     xmlNodePtr c;
@@ -826,21 +857,27 @@ static xmlNodePtr root_controller(xmlNodePtr devices)
     return c;
 }
 
-static guint64 hole_kib(xmlNodePtr hole)
+/* A libvirt size element (@unit, KiB by default) in bytes; 0 unreadable. */
+static guint64 size_bytes(xmlNodePtr n)
 {
-    g_autofree xmlChar *text = xmlNodeGetContent(hole);
-    g_autofree xmlChar *unit = xmlGetProp(hole, BAD_CAST "unit");
-    guint64 scale = 1;
+    g_autofree xmlChar *text = n ? xmlNodeGetContent(n) : NULL;
+    g_autofree xmlChar *unit = n ? xmlGetProp(n, BAD_CAST "unit") : NULL;
+    guint64 scale, v;
 
-    if (unit && !xmlStrcmp(unit, BAD_CAST "MiB")) {
-        scale = 1024;
-    } else if (unit && !xmlStrcmp(unit, BAD_CAST "GiB")) {
-        scale = 1024 * 1024;
+    if (!text || !gp_libvirt_unit_scale((const char *)unit, 1024, &scale) ||
+        !g_ascii_string_to_unsigned(g_strstrip((char *)text), 10, 0,
+                                    G_MAXUINT64 / scale, &v, NULL)) {
+        return 0;
     }
-    return g_ascii_strtoull((const char *)text, NULL, 10) * scale;
+    return v * scale;
 }
 
-void gp_domain_size_pci_hole(GpDomain *d)
+static guint64 hole_kib(xmlNodePtr hole)
+{
+    return size_bytes(hole) / 1024;
+}
+
+void gp_domain_size_pci_hole(GpDomain *d, GPtrArray *notes)
 {
     xmlNodePtr devices = child(d->root, "devices", NULL);
     xmlNodePtr hole;
@@ -870,10 +907,208 @@ void gp_domain_size_pci_hole(GpDomain *d)
     if (!hole) {
         hole = xmlNewChild(root_controller(devices), NULL,
                            BAD_CAST "pcihole64", NULL);
+    } else {
+        g_ptr_array_add(notes, g_strdup_printf("<pcihole64> of %"
+                        G_GUINT64_FORMAT " KiB is too small for the GPUs' "
+                        "64-bit BARs: raised to %" G_GUINT64_FORMAT " KiB",
+                        hole_kib(hole), need));
     }
     text = g_strdup_printf("%" G_GUINT64_FORMAT, need);
     xmlNodeSetContent(hole, BAD_CAST text);
     xmlSetProp(hole, BAD_CAST "unit", BAD_CAST "KiB");
+}
+
+bool gp_domain_boots_ovmf(const GpDomain *d)
+{
+    xmlNodePtr os = child(d->root, "os", NULL);
+    g_autofree xmlChar *loader = os ? xmlNodeGetContent(child(os, "loader",
+                                                              NULL)) : NULL;
+
+    return (os && prop_equals(os, "firmware", "efi")) ||
+           (loader && (strstr((const char *)loader, "OVMF") ||
+                       strstr((const char *)loader, "edk2")));
+}
+
+#define OVMF_MMIO64_PREFIX "name=opt/ovmf/X-PciMmio64Mb,string="
+
+/* The <qemu:arg> that follows a "-fw_cfg" and sets X-PciMmio64Mb. */
+static xmlNodePtr ovmf_mmio64_arg(const GpDomain *d)
+{
+    xmlNodePtr cl = child(d->root, "commandline", qemu_ns_any());
+    xmlNodePtr a, found = NULL;
+    bool after_fw_cfg = false;
+
+    for (a = cl ? cl->children : NULL; a; a = a->next) {
+        g_autofree xmlChar *v = NULL;
+
+        if (!is_element(a, "arg")) {
+            continue;
+        }
+        v = xmlGetProp(a, BAD_CAST "value");
+        if (v && after_fw_cfg &&
+            g_str_has_prefix((const char *)v, OVMF_MMIO64_PREFIX)) {
+            found = a;          /* the last one wins, as in QEMU */
+        }
+        after_fw_cfg = v && !xmlStrcmp(v, BAD_CAST "-fw_cfg");
+    }
+    return found;
+}
+
+static void add_qemu_arg(xmlNodePtr commandline, xmlNsPtr ns,
+                         const char *value)
+{
+    xmlNodePtr a = xmlNewChild(commandline, ns, BAD_CAST "arg", NULL);
+
+    xmlNewProp(a, BAD_CAST "value", BAD_CAST value);
+}
+
+/*
+ * OVMF's 64-bit aperture: its fixed 32 GiB (or an eighth of the address
+ * space, in builds that size it) would leave large BARs unplaced, and
+ * opt/ovmf/X-PciMmio64Mb is the only way libvirt lets us set it. An
+ * operator's value that holds the window is kept; a smaller one is raised
+ * (it only sizes the aperture, the guest's ABI does not change).
+ */
+static bool size_ovmf_aperture(GpDomain *d, guint64 window, guint64 hole,
+                               GPtrArray *notes, GError **errp)
+{
+    xmlNodePtr arg = ovmf_mmio64_arg(d);
+    g_autofree char *value = g_strdup_printf(OVMF_MMIO64_PREFIX
+                                             "%" G_GUINT64_FORMAT,
+                                             MAX(window, hole) >> 20);
+    g_autofree xmlChar *have = arg ? xmlGetProp(arg, BAD_CAST "value") :
+                               NULL;
+    xmlNsPtr ns;
+    guint64 mb;
+
+    if (have) {
+        if (!g_ascii_string_to_unsigned((const char *)have +
+                                        strlen(OVMF_MMIO64_PREFIX), 10, 1,
+                                        G_MAXUINT64 >> 20, &mb, NULL)) {
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: <qemu:arg "
+                        "value='%s'>: X-PciMmio64Mb is not a number of MiB",
+                        d->name, (const char *)have);
+            return false;
+        }
+        if (mb << 20 >= window) {
+            return true;
+        }
+        g_ptr_array_add(notes, g_strdup_printf("<qemu:arg value='%s'> gives "
+                        "OVMF a %" G_GUINT64_FORMAT " MiB 64-bit aperture, "
+                        "too small for the GPUs' %" G_GUINT64_FORMAT " MiB "
+                        "of BARs: raised to '%s'", (const char *)have, mb,
+                        window >> 20, value));
+        xmlSetProp(arg, BAD_CAST "value", BAD_CAST value);
+        return true;
+    }
+    if (window <= GP_OVMF_FIXED_MMIO64) {
+        return true;            /* OVMF's own aperture holds them */
+    }
+    ns = ensure_qemu_ns(d);
+    arg = child_or_new(d->root, "commandline", ns);
+    add_qemu_arg(arg, ns, "-fw_cfg");
+    add_qemu_arg(arg, ns, value);
+    return true;
+}
+
+/*
+ * The guest's physical address width (<cpu><maxphysaddr>), wide enough
+ * for RAM and the 64-bit hole. passthrough (the host's width) where the
+ * CPU is the host's, which libvirt requires for it; else emulate with the
+ * bits needed, which libvirt checks against the host's at start. An
+ * operator's <maxphysaddr> too narrow is refused, not changed: the width
+ * is part of the guest's ABI (and of where it may migrate).
+ */
+static bool size_guest_address(GpDomain *d, unsigned host_bits,
+                               unsigned want, GPtrArray *notes,
+                               GError **errp)
+{
+    xmlNodePtr cpu = child(d->root, "cpu", NULL);
+    xmlNodePtr mp = child(cpu, "maxphysaddr", NULL);
+    bool host_cpu = cpu && (prop_equals(cpu, "mode", "host-passthrough") ||
+                            prop_equals(cpu, "mode", "maximum"));
+    unsigned have, limit;
+
+    if (mp && prop_equals(mp, "mode", "emulate")) {
+        if (!prop_uint(mp, "bits", &have) || have < want) {
+            g_autofree xmlChar *bits = xmlGetProp(mp, BAD_CAST "bits");
+
+            g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: <cpu>"
+                        "<maxphysaddr mode='emulate' bits='%s'/>: the GPUs' "
+                        "64-bit BARs need %u guest physical address bits; "
+                        "gpup2p does not change a width the domain sets (it "
+                        "is part of the guest's ABI): set bits='%u' or more",
+                        d->name, bits ? (const char *)bits : "", want, want);
+            return false;
+        }
+        return true;
+    }
+    if (mp && prop_uint(mp, "limit", &limit) && limit < want) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: <cpu><maxphysaddr "
+                    "limit='%u'/>: the GPUs' 64-bit BARs need %u guest "
+                    "physical address bits; gpup2p does not change a limit "
+                    "the domain sets: raise or remove it", d->name, limit,
+                    want);
+        return false;
+    }
+    if (host_bits && host_bits < want) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_INVALID, "%s: the GPUs' 64-bit "
+                    "BARs need %u guest physical address bits, and this "
+                    "host's CPUs have %u: give these GPUs to more than one "
+                    "VM", d->name, want, host_bits);
+        return false;
+    }
+    if (mp || (host_cpu ? host_bits >= want && host_bits :
+               want <= GP_QEMU_DEFAULT_PHYS_BITS)) {
+        return true;            /* the width QEMU gives already holds them */
+    }
+    cpu = cpu ? cpu : xmlNewChild(d->root, NULL, BAD_CAST "cpu", NULL);
+    mp = xmlNewChild(cpu, NULL, BAD_CAST "maxphysaddr", NULL);
+    if (host_cpu) {
+        xmlNewProp(mp, BAD_CAST "mode", BAD_CAST "passthrough");
+        return true;
+    }
+    {
+        g_autofree char *bits = g_strdup_printf("%u", want);
+
+        xmlNewProp(mp, BAD_CAST "mode", BAD_CAST "emulate");
+        xmlNewProp(mp, BAD_CAST "bits", BAD_CAST bits);
+    }
+    if (!host_bits) {
+        g_ptr_array_add(notes, g_strdup_printf("<maxphysaddr mode='emulate' "
+                        "bits='%u'/> written, but this host's address width "
+                        "is unknown (no 'address sizes' in proc/cpuinfo): "
+                        "libvirt refuses the VM where its CPUs have fewer",
+                        want));
+    }
+    return true;
+}
+
+bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
+                               GPtrArray *notes, GError **errp)
+{
+    g_autoptr(GPtrArray) devs = g_ptr_array_new();
+    xmlNodePtr hole = child(root_controller_find(d), "pcihole64", NULL);
+    guint64 memory = size_bytes(child(d->root, "memory", NULL));
+    guint64 window, hole_bytes = hole ? hole_kib(hole) * 1024 : 0;
+    guint i;
+
+    for (i = 0; i < d->gpus->len; i++) {
+        g_ptr_array_add(devs, (gpointer)((const GpDomainHostdev *)
+                        g_ptr_array_index(d->gpus, i))->dev);
+    }
+    window = gp_devices_mmio64_size(devs);
+    if (!window) {
+        return true;
+    }
+    if (gp_domain_boots_ovmf(d) &&
+        !size_ovmf_aperture(d, window, hole_bytes, notes, errp)) {
+        return false;
+    }
+    return size_guest_address(d, host_bits,
+                              gp_guest_bits_for_bars(memory, window,
+                                                     hole_bytes),
+                              notes, errp);
 }
 
 char *gp_domain_machine(const GpDomain *d)
@@ -1085,19 +1320,26 @@ static void qemu_leaf_lines(xmlNodePtr n, GString *chain, GPtrArray *out)
 
 /*
  * What of @d the transform answers for, one line each: every QEMU
- * namespace element (overrides, command-line arguments), each PCI
- * hostdev's alias (the overrides name the devices by it), <emulator> and
- * <pcihole64>.
+ * namespace element (overrides, command-line arguments), <maxphysaddr>,
+ * each PCI hostdev's alias (the overrides name the devices by it),
+ * <emulator> and <pcihole64>.
  */
 static GPtrArray *written_lines(const GpDomain *d)
 {
     GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GString) chain = g_string_new(NULL);
     xmlNodePtr devices = child(d->root, "devices", NULL);
-    xmlNodePtr c, hole;
+    xmlNodePtr c, hole, mp;
     guint i;
 
     qemu_leaf_lines(d->root, chain, out);
+    mp = child(child(d->root, "cpu", NULL), "maxphysaddr", NULL);
+    if (mp) {
+        g_string_assign(chain, "<maxphysaddr");
+        append_attrs(chain, mp);
+        g_string_append(chain, "/> in <cpu>");
+        g_ptr_array_add(out, g_strdup(chain->str));
+    }
     for (i = 0; i < d->hostdevs->len; i++) {
         const GpDomainHostdev *h = g_ptr_array_index(d->hostdevs, i);
 

@@ -83,8 +83,23 @@ bool gp_domain_guest_nvidia(const GpDomain *d, const GpDomainHostdev *h);
  * them, and knows none of the extension's).
  */
 void gp_domain_set_stock(GpDomain *d, const GpPlan *plan);
-/* Grow <pcihole64> to hold the GPUs' 64-bit BARs. */
-void gp_domain_size_pci_hole(GpDomain *d);
+/* Grow <pcihole64> to hold the GPUs' 64-bit BARs; a line in @notes
+ * (char *) where the domain's own was too small. */
+void gp_domain_size_pci_hole(GpDomain *d, GPtrArray *notes);
+/* <os firmware='efi'>, or a <loader> naming OVMF or edk2. */
+bool gp_domain_boots_ovmf(const GpDomain *d);
+/*
+ * After gp_domain_size_pci_hole(): what else the VM needs to place the
+ * GPUs' 64-bit BARs. The guest's address width (<cpu><maxphysaddr>, by
+ * gp_guest_bits_for_bars(), against @host_bits, the host CPUs' width, 0
+ * unknown) and, where the domain boots OVMF, its 64-bit aperture (-fw_cfg
+ * opt/ovmf/X-PciMmio64Mb in <qemu:commandline>). What the domain sets and
+ * is large enough is kept; a too small aperture is raised, saying so in
+ * @notes (char *); a too narrow <maxphysaddr>, or a host narrower than
+ * needed, fails naming the element and the bits needed.
+ */
+bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
+                               GPtrArray *notes, GError **errp);
 /* <os><type machine=...>, NULL when it names none. */
 char *gp_domain_machine(const GpDomain *d);
 /*
@@ -120,8 +135,8 @@ bool gp_domain_hides_kvm(const GpDomain *d);
  * @kept (libvirt's read-back) lacks, "\n  " before each; "" when it kept
  * all of it; NULL (and @errp) when either does not parse. Compared: every
  * element of the QEMU namespace with its attributes (overrides and their
- * property values, command-line arguments), the hostdevs' aliases,
- * <emulator> and <pcihole64>.
+ * property values, command-line arguments), <maxphysaddr>, the
+ * hostdevs' aliases, <emulator> and <pcihole64>.
  */
 char *gp_domain_lost(const char *wrote, const char *kept, const char *name,
                      GError **errp);

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Large BARs in a VM: how many guest physical address bits a 64-bit BAR
+ * window needs, OVMF's aperture, and what mapping the BARs costs a VM's
+ * start on a given host kernel. Pure functions over numbers, shared by
+ * `gpup2p libvirt` (which writes the settings) and `gpup2p check
+ * --domain` (which judges them), so the two never disagree.
+ */
+#ifndef GPUP2P_BAR_PLAN_H
+#define GPUP2P_BAR_PLAN_H
+
+#include <glib.h>
+#include <stdbool.h>
+
+/* QEMU's default guest physical address width for named CPU models. */
+#define GP_QEMU_DEFAULT_PHYS_BITS 40
+/* OVMF's fixed 64-bit aperture when it cannot size it dynamically. */
+#define GP_OVMF_FIXED_MMIO64 (32ULL << 30)
+
+/*
+ * The bytes one @unit of a libvirt size stands for (libvirt's units:
+ * "b", "KiB", "MB", "G", ...; NULL: @default_scale); false for a unit
+ * libvirt does not know.
+ */
+bool gp_libvirt_unit_scale(const char *unit, guint64 default_scale,
+                           guint64 *scale);
+
+/* The smallest n with 2^n >= @v. */
+unsigned gp_log2_ceil(guint64 v);
+
+/*
+ * The guest physical address bits a VM with @memory bytes of RAM needs
+ * for a 64-bit BAR window of @window bytes (the BARs packed with
+ * alignment) inside a pci-hole64 of @hole bytes (0: as large as the
+ * window). Two rules, the larger wins: OVMF sizes its dynamic aperture to
+ * an eighth of the address space (log2(window) + 3 bits), and QEMU
+ * refuses to start where the hole, above RAM and the 4 GiB below it, ends
+ * past the address width ("phys-bits too low").
+ */
+unsigned gp_guest_bits_for_bars(guint64 memory, guint64 window,
+                                guint64 hole);
+
+/* What mapping a VM's BARs through VFIO type1 costs its start. */
+typedef struct {
+    bool known;             /* false: no figure for this kernel */
+    bool per_gib;           /* grows with the BARs: seconds = GiB * figure */
+    double seconds;         /* the prediction for the BARs given */
+    const char *figure;     /* the measured figure, in words */
+    const char *source;     /* where it is: docs/results.md and section */
+    const char *why;        /* the kernel behaviour behind it */
+} GpStartCost;
+
+/*
+ * The start cost of mapping @bar_bytes of BARs through type1 on a host
+ * running Linux @release (uname -r; NULL: not known), from the figures
+ * measured in docs/results.md: Linux 6.12 maps a BAR 4 KiB at a time
+ * (about 0.35 s per GiB), 7.x maps aligned huge pfnmaps at once (0.4 ms
+ * for 64 GiB, measured on 7.3). Any other release: not known, no guess.
+ */
+void gp_start_cost_predict(const char *release, guint64 bar_bytes,
+                           GpStartCost *out);
+
+#endif /* GPUP2P_BAR_PLAN_H */
