@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gpup2p/mirror.h"
+#include "gpup2p/rdma.h"
 
 static void node_free(gpointer p)
 {
@@ -13,11 +14,20 @@ static void node_free(gpointer p)
     g_free(n);
 }
 
+static void nic_place_free(gpointer p)
+{
+    GpMirrorNicPlace *np = p;
+
+    g_free(np->reason);
+    g_free(np);
+}
+
 void gp_mirror_free(GpMirror *m)
 {
     if (!m) {
         return;
     }
+    g_ptr_array_free(m->nic_places, TRUE);
     g_ptr_array_free(m->expanders, TRUE);
     g_ptr_array_free(m->nodes, TRUE);
     g_array_free(m->cell_host_node, TRUE);
@@ -441,6 +451,169 @@ static void assign_cells(GpMirror *m)
     }
 }
 
+static const GpMirrorNode *node_of(const GpMirror *m, const GpDevice *dev)
+{
+    guint i;
+
+    for (i = 0; i < m->nodes->len; i++) {
+        const GpMirrorNode *n = g_ptr_array_index(m->nodes, i);
+
+        if (n->kind == GP_MIRROR_ENDPOINT && n->host == dev) {
+            return n;
+        }
+    }
+    return NULL;
+}
+
+/* The nearest node above both @a and @b, or NULL. */
+static const GpMirrorNode *meeting_node(const GpMirrorNode *a,
+                                        const GpMirrorNode *b)
+{
+    const GpMirrorNode *x, *y;
+
+    for (x = a->parent; x; x = x->parent) {
+        for (y = b->parent; y; y = y->parent) {
+            if (x == y) {
+                return x;
+            }
+        }
+    }
+    return NULL;
+}
+
+static char *partner_reason(const GpMirrorNicPlace *np)
+{
+    const GpMirrorNode *at = np->meeting;
+    g_autofree char *where = NULL;
+
+    if (!at) {
+        where = g_strdup("on different guest host bridges");
+    } else if (at->kind == GP_MIRROR_SWITCH_UP) {
+        where = g_strdup_printf("both under emulated switch %s (guest %s, "
+                                "host %s)", at->id, at->guest_bdf,
+                                at->host->bdf);
+    } else if (at->kind == GP_MIRROR_ROOT_PORT) {
+        where = g_strdup_printf("both below root port %s (guest %s)",
+                                at->id, at->guest_bdf);
+    } else {
+        where = g_strdup_printf("both on guest host bridge %s (guest %s), "
+                                "on root ports of their own", at->id,
+                                at->guest_bdf);
+    }
+    return g_strdup_printf("NIC %s (guest %s) is placed beside GPU %s "
+                           "(guest %s), its GPUDirect RDMA partner on the "
+                           "host (%s): %s, as on the host",
+                           np->nic->host->bdf, np->nic->guest_bdf,
+                           np->gpu->host->bdf, np->gpu->guest_bdf,
+                           gp_path_type_name(np->host_path), where);
+}
+
+/* Why @nic has no partner: its nearest GPUs of the host (@nearest, @path
+ * from it) are not assigned, and how far the nearest assigned one is. */
+static char *lone_reason(const GpMirrorNode *nic, const GPtrArray *nearest,
+                         GpPathType path, const GPtrArray *devs)
+{
+    g_autoptr(GString) names = g_string_new(NULL);
+    g_autofree char *assigned = NULL;
+    const GpDevice *best = NULL;
+    GpPathType best_path = GP_PATH_SYS;
+    guint i;
+
+    if (!nearest->len) {
+        return g_strdup_printf("NIC %s (guest %s) has no assigned GPU "
+                               "partner: the host has no GPU; placed by "
+                               "its own host path", nic->host->bdf,
+                               nic->guest_bdf);
+    }
+    for (i = 0; i < nearest->len; i++) {
+        g_string_append_printf(names, "%s%s", i ? ", " : "",
+                               ((const GpDevice *)
+                                g_ptr_array_index(nearest, i))->bdf);
+    }
+    for (i = 0; i < devs->len; i++) {
+        const GpDevice *dev = g_ptr_array_index(devs, i);
+        GpPathType t;
+
+        if (!gp_device_is_gpu(dev)) {
+            continue;
+        }
+        t = gp_path_classify(nic->host, dev);
+        if (!best || t < best_path) {
+            best = dev;
+            best_path = t;
+        }
+    }
+    assigned = best ? g_strdup_printf("the nearest assigned GPU, %s, is %s "
+                                      "from it", best->bdf,
+                                      gp_path_type_name(best_path)) :
+                      g_strdup("no GPU is assigned");
+    return g_strdup_printf("NIC %s (guest %s) has no assigned GPU partner: "
+                           "its nearest GPUs on the host (%s: %s) are not "
+                           "assigned and %s; placed by its own host path",
+                           nic->host->bdf, nic->guest_bdf, names->str,
+                           gp_path_type_name(path), assigned);
+}
+
+/*
+ * Each assigned RDMA NIC with the GPU it pairs with on the host, where
+ * that GPU is assigned: the pairing is gp_rdma_pairs() over every GPU of
+ * the host, so the guest keeps the host's pairs rather than making new
+ * ones from whatever GPUs this guest happens to get.
+ */
+static void place_nics(GpMirror *m, const GpTopology *topo,
+                       const GPtrArray *devs)
+{
+    g_autoptr(GPtrArray) nics = g_ptr_array_new();
+    g_autoptr(GPtrArray) gpus = g_ptr_array_new();
+    g_autoptr(GPtrArray) pairs = NULL;
+    guint i, j;
+
+    for (i = 0; i < devs->len; i++) {
+        if (gp_device_is_rdma_nic(g_ptr_array_index(devs, i))) {
+            g_ptr_array_add(nics, g_ptr_array_index(devs, i));
+        }
+    }
+    if (!nics->len) {
+        return;
+    }
+    for (i = 0; i < topo->devices->len; i++) {
+        if (gp_device_is_gpu(g_ptr_array_index(topo->devices, i))) {
+            g_ptr_array_add(gpus, g_ptr_array_index(topo->devices, i));
+        }
+    }
+    pairs = gp_rdma_pairs(topo, nics, gpus);
+    for (i = 0; i < nics->len; i++) {
+        const GpDevice *nic = g_ptr_array_index(nics, i);
+        GpMirrorNicPlace *np = g_new0(GpMirrorNicPlace, 1);
+        g_autoptr(GPtrArray) nearest = g_ptr_array_new();
+        GpPathType path = GP_PATH_SYS;
+
+        np->nic = node_of(m, nic);
+        for (j = 0; j < pairs->len; j++) {
+            const GpRdmaPair *pair = g_ptr_array_index(pairs, j);
+            const GpMirrorNode *gpu;
+
+            if (pair->nic != nic) {
+                continue;
+            }
+            g_ptr_array_add(nearest, (gpointer)pair->gpu);
+            path = pair->path;
+            gpu = node_of(m, pair->gpu);
+            if (gpu && !np->gpu) {
+                np->gpu = gpu;
+                np->host_path = pair->path;
+            }
+        }
+        if (np->gpu) {
+            np->meeting = meeting_node(np->nic, np->gpu);
+            np->reason = partner_reason(np);
+        } else {
+            np->reason = lone_reason(np->nic, nearest, path, devs);
+        }
+        g_ptr_array_add(m->nic_places, np);
+    }
+}
+
 GpMirror *gp_mirror_plan(const GpTopology *topo, const char *const *bdfs,
                          bool (*slot_taken)(unsigned slot, void *opaque),
                          void *opaque, GError **errp)
@@ -454,6 +627,7 @@ GpMirror *gp_mirror_plan(const GpTopology *topo, const char *const *bdfs,
     m->nodes = g_ptr_array_new_with_free_func(node_free);
     m->expanders = g_ptr_array_new();
     m->cell_host_node = g_array_new(FALSE, FALSE, sizeof(int));
+    m->nic_places = g_ptr_array_new_with_free_func(nic_place_free);
     devs = select_devices(topo, bdfs, errp);
     if (!devs) {
         return NULL;
@@ -500,6 +674,7 @@ GpMirror *gp_mirror_plan(const GpTopology *topo, const char *const *bdfs,
         order_nodes(m, g_ptr_array_index(m->expanders, i));
     }
     name_nodes(m);
+    place_nics(m, topo, devs);
     return g_steal_pointer(&m);
 }
 
@@ -516,6 +691,22 @@ const GpMirrorNode *gp_mirror_find(const GpMirror *m, const char *bdf)
 
         if (n->host && !strcmp(n->host->bdf, norm)) {
             return n;
+        }
+    }
+    return NULL;
+}
+
+const GpMirrorNicPlace *gp_mirror_nic_place(const GpMirror *m,
+                                            const char *bdf)
+{
+    const GpMirrorNode *n = gp_mirror_find(m, bdf);
+    guint i;
+
+    for (i = 0; n && i < m->nic_places->len; i++) {
+        const GpMirrorNicPlace *np = g_ptr_array_index(m->nic_places, i);
+
+        if (np->nic == n) {
+            return np;
         }
     }
     return NULL;

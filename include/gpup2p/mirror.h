@@ -14,7 +14,7 @@
 #ifndef GPUP2P_MIRROR_H
 #define GPUP2P_MIRROR_H
 
-#include "gpup2p/topo.h"
+#include "gpup2p/p2p.h"
 
 typedef enum {
     GP_MIRROR_EXPANDER,     /* an extra host bridge on pcie.0 */
@@ -51,10 +51,33 @@ struct GpMirrorNode {
     unsigned link_width;
 };
 
+/*
+ * Where an assigned RDMA NIC went, beside which GPU, and why. Its partner
+ * is the GPU it pairs with on the host (gp_rdma_pairs(): its nearest GPUs
+ * of the host by path class), where that GPU is assigned too. NCCL uses
+ * GPUDirect RDMA only when the NIC and GPU are close in its topology
+ * (PXB or nearer by default), so a host switch they share must stay in
+ * the guest: the plan keeps every host switch where two of the devices
+ * meet, so the pair gets one emulated switch wherever the host gives them
+ * one. Without an assigned partner the NIC is placed by its host path
+ * alone, and the reason says so.
+ */
+typedef struct GpMirrorNicPlace {
+    const GpMirrorNode *nic;
+    const GpMirrorNode *gpu;    /* its assigned partner; NULL: none */
+    /* The nearest guest node above both: a switch's upstream port, a root
+     * port or an expander; NULL where they meet only above the expanders
+     * or there is no partner. */
+    const GpMirrorNode *meeting;
+    GpPathType host_path;       /* NIC to partner on the host */
+    char *reason;               /* one sentence for the operator */
+} GpMirrorNicPlace;
+
 typedef struct GpMirror {
     GPtrArray *nodes;           /* every node, parents before children */
     GPtrArray *expanders;       /* in host bridge order */
     GArray *cell_host_node;     /* int: host node of guest node i */
+    GPtrArray *nic_places;      /* GpMirrorNicPlace *, by NIC host BDF */
 } GpMirror;
 
 /* pcie.0 slots the expanders take, from the highest down. */
@@ -72,6 +95,10 @@ GpMirror *gp_mirror_plan(const GpTopology *topo, const char *const *bdfs,
                          void *opaque, GError **errp);
 void gp_mirror_free(GpMirror *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpMirror, gp_mirror_free)
+
+/* The placement of assigned RDMA NIC @bdf, or NULL. */
+const GpMirrorNicPlace *gp_mirror_nic_place(const GpMirror *m,
+                                            const char *bdf);
 
 /* The node standing for host device @bdf, or NULL. */
 const GpMirrorNode *gp_mirror_find(const GpMirror *m, const char *bdf);

@@ -421,6 +421,143 @@ static void test_nccl_topo(void)
     g_string_free(w.seen, TRUE);
 }
 
+/* The guest's path class between two assigned host devices. */
+static GpPathType guest_class(const GpMirror *m, const char *a,
+                              const char *b)
+{
+    g_autoptr(GpTopology) guest = guest_topology(m);
+
+    return gp_path_classify(gp_topo_find(guest, guest_of(m, a)),
+                            gp_topo_find(guest, guest_of(m, b)));
+}
+
+/* Each NIC of the hidden-style host shares its switch with two GPUs: it
+ * goes beside the first of them, under the emulated switch standing for
+ * that host switch. */
+static void test_nic_beside_gpu(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GpMirror) m = NULL;
+    const GpMirrorNicPlace *np;
+
+    hidden_host(sb);
+    t = read_ok(sb_root(sb));
+    m = plan_ok(t, hidden_bdfs);
+    g_assert_cmpuint(m->nic_places->len, ==, 2);
+    np = gp_mirror_nic_place(m, "0000:15:00.0");
+    g_assert_nonnull(np);
+    g_assert_nonnull(np->gpu);
+    g_assert_cmpstr(np->gpu->host->bdf, ==, "0000:13:00.0");
+    g_assert_cmpint(np->host_path, ==, GP_PATH_PIX);
+    g_assert_nonnull(np->meeting);
+    g_assert_cmpint(np->meeting->kind, ==, GP_MIRROR_SWITCH_UP);
+    g_assert_cmpstr(np->meeting->host->bdf, ==, "0000:11:00.0");
+    g_assert_true(np->nic->parent->parent == np->meeting);
+    g_assert_cmpint(guest_class(m, "0000:15:00.0", "0000:13:00.0"), ==,
+                    GP_PATH_PIX);
+    g_test_message("%s", np->reason);
+    g_assert_nonnull(strstr(np->reason, "NIC 0000:15:00.0 (guest "
+                            "0000:85:00.0) is placed beside GPU "
+                            "0000:13:00.0 (guest 0000:83:00.0)"));
+    g_assert_nonnull(strstr(np->reason, "under emulated switch gpup2p-up0 "
+                            "(guest 0000:81:00.0, host 0000:11:00.0)"));
+    np = gp_mirror_nic_place(m, "0000:95:00.0");
+    g_assert_nonnull(np);
+    g_assert_cmpstr(np->gpu->host->bdf, ==, "0000:93:00.0");
+    g_assert_cmpstr(np->meeting->host->bdf, ==, "0000:91:00.0");
+    g_assert_null(gp_mirror_nic_place(m, "0000:13:00.0"));
+}
+
+/* Without its host partners the NIC keeps its own host path (a switch
+ * holding only it is left out) and the reason names what is missing. */
+static void test_nic_without_partner(void)
+{
+    static const char *const far_gpu[] = { "0000:15:00.0", "0000:a3:00.0",
+                                           NULL };
+    static const char *const alone[] = { "0000:15:00.0", NULL };
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GpMirror) m = NULL;
+    const GpMirrorNicPlace *np;
+
+    hidden_host(sb);
+    t = read_ok(sb_root(sb));
+    m = plan_ok(t, far_gpu);
+    np = gp_mirror_nic_place(m, "0000:15:00.0");
+    g_assert_nonnull(np);
+    g_assert_null(np->gpu);
+    g_assert_null(np->meeting);
+    g_assert_cmpint(np->nic->parent->kind, ==, GP_MIRROR_ROOT_PORT);
+    g_test_message("%s", np->reason);
+    g_assert_nonnull(strstr(np->reason, "NIC 0000:15:00.0 (guest "
+                            "0000:81:00.0) has no assigned GPU partner: its "
+                            "nearest GPUs on the host (0000:13:00.0, "
+                            "0000:14:00.0: PIX) are not assigned and the "
+                            "nearest assigned GPU, 0000:a3:00.0, is SYS "
+                            "from it; placed by its own host path"));
+    g_clear_pointer(&m, gp_mirror_free);
+    m = plan_ok(t, alone);
+    np = gp_mirror_nic_place(m, "0000:15:00.0");
+    g_assert_null(np->gpu);
+    g_assert_nonnull(strstr(np->reason, "are not assigned and no GPU is "
+                            "assigned"));
+}
+
+/*
+ * NVIDIA's "inline" shape: the NIC on a port of a ConnectX switch, the
+ * GPUs below a second switch on another of its ports. The pair meets at
+ * the ConnectX switch (PXB), and so does the guest.
+ *   00:01.0 rp > 01:00.0 CX up > 02:00.0 CX down > 03:00.0 NIC (IB)
+ *                              > 02:01.0 CX down > 04:00.0 up
+ *                                > 05:00.0 down > 06:00.0 GPU
+ *                                > 05:01.0 down > 07:00.0 GPU
+ */
+static void test_nic_inline_switch(void)
+{
+    static const char *const bdfs[] = { "0000:03:00.0", "0000:06:00.0",
+                                        "0000:07:00.0", NULL };
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GpMirror) m = NULL;
+    const GpMirrorNicPlace *np;
+
+    sb_cpu(sb, "GenuineIntel", 6);
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x09a2,
+           0x060000, 0, -1, NULL);
+    sb_add(sb, NULL, "0000:00:01.0", SB_ROOT_PORT, 0x8086, 0x347a,
+           0x060400, 0, 1, "pcieport");
+    sb_add(sb, "0000:00:01.0", "0000:01:00.0", SB_SWITCH_UP, 0x15b3, 0x197c,
+           0x060400, 0, 2, "pcieport");
+    sb_add(sb, "0000:01:00.0", "0000:02:00.0", SB_SWITCH_DOWN, 0x15b3,
+           0x1979, 0x060400, 0, 3, "pcieport");
+    sb_add(sb, "0000:01:00.0", "0000:02:01.0", SB_SWITCH_DOWN, 0x15b3,
+           0x1979, 0x060400, 0, 4, "pcieport");
+    sb_add(sb, "0000:02:00.0", "0000:03:00.0", SB_ENDPOINT, 0x15b3, 0x1023,
+           0x020700, 0, 5, "vfio-pci");
+    sb_add(sb, "0000:02:01.0", "0000:04:00.0", SB_SWITCH_UP, 0x1000, 0xc030,
+           0x060400, 0, 6, "pcieport");
+    sb_add(sb, "0000:04:00.0", "0000:05:00.0", SB_SWITCH_DOWN, 0x1000,
+           0xc030, 0x060400, 0, 7, "pcieport");
+    sb_add(sb, "0000:04:00.0", "0000:05:01.0", SB_SWITCH_DOWN, 0x1000,
+           0xc030, 0x060400, 0, 8, "pcieport");
+    sb_add(sb, "0000:05:00.0", "0000:06:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           0x030200, 0, 9, "vfio-pci");
+    sb_add(sb, "0000:05:01.0", "0000:07:00.0", SB_ENDPOINT, 0x10de, 0x2335,
+           0x030200, 0, 10, "vfio-pci");
+    t = read_ok(sb_root(sb));
+    m = plan_ok(t, bdfs);
+    np = gp_mirror_nic_place(m, "0000:03:00.0");
+    g_assert_nonnull(np);
+    g_assert_cmpstr(np->gpu->host->bdf, ==, "0000:06:00.0");
+    g_assert_cmpint(np->host_path, ==, GP_PATH_PXB);
+    g_assert_cmpint(np->meeting->kind, ==, GP_MIRROR_SWITCH_UP);
+    g_assert_cmpstr(np->meeting->host->bdf, ==, "0000:01:00.0");
+    g_assert_cmpint(guest_class(m, "0000:03:00.0", "0000:06:00.0"), ==,
+                    GP_PATH_PXB);
+    assert_classes_kept(t, m, bdfs);
+}
+
 static void expect_plan_error(const GpTopology *t, const char *const *bdfs,
                               const char *needle)
 {
@@ -548,6 +685,9 @@ int main(int argc, char **argv)
     g_test_add_func("/mirror/fixture/vhost-two-numa", test_vhost_fixture);
     g_test_add_func("/mirror/fixture/vhost-hidden", test_hidden_fixture);
     g_test_add_func("/mirror/hidden-style", test_hidden_style);
+    g_test_add_func("/mirror/nic-beside-gpu", test_nic_beside_gpu);
+    g_test_add_func("/mirror/nic-without-partner", test_nic_without_partner);
+    g_test_add_func("/mirror/nic-inline-switch", test_nic_inline_switch);
     g_test_add_func("/mirror/stable", test_stable);
     g_test_add_func("/mirror/nccl-topo", test_nccl_topo);
     g_test_add_func("/mirror/errors", test_errors);

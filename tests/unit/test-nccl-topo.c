@@ -569,6 +569,50 @@ static void test_mirror_file(void)
     reader_clear(&r);
 }
 
+/*
+ * The host's file for a mirrored guest that gets GPU A, its RoCE NIC
+ * neighbour and GPU B (nic_beside_gpu()): NCCL hangs a <nic> and a <gpu>
+ * under the <pci> whose busid is the device's, so the NIC's <pci> and GPU
+ * A's must both sit directly under the <pci> of the emulated switch that
+ * stands for their host switch, and GPU B outside it.
+ */
+static void test_mirror_nic_beside_gpu(void)
+{
+    static const char *const bdfs[] = { "0000:03:00.0", "0000:04:00.0",
+                                        "0000:05:00.0", NULL };
+    g_autoptr(SysfsBuilder) sb = nic_beside_gpu();
+    g_autoptr(GpTopology) topo = gp_topo_read(sb_root(sb), NULL);
+    g_autoptr(GpMirror) m = NULL;
+    g_autofree char *xml = NULL, *under_switch = NULL;
+    const GpMirrorNode *sw, *nic, *gpu_a, *gpu_b;
+    Reader r;
+
+    g_assert_nonnull(topo);
+    m = gp_mirror_plan(topo, bdfs, NULL, NULL, NULL);
+    g_assert_nonnull(m);
+    sw = gp_mirror_find(m, "0000:01:00.0");
+    nic = gp_mirror_find(m, "0000:04:00.0");
+    gpu_a = gp_mirror_find(m, "0000:03:00.0");
+    gpu_b = gp_mirror_find(m, "0000:05:00.0");
+    g_assert_nonnull(sw);
+    g_assert_cmpint(sw->kind, ==, GP_MIRROR_SWITCH_UP);
+    g_assert_true(gp_mirror_nic_place(m, "0000:04:00.0")->gpu == gpu_a);
+    xml = gp_mirror_nccl_topo(m);
+    if (!nccl_read(xml, &r)) {
+        g_test_message("%s\n%s", r.error, xml);
+    }
+    g_assert_null(r.error);
+    under_switch = g_strdup_printf("%s cpu0", sw->guest_bdf);
+    g_assert_cmpstr(g_hash_table_lookup(r.parents, nic->guest_bdf), ==,
+                    under_switch);
+    g_assert_cmpstr(g_hash_table_lookup(r.parents, gpu_a->guest_bdf), ==,
+                    under_switch);
+    g_assert_cmpstr(g_hash_table_lookup(r.parents, gpu_b->guest_bdf), ==,
+                    "cpu0");
+    g_assert_nonnull(strstr(xml, "class=\"0x020000\" vendor=\"0x15b3\""));
+    reader_clear(&r);
+}
+
 /* With the host's file in fw_cfg, gpup2p-verify --nccl-topo writes that
  * file and says so; without it, its own view, and says that. */
 static void test_verify_takes_host_file(void)
@@ -609,6 +653,8 @@ int main(int argc, char **argv)
     g_test_add_func("/nccl-topo/nic-misplaced-detected",
                     test_nic_misplaced_detected);
     g_test_add_func("/nccl-topo/mirror-file", test_mirror_file);
+    g_test_add_func("/nccl-topo/mirror-nic-beside-gpu",
+                    test_mirror_nic_beside_gpu);
     g_test_add_func("/nccl-topo/verify-takes-host-file",
                     test_verify_takes_host_file);
     return g_test_run();

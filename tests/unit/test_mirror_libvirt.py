@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from taplib import Tap  # noqa: E402
 
 from fixture_copy import nvidia_host  # noqa: E402
+from sysfs_tree import Tree  # noqa: E402
 from test_libvirt import _TMP, run, validate  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -248,9 +249,116 @@ def test_qemu_args(t):
     t.eq(p3.returncode, 64, "without --mirror: usage error")
 
 
+# ---- GPU-NIC pairs ----------------------------------------------------------
+
+GPU, NIC, PLX = (0x10de, 0x2335), (0x15b3, 0x1021), (0x1000, 0xc030)
+
+
+def pair_host(root):
+    """A switch holding GPU 03:00.0 and its InfiniBand NIC 04:00.0, GPU
+    05:00.0 on a root port of its own, and a second switch with GPU
+    08:00.0 and NIC 09:00.0."""
+    t = Tree(root)
+    t.cpu("GenuineIntel", 6)
+    t.add("0000:00:00.0", None, "endpoint", 0x8086, 0x09a2, 0x060000)
+    for rp, up, downs in (("0000:00:01.0", "0000:01:00.0",
+                           (("0000:02:00.0", "0000:03:00.0", GPU, 0x030200),
+                            ("0000:02:01.0", "0000:04:00.0", NIC,
+                             0x020700))),
+                          ("0000:00:03.0", "0000:06:00.0",
+                           (("0000:07:00.0", "0000:08:00.0", GPU, 0x030200),
+                            ("0000:07:01.0", "0000:09:00.0", NIC,
+                             0x020700)))):
+        t.add(rp, None, "root", 0x8086, 0x347a, 0x060400)
+        t.add(up, rp, "up", *PLX, 0x060400)
+        for down, ep, ids, cls in downs:
+            t.add(down, up, "down", *PLX, 0x060400)
+            t.add(ep, down, "endpoint", *ids, cls, driver="vfio-pci")
+    t.add("0000:00:02.0", None, "root", 0x8086, 0x347a, 0x060400)
+    t.add("0000:05:00.0", "0000:00:02.0", "endpoint", *GPU, 0x030200,
+          driver="vfio-pci")
+    t.add_verbs("mlx5_0", "0000:04:00.0")
+    t.add_verbs("mlx5_1", "0000:09:00.0")
+    t.iommu_groups()
+
+
+def switch_of(root, bdf):
+    """The index of the switch upstream port above hostdev @bdf, or None."""
+    ctl = {int(c.get("index")): c for c in root.iter("controller")
+           if c.get("type") == "pci"}
+    for hd in root.iter("hostdev"):
+        s = hd.find("source/address")
+        if "%04x:%02x:%02x.%x" % tuple(int(s.get(k), 16) for k in (
+                "domain", "bus", "slot", "function")) != bdf:
+            continue
+        down = ctl.get(int(hd.find("address").get("bus"), 16))
+        if down is None or down.get("model") != \
+                "pcie-switch-downstream-port":
+            return None
+        return int(down.find("address").get("bus"), 16)
+    return None
+
+
+def test_nic_pairs(t):
+    with tempfile.TemporaryDirectory() as d:
+        host = os.path.join(d, "host")
+        pair_host(host)
+        nccl = os.path.join(d, "nccl-topo.xml")
+        p = run_mirror(t, host, domain(["0000:03:00.0", "0000:04:00.0",
+                                        "0000:05:00.0"]),
+                       "--nccl-topo", nccl)
+        t.ok(p.returncode == 0, "libvirt --mirror with a GPU-NIC pair",
+             p.stderr)
+        root, _ = chains(p.stdout)
+        sw = switch_of(root, "0000:04:00.0")
+        t.ok(sw is not None and sw == switch_of(root, "0000:03:00.0"),
+             "libvirt: the NIC and the GPU it pairs with on the host sit "
+             "under one emulated switch", p.stdout)
+        t.eq(switch_of(root, "0000:05:00.0"), None,
+             "libvirt: the lone GPU on a root port of its own")
+        t.ok("partner" not in p.stderr, "no warning for a NIC beside its "
+             "GPU", p.stderr)
+        validate(t, p.stdout, "the domain with a GPU-NIC pair")
+        n = ET.fromstring(open(nccl).read())
+        under = {c.get("busid"): sw.get("busid")
+                 for sw in n.iter("pci") for c in sw.findall("pci")}
+        guest = {}
+        m = run("qemu-args", "--mirror", "--map", "--sysfs-root", host,
+                "0000:03:00.0", "0000:04:00.0", "0000:05:00.0")
+        for line in m.stdout.splitlines():
+            f = line.split()
+            if len(f) >= 3 and f[2] == "device":
+                guest[f[1]] = f[0]
+        t.ok(guest.get("0000:04:00.0") in under and
+             under.get(guest.get("0000:04:00.0")) ==
+             under.get(guest.get("0000:03:00.0")),
+             "NCCL file: the NIC's <pci> and its GPU's under one switch "
+             "<pci>", "%s %s" % (guest, under))
+        t.ok("is placed beside GPU 0000:03:00.0" in m.stdout and
+             "under emulated switch" in m.stdout,
+             "qemu-args --map says where the NIC went and beside which GPU",
+             m.stdout)
+
+        p = run_mirror(t, host, domain(["0000:04:00.0", "0000:05:00.0"]))
+        t.eq(p.returncode, 0, "libvirt --mirror: a NIC without its GPU")
+        t.ok("NIC 0000:04:00.0 (guest 0000:81:00.0) has no assigned GPU "
+             "partner: its nearest GPUs on the host (0000:03:00.0: PIX) "
+             "are not assigned and the nearest assigned GPU, 0000:05:00.0, "
+             "is PHB from it; placed by its own host path" in p.stderr,
+             "libvirt: the reason when a NIC has no assigned partner",
+             p.stderr)
+        q = run("qemu-args", "--mirror", "--sysfs-root", host,
+                "0000:04:00.0", "0000:05:00.0")
+        t.ok(q.returncode == 0 and "gpup2p qemu-args: warning: NIC "
+             "0000:04:00.0" in q.stderr and "warning" not in q.stdout,
+             "qemu-args: the same reason as a warning, arguments clean",
+             q.stderr)
+
+
 def test(t):
     test_hidden(t)
     test_qemu_args(t)
+    test_nic_pairs(t)
     # The capture with a node-less host bridge: the expander there gets
     # no <node>, the node-1 ones do.
     with open(os.path.join(FIX, "libvirt", "gpu-vm.xml")) as f:

@@ -35,6 +35,24 @@ static void print_map(const GpMirror *m)
     }
 }
 
+/* Where each assigned RDMA NIC went and why: under --map all of them, on
+ * stdout; otherwise those without an assigned GPU partner, as warnings,
+ * so the arguments on stdout stay clean. */
+static void print_nic_places(const GpMirror *m, bool map)
+{
+    guint i;
+
+    for (i = 0; i < m->nic_places->len; i++) {
+        const GpMirrorNicPlace *np = g_ptr_array_index(m->nic_places, i);
+
+        if (map) {
+            printf("%s%s\n", i ? "" : "\nGPUDirect RDMA:\n", np->reason);
+        } else if (!np->gpu) {
+            fprintf(stderr, "gpup2p qemu-args: warning: %s\n", np->reason);
+        }
+    }
+}
+
 /* Single quotes for the shell where a word needs them. */
 static void print_shell_word(const char *w, bool last)
 {
@@ -180,8 +198,10 @@ int gp_cmd_qemu_args(int argc, char **argv)
     }
     if (map) {
         print_map(m);
+        print_nic_places(m, true);
         return GP_EXIT_OK;
     }
+    print_nic_places(m, false);
     args = gp_mirror_qemu_args(m, cpus ? cpus : MAX(gp_mirror_cells(m), 1),
                                memory, props, &err);
     if (!args) {

@@ -578,6 +578,21 @@ static bool pass_nccl_topo(xmlDocPtr doc, const GpMirror *m,
     return true;
 }
 
+/* A NIC without an assigned GPU partner keeps its host path: say why,
+ * as NCCL will not use GPUDirect RDMA where it lands far from the GPUs. */
+static void warn_lone_nics(const GpMirror *m)
+{
+    guint i;
+
+    for (i = 0; i < m->nic_places->len; i++) {
+        const GpMirrorNicPlace *np = g_ptr_array_index(m->nic_places, i);
+
+        if (!np->gpu) {
+            fprintf(stderr, "gpup2p libvirt: warning: %s\n", np->reason);
+        }
+    }
+}
+
 bool gp_libvirt_mirror(xmlDocPtr doc, const GpTopology *topo,
                        const char *nccl_topo, const char *name,
                        GError **errp)
@@ -625,6 +640,7 @@ bool gp_libvirt_mirror(xmlDocPtr doc, const GpTopology *topo,
     if (!set_numa(doc, m, name, errp)) {
         return false;
     }
+    warn_lone_nics(m);
     add_controllers(doc, m, index_of);
     for (i = 0; i < elems->len; i++) {
         const GpMirrorNode *n = gp_mirror_find(m, g_ptr_array_index(bdfs, i));
