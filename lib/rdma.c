@@ -172,6 +172,11 @@ static gint port_cmp(gconstpointer a, gconstpointer b)
            pa->port->model_index > pb->port->model_index;
 }
 
+char *gp_rdma_port_missing(const GpRdmaPort *port)
+{
+    return gp_acs_bits_string(port->missing ? port->missing : port->need);
+}
+
 /* "0000:04:00.0 (NIC's downstream port) lacks DT", ... for unmet ports. */
 static void append_unmet_ports(GString *out, const GpRdmaPair *pair)
 {
@@ -184,7 +189,7 @@ static void append_unmet_ports(GString *out, const GpRdmaPair *pair)
         if (p->met) {
             continue;
         }
-        missing = gp_acs_bits_string(p->missing ? p->missing : p->need);
+        missing = gp_rdma_port_missing(p);
         g_string_append_printf(out, "%s%s (%s) lacks ACS %s%s",
                                out->len ? "; " : "", p->port->bdf,
                                gp_rdma_port_role_name(p->role), missing,

@@ -78,6 +78,9 @@ GPtrArray *gp_rdma_pairs(const GpTopology *topo, const GPtrArray *nics,
 const char *gp_rdma_path_kind_name(GpRdmaPathKind kind);
 /* "NIC's downstream port", "GPU's downstream port", "port", "root port". */
 const char *gp_rdma_port_role_name(GpRdmaPortRole role);
+
+/* The ACS controls @port still lacks for its pair, as "DT RR" (g_free). */
+char *gp_rdma_port_missing(const GpRdmaPort *port);
 /*
  * ACS controls as Linux's pci=config_acs= writes them: bit 6 (DT) first,
  * bit 0 (SV) last, '1' for each of @need, 'x' (left as is) elsewhere.

@@ -21,6 +21,11 @@ uname -r > $O/uname.txt
 for d in /sys/bus/pci/devices/*; do
     echo "${d##*/} $(cd "$d" && pwd -P)"
 done > $O/pci-paths.txt
+# Each GPU stand-in's address, by the runner's own lookup.
+python3 -c 'import json, sys; nodes = json.load(open(sys.argv[1]))["nodes"]; print("\n".join(n for n in nodes if nodes[n]["kind"] == "gpu"))' \
+    $O/topology.json | while read -r n; do
+    echo "$n $(python3 tests/vhost/vhost.py bdf "$n")"
+done > $O/bdfs
 insmod $KO; echo $? > $O/insmod.rc
 $G verdict --all --json > $O/verdict-all.json 2> $O/verdict-all.err
 echo $? > $O/verdict-all.rc

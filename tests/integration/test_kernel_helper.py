@@ -136,20 +136,6 @@ def check_verdicts(t, outdir, label, kernel, name="verdict-all"):
     return res
 
 
-def stand_in_bdfs(outdir):
-    """Each stand-in's address in the virtual host: its path of slots in
-    the topology's manifest matched against the devices' sysfs paths."""
-    manifest = load_result(outdir, "topology.json").get("nodes", {})
-    by_slots = {}
-    for line in read_text(outdir, "pci-paths.txt").splitlines():
-        bdf, _, path = line.partition(" ")
-        parts = path.split("/devices/", 1)[-1].split("/")
-        slots = tuple([parts[0]] + [p.split(":")[-1] for p in parts[1:]])
-        by_slots[slots] = bdf
-    return {name: by_slots.get(tuple(node["path"]))
-            for name, node in manifest.items() if node["kind"] == "gpu"}
-
-
 def check_groups_witness(t, results, label):
     """Isolation needs the kernel's own witness: no pair of two devices
     in one IOMMU group is ever "through the IOMMU" for a guest, from the
@@ -176,7 +162,8 @@ def check_groups_witness(t, results, label):
 def check_shapes(t, outdir, label, results):
     """acs-shapes.json: the verdicts each shape must get, from the module
     and the library alike."""
-    bdf = stand_in_bdfs(outdir)
+    bdf = dict(line.partition(" ")[::2]
+               for line in read_text(outdir, "bdfs").splitlines())
     if not t.ok(all(bdf.values()) and len(bdf) == 8,
                 "%s: every stand-in found in the virtual host" % label,
                 json.dumps(bdf)):

@@ -45,7 +45,7 @@ static void append_acs_fix(GString *fix, const GpRdmaPair *pair)
         if (p->met) {
             continue;
         }
-        missing = gp_acs_bits_string(p->missing ? p->missing : p->need);
+        missing = gp_rdma_port_missing(p);
         if (!p->settable) {
             g_string_append_printf(fix, "%s%s (%s) cannot get ACS %s by "
                                    "setting ACS Control: put the devices "
