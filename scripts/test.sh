@@ -22,6 +22,11 @@ suite() {   # suite BUILD_DIR SUITE [meson test args...]
     dir=$1; name=$2; shift 2
     if ! meson test -C "$dir" --suite "$name" --print-errorlogs "$@"; then
         status=1
+        # The failed checks with their first lines of detail, here where
+        # a log that keeps only its tail still has them (the whole: the
+        # build's meson-logs/testlog.txt and build/vhost-runs/).
+        echo "failed checks in $dir, suite $name:"
+        grep -A 8 '^not ok' "$dir/meson-logs/testlog.txt" | head -n 80 || true
     fi
     count "$dir"
 }

@@ -15,6 +15,11 @@ VHOST = os.path.join(PROJECT, "tests", "vhost", "vhost.py")
 TOPOLOGIES = os.path.join(PROJECT, "tests", "vhost", "topologies")
 
 
+# Lines of a failure's detail copied to stderr (meson's error log, which
+# CI keeps); the whole of it stays in the TAP output and build/vhost-runs/.
+ERRLOG_LINES = 40
+
+
 class Tap:
     def __init__(self):
         self.n = 0
@@ -29,6 +34,14 @@ class Tap:
             print("not ok %d - %s" % (self.n, name), flush=True)
             for line in str(detail).splitlines():
                 print("# " + line)
+            # Meson's error log (--print-errorlogs) shows a TAP test's
+            # stderr, not its stdout: the failure and its detail go there
+            # too, so that a CI log that outlives the build has them.
+            sys.stdout.flush()
+            sys.stderr.write("not ok %d - %s\n" % (self.n, name))
+            for line in str(detail).splitlines()[-ERRLOG_LINES:]:
+                sys.stderr.write("# " + line + "\n")
+            sys.stderr.flush()
         return cond
 
     def skip(self, name, reason):
@@ -119,7 +132,24 @@ def vhost_run(topology, script, timeout=240, append="", out=None,
         for line in p.stderr.splitlines():
             print("#   " + line)
         sys.stdout.flush()
+        # The runner's evidence (console tail, the emulator's stderr) on
+        # this test's stderr too: meson's error log keeps only that.
+        sys.stderr.write("vhost run %s ended %d; the end of its stderr:\n"
+                         "%s\n" % (out, p.returncode, "\n".join(
+                             p.stderr.splitlines()[-ERRLOG_LINES:])))
+        sys.stderr.flush()
     return p.returncode, p.stdout, p.stderr, out
+
+
+def run_failure(rc, out, err, lines=20):
+    """A failed virtual-host run told short enough for meson's error log:
+    its status, the runner's own verdict lines (its "vhost: " lines: why
+    the run ended, where the evidence is) and the end of the command's
+    output (a scenario's traceback). The rest: the diagnostics vhost_run
+    printed and the scenario's directory."""
+    said = [l for l in err.splitlines() if l.startswith("vhost: ")]
+    return "exit %d\n%s\nthe command's output, last %d lines:\n%s" % (
+        rc, "\n".join(said), lines, "\n".join(out.splitlines()[-lines:]))
 
 
 def read_text(outdir, name):

@@ -8,7 +8,7 @@ driver items."""
 import json
 import os
 
-from taplib import Tap, prepare, vhost_run, read_text
+from taplib import Tap, prepare, vhost_run, read_text, run_failure
 
 SCRIPT = """
 . tests/vhost/guest-lib.sh
@@ -37,7 +37,7 @@ def items_of(outdir):
 def one_boot(t, label, append):
     rc, out, err, outdir = vhost_run("two-numa.json", SCRIPT, append=append)
     if not t.ok(rc == 0, "%s: the check ran inside the virtual host"
-                % label, out + err):
+                % label, run_failure(rc, out, err)):
         return None
     dmesg = read_text(outdir, "dmesg.txt")
     g0, g1 = read_text(outdir, "bdfs").split()

@@ -30,7 +30,8 @@ import os
 import re
 import subprocess
 
-from taplib import Tap, prepare, vhost_run, read_text, load_result, PROJECT
+from taplib import (Tap, prepare, vhost_run, read_text, load_result,
+                    run_failure, PROJECT)
 
 BAD_LOG = re.compile(r"WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|"
                      r"refcount_t:|list_del corruption|general protection")
@@ -244,7 +245,7 @@ def boot(t, topology, mode, append, label, kernel):
         (os.path.join(kernel.kodir, "gpup2p.ko"), mode),
         timeout=600, append=append)
     t.ok(rc == 0, "%s: the scenario ran in the virtual host" % label,
-         out + err)
+         run_failure(rc, out, err))
     return outdir
 
 

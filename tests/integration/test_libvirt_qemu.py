@@ -10,7 +10,7 @@ contradicts before QEMU runs."""
 import json
 import re
 
-from taplib import Tap, prepare, vhost_run, read_text as read
+from taplib import Tap, prepare, vhost_run, read_text as read, run_failure
 
 
 def replies(text):
@@ -23,7 +23,8 @@ def test(t):
     rc, out, err, outdir = vhost_run("vfio-gpus.json",
                                      "sh tests/integration/libvirt_qemu.sh",
                                      timeout=600)
-    if not t.ok(rc == 0, "the scenario ran in the virtual host", out + err):
+    if not t.ok(rc == 0, "the scenario ran in the virtual host",
+                run_failure(rc, out, err)):
         return
     caps = read(outdir, "capabilities.xml")
     models = re.findall(r"<secmodel>\s*<model>([^<]*)</model>", caps)

@@ -30,7 +30,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 from taplib import (PROJECT, Tap, gpup2p, prepare, vhost_run,
-                    read_text as read, load_result)
+                    read_text as read, load_result, run_failure)
 
 HIDDEN = os.path.join(PROJECT, "tests", "fixtures", "vhost-hidden")
 DEVICES = {"gpu0": "0000:23:00.0", "gpu1": "0000:24:00.0",
@@ -144,7 +144,8 @@ def test_flat(t, host):
     rc, out, err, gdir = vhost_run(
         "mirror-guest.json", GUEST, timeout=300,
         extra=["--qemu-arg=" + a for a in args])
-    if not t.ok(rc == 0, "the flat guest booted and ran", out + err):
+    if not t.ok(rc == 0, "the flat guest booted and ran",
+                run_failure(rc, out, err)):
         return
     gtopo = load_result(gdir, "topo.json")
     bdfs = [x["bdf"] for x in gtopo.get("devices", [])
@@ -185,7 +186,7 @@ def test_stand_ins(t):
             "mirror-guest.json", GUEST, timeout=300,
             extra=["--qemu-arg=" + a for a in args])
         if not t.ok(rc == 0, "the mirrored guest booted and ran",
-                    out + err):
+                    run_failure(rc, out, err)):
             return
         t.eq(read(gdir, "nodes-online"), "0-1",
              "the guest has two NUMA nodes")
@@ -214,7 +215,7 @@ def test_libvirt(t):
                                 "sh tests/integration/mirror_libvirt.sh",
                                 timeout=600)
     if not t.ok(rc == 0, "libvirt: the scenario ran in the virtual host",
-                out + err):
+                run_failure(rc, out, err)):
         return
     t.eq(read(o, "libvirt.rc"), "0",
          "libvirt: gpup2p libvirt --mirror --qemu-stock")

@@ -24,7 +24,7 @@ import re
 import subprocess
 
 from taplib import (Tap, vhost_run, read_text as read, load_json,
-                    load_result, PROJECT)
+                    load_result, run_failure, PROJECT)
 
 N = 4096
 BUILD_LINUX = os.path.join(PROJECT, "tests", "vhost", "build-linux.sh")
@@ -76,7 +76,7 @@ def test(t):
         "%s python3 tests/integration/inner_backends.py" % (env, env),
         timeout=1200)
     if not t.ok(rc == 0, "the scenarios ran in the Linux 7.x virtual host",
-                out[-2000:] + err[-2000:]):
+                run_failure(rc, out, err)):
         return
     res = load_result(outdir, "backends.json")
     t.ok(res.get("kernel", "").startswith("7."), "the virtual host runs "

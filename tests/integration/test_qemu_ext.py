@@ -12,7 +12,8 @@ import os
 import subprocess
 import sys
 
-from taplib import Tap, prepare, vhost_run, load_json, PROJECT
+from taplib import (Tap, prepare, vhost_run, load_json, run_failure,
+                    PROJECT)
 
 # A display-class stand-in whose capabilities cover both C8h and D4h.
 VIRTIO_GPU = ["--qemu-arg=-device",
@@ -361,7 +362,7 @@ def shapes(t, qemu):
         "acs-shapes.json", "export GPUP2P_QEMU=%s; "
         "python3 tests/integration/inner_shapes.py" % qemu, timeout=400)
     if not t.ok(rc == 0, "shapes: the scenario ran inside the virtual host",
-                out[-3000:] + err[-3000:]):
+                run_failure(rc, out, err)):
         return
     r = load_json(os.path.join(outdir, "shapes.json"))
     auto = r.get("auto", {})
@@ -398,7 +399,7 @@ def test(t):
         timeout=800, extra=VIRTIO_GPU)     # below meson's 900 s
     phases(t, outdir)
     if not t.ok(rc == 0, "the scenarios ran inside the virtual host",
-                out[-3000:] + err[-3000:]):
+                run_failure(rc, out, err)):
         return
     q = load_json(os.path.join(outdir, "qtest.json"))
     t.ok(q["ours_exists"], "the virtual host runs our QEMU", q["ours"])

@@ -10,7 +10,7 @@ import os
 import re
 
 from taplib import (Tap, prepare, vhost_run, read_text as read, load_json,
-                    PROJECT)
+                    run_failure, PROJECT)
 
 N = 4096
 
@@ -31,7 +31,8 @@ def test(t):
         "sh tests/integration/qemu_p2p_dma.sh"
         % (qemu, cache, os.environ.get("VHOST_INNER_CACHE", cache)),
         timeout=900)
-    if not t.ok(rc == 0, "the scenario ran in the virtual host", out + err):
+    if not t.ok(rc == 0, "the scenario ran in the virtual host",
+                run_failure(rc, out, err)):
         return
     mem = open(os.path.join(outdir, "shm0.mem"), "rb").read()
 

@@ -8,7 +8,7 @@ reason, never "failed"; untested RDMA is never "all good"."""
 import json
 import os
 
-from taplib import Tap, prepare, vhost_run
+from taplib import Tap, prepare, vhost_run, run_failure
 
 INSIDE = r"""
 for m in e1000e crc32_generic rdma_rxe ib_uverbs; do
@@ -38,7 +38,8 @@ def load(outdir, name):
 def test(t):
     prepare()
     rc, out, err, outdir = vhost_run("rdma-nic.json", INSIDE)
-    if not t.ok(rc == 0, "soft-RoCE set up in the virtual host", out + err):
+    if not t.ok(rc == 0, "soft-RoCE set up in the virtual host",
+                run_failure(rc, out, err)):
         return
     up = load(outdir, "up.json")
     rdma = {d["device"]: d for d in up["rdma"]}

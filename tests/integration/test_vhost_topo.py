@@ -6,7 +6,8 @@ against the topology description; snapshots read the same outside."""
 import os
 import subprocess
 
-from taplib import Tap, prepare, vhost_run, load_json, gpup2p, TOPOLOGIES
+from taplib import (Tap, prepare, vhost_run, load_json, gpup2p,
+                    run_failure, TOPOLOGIES)
 
 GPUS = ["gpu0", "gpu1", "gpu2", "gpu3", "gpu4", "gpu5", "gpu6"]
 
@@ -49,7 +50,7 @@ def boot(t, append, label, topology="two-numa.json", gpus=GPUS):
     rc, out, err, outdir = vhost_run(topology, script, append=append,
                                      timeout=400)
     if not t.ok(rc == 0, "%s: commands inside the virtual host" % label,
-                out + err):
+                run_failure(rc, out, err)):
         return None
     t.diag(err.strip().splitlines()[-1] if err.strip() else "")
     t.diag("%s: gpup2p snapshot took %s s inside" % (
