@@ -205,6 +205,9 @@ static void write_nccl_topo(const VerifyOptions *o, VerifyReport *r)
     if (!gp_fwcfg_copy(o->sysfs_root ? o->sysfs_root : "/",
                        GP_FWCFG_NCCL_TOPO, o->nccl_topo, &from_host, &err) ||
         (!from_host && !verify_nccl_topo(o, r, &err))) {
+        /* On stderr too: a report that only says so in a note may be the
+         * one that cannot be written either. */
+        fprintf(stderr, "gpup2p-verify: NCCL topology: %s\n", err->message);
         verify_note(r, "NCCL topology: %s", err->message);
         r->untested = true;
     } else {

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "gpup2p/output.h"
 #include "verify.h"
 
 /* The link speeds NCCL's table knows (kvDictPciGen). */
@@ -391,7 +392,14 @@ bool verify_nccl_topo(const VerifyOptions *o, const VerifyReport *r,
                       GError **errp)
 {
     g_autofree char *xml = verify_nccl_topo_xml(r);
+    g_autoptr(GError) err = NULL;
 
-    /* g_file_set_contents writes beside the file and renames it in. */
-    return g_file_set_contents(o->nccl_topo, xml, -1, errp);
+    /* The core's one atomic writer: written beside the file, renamed in,
+     * and never over a device node or FIFO (run as root). */
+    if (!gp_output_write(o->nccl_topo, xml, -1, 0644, &err)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO, "cannot write the NCCL "
+                    "topology file %s: %s", o->nccl_topo, err->message);
+        return false;
+    }
+    return true;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpup2p-version.h"
+#include "gpup2p/output.h"
 #include "verify.h"
 
 /* gpup2p_verify_check_status: documented in docs/guest-tool.md. */
@@ -326,11 +327,10 @@ bool verify_write_prometheus(const VerifyOptions *o, const VerifyReport *r,
     g_autoptr(GError) err = NULL;
 
     /* A temporary file in the same directory renamed over the old one:
-     * the collector never reads half a file. */
-    if (!g_file_set_contents_full(o->prometheus, text, -1,
-                                  G_FILE_SET_CONTENTS_CONSISTENT, 0644,
-                                  &err)) {
-        g_set_error(errp, G_FILE_ERROR, err->code,
+     * the collector never reads half a file. The core's writer refuses a
+     * device node or FIFO, which a rename would replace (run as root). */
+    if (!gp_output_write(o->prometheus, text, -1, 0644, &err)) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_IO,
                     "cannot write the metrics file %s: %s", o->prometheus,
                     err->message);
         return false;

@@ -4,6 +4,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sysfs-builder.h"
 
@@ -343,6 +344,88 @@ static void test_without_cuda(void)
     }
 }
 
+/* Runs the tool on @root, stdout to @stdout_path (NULL: captured), with
+ * @extra; the exit code, stderr in *err. */
+static int run_to(const char *root, const char *stdout_path,
+                  const char *extra, char **err)
+{
+    g_autofree char *cmd = g_strdup_printf(
+        "sh -c 'exec %s --sysfs-root %s %s%s%s'", g_getenv("GPUP2P_VERIFY"),
+        root, extra, stdout_path ? " >" : "", stdout_path ? stdout_path : "");
+    int ws;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, NULL, err, &ws, NULL));
+    g_assert_true(WIFEXITED(ws));
+    return WEXITSTATUS(ws);
+}
+
+/*
+ * Every report output that cannot be written is exit 3, named on stderr,
+ * and left as it was: standard output (text and JSON) on a full disk,
+ * --prometheus and --nccl-topo at a FIFO (it was replaced by a regular
+ * file, exit 0: as root, "--prometheus /dev/full" replaced the device)
+ * and in a directory that does not exist (--nccl-topo said so only in a
+ * note). The run itself passes (two GPUs in one clique, PCI checks).
+ */
+static void test_report_write_failures(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autofree char *dir = g_dir_make_tmp("gpup2p-out-XXXXXX", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+    g_autofree char *missing = g_build_filename(dir, "no-such-dir", "out",
+                                                NULL);
+    g_autofree char *good = g_build_filename(dir, "good", NULL);
+    g_autofree char *err = NULL;
+    const struct { const char *option, *path, *stdout_path; } cases[] = {
+        { "", "", "/dev/full" },
+        { "--json", "", "/dev/full" },
+        { "--prometheus", fifo, NULL },
+        { "--prometheus", missing, NULL },
+        { "--nccl-topo", fifo, NULL },
+        { "--nccl-topo", missing, NULL },
+        { "--json --nccl-topo", fifo, NULL },
+    };
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *bdf = g_strdup_printf("0000:00:%02x.0", i + 1);
+
+        sb_add(sb, NULL, bdf, SB_ENDPOINT, 0x10de, 0x2335, 0x030200, 0,
+               i + 1, NULL);
+        sb_set_p2pcap(sb, bdf, 1, 8);
+    }
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    /* The control: every output writable, the run passes. */
+    {
+        g_autofree char *args = g_strdup_printf("--prometheus %s.prom "
+                                                "--nccl-topo %s.xml", good,
+                                                good);
+
+        g_assert_cmpint(run_to(sb_root(sb), NULL, args, &err), ==, 0);
+        g_clear_pointer(&err, g_free);
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *args = g_strdup_printf("%s %s", cases[i].option,
+                                                cases[i].path);
+        const char *named = cases[i].stdout_path ? "standard output" :
+                            cases[i].path;
+        int code = run_to(sb_root(sb), cases[i].stdout_path, args, &err);
+        struct stat st;
+
+        if (code != 3 || !strstr(err, named)) {
+            g_printerr("%s: exit %d, stderr: %s\n", args, code, err);
+        }
+        g_assert_cmpint(code, ==, 3);
+        g_assert_nonnull(strstr(err, named));
+        g_assert_cmpint(lstat(fifo, &st), ==, 0);
+        g_assert_true(S_ISFIFO(st.st_mode));
+        g_assert_false(g_file_test(missing, G_FILE_TEST_EXISTS));
+        g_clear_pointer(&err, g_free);
+    }
+    sb_remove_tree(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -356,5 +439,7 @@ int main(int argc, char **argv)
     g_test_add_func("/verify/without-cuda", test_without_cuda);
     g_test_add_func("/verify/text-topology-without-nvml",
                     test_text_topology_without_nvml);
+    g_test_add_func("/verify/report-write-failures",
+                    test_report_write_failures);
     return g_test_run();
 }
