@@ -9,7 +9,8 @@
  * be done and was neither done nor failed is untested (exit 3), with a
  * note naming it. As DCGM's diagnostics and nvbandwidth's waived tests:
  * the run is judged against what was asked, not against what happened
- * to be reported.
+ * to be reported. GPU health (NVML's counters around the run) is judged
+ * here too: it is never owed, only a rise fails or warns.
  */
 #include <string.h>
 
@@ -210,8 +211,53 @@ static void judge_run_done(const VerifyOptions *o, VerifyReport *r)
     }
 }
 
+/* One health counter of GPU @i (@link -1: the GPU's own): a rise of a
+ * failing counter fails the GPU or link (exit 1), of a warning counter
+ * warns; a counter not read is neither (report.c says so once). */
+static void judge_health_value(VerifyReport *r, guint i, int link,
+                               const VerifyHealthValue *v,
+                               const VerifyHealthCounterInfo *info)
+{
+    const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+    HealthVerdict verdict = verify_health_verdict(v, info);
+    g_autofree char *where = link < 0 ? g_strdup("") :
+                             g_strdup_printf(" NVLink %d", link);
+    g_autofree char *xid = v == &g->health[HEALTH_XID_EVENTS] ?
+        g_strdup_printf(" (last Xid %llu)", g->last_xid) : g_strdup("");
+
+    if (verdict == HEALTH_FAILED) {
+        verify_record_broken(r, "GPU %u (%s)%s: health: %s rose from %llu to "
+                             "%llu during the run%s", i, g->bdf, where,
+                             info->name, v->before, v->after, xid);
+    } else if (verdict == HEALTH_WARNING) {
+        verify_note(r, "warning: GPU %u (%s)%s: health: %s rose from %llu "
+                    "to %llu during the run", i, g->bdf, where, info->name,
+                    v->before, v->after);
+    }
+}
+
+/* NVML's health counters before and after the run (health.c's table). */
+static void judge_health(VerifyReport *r)
+{
+    for (guint i = 0; i < r->gpus->len; i++) {
+        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+
+        for (int c = 0; c < HEALTH_GPU_COUNTERS; c++) {
+            judge_health_value(r, i, -1, &g->health[c],
+                               &verify_health_gpu_counters[c]);
+        }
+        for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+            for (int c = 0; c < HEALTH_LINK_COUNTERS; c++) {
+                judge_health_value(r, i, l, &g->link_health[l][c],
+                                   &verify_health_link_counters[c]);
+            }
+        }
+    }
+}
+
 void verify_judge(const VerifyOptions *o, VerifyReport *r)
 {
+    judge_health(r);
     judge_pairs_found(o, r);
     judge_cliques(o, r);
     judge_run_done(o, r);

@@ -184,6 +184,8 @@ static void run_checks(const VerifyOptions *o, VerifyReport *r)
         } else {
             r->rdma_status = g_strdup("not run (--skip-rdma)");
         }
+        /* After the last check that touched a GPU: what the run added. */
+        verify_nvml_health_after(r);
     } else {
         /* Only the PCI checks were asked for: say what was not run. */
         const char *why = o->sysfs_root ? "not run (--sysfs-root)" :

@@ -22,6 +22,32 @@ typedef struct {
 } nvmlPciInfo_t;
 
 #define NVML_NVLINK_MAX_LINKS 18
+G_STATIC_ASSERT(NVML_NVLINK_MAX_LINKS == VERIFY_MAX_NVLINKS);
+
+/* Health queries: values from nvml.h (NVML 13.3, checked against it). */
+#define NVML_SUCCESS 0
+#define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_ERROR_TIMEOUT 10
+#define NVML_MEMORY_ERROR_TYPE_CORRECTED 0      /* nvmlMemoryErrorType_t */
+#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
+#define NVML_VOLATILE_ECC 0                     /* nvmlEccCounterType_t */
+#define NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS 0
+#define NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR 1
+#define NVML_EVENT_TYPE_XID_CRITICAL_ERROR 0x0000000000000008ULL
+/* nvmlNvLinkErrorCounter_t: DL_REPLAY 0, DL_RECOVERY 1, DL_CRC_FLIT 2,
+ * DL_CRC_DATA 3, the order of HEALTH_NVLINK_* (verify.h). */
+G_STATIC_ASSERT(HEALTH_NVLINK_REPLAY == 0 && HEALTH_NVLINK_RECOVERY == 1 &&
+                HEALTH_NVLINK_CRC_FLIT == 2 && HEALTH_NVLINK_CRC_DATA == 3);
+
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+typedef struct {                /* nvmlEventData_t */
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;       /* the Xid */
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
 
 static nvmlReturn_t (*p_init)(void);
 static nvmlReturn_t (*p_by_bus)(const char *, nvmlDevice_t *);
@@ -30,6 +56,25 @@ static nvmlReturn_t (*p_remote_pci)(nvmlDevice_t, unsigned, nvmlPciInfo_t *);
 static nvmlReturn_t (*p_p2p_status)(nvmlDevice_t, nvmlDevice_t, int, int *);
 static nvmlReturn_t (*p_driver_version)(char *, unsigned);
 static nvmlReturn_t (*p_link_version)(nvmlDevice_t, unsigned, unsigned *);
+static nvmlReturn_t (*p_nvlink_errors)(nvmlDevice_t, unsigned, int,
+                                       unsigned long long *);
+static nvmlReturn_t (*p_ecc_total)(nvmlDevice_t, int, int,
+                                   unsigned long long *);
+static nvmlReturn_t (*p_retired_pages)(nvmlDevice_t, int, unsigned *,
+                                       unsigned long long *);
+static nvmlReturn_t (*p_remapped_rows)(nvmlDevice_t, unsigned *, unsigned *,
+                                       unsigned *, unsigned *);
+static nvmlReturn_t (*p_event_set_create)(nvmlEventSet_t *);
+static nvmlReturn_t (*p_register_events)(nvmlDevice_t, unsigned long long,
+                                         nvmlEventSet_t);
+static nvmlReturn_t (*p_event_wait)(nvmlEventSet_t, nvmlEventData_t *,
+                                    unsigned);
+static nvmlReturn_t (*p_event_set_free)(nvmlEventSet_t);
+
+/* Xid events since verify_nvml registered them; NULL: none registered,
+ * for the reason in xid_set_rc. */
+static nvmlEventSet_t xid_events;
+static nvmlReturn_t xid_set_rc = NVML_ERROR_NOT_SUPPORTED;
 
 /* NCCL's per-generation NVLink figures, GB/s one way per link. */
 #define NCCL_NVLINK1_GBPS 18.0      /* SM60_NVLINK_BW */
@@ -81,6 +126,7 @@ static void gpu_links(VerifyGpu *g, nvmlDevice_t dev)
             continue;
         }
         g->nvlinks_total++;
+        g->nvlinks_active |= 1u << link;
         if (p_link_version && p_link_version(dev, link, &version) == 0 &&
             version > g->nvlink_version) {
             g->nvlink_version = version;
@@ -99,6 +145,216 @@ static void gpu_links(VerifyGpu *g, nvmlDevice_t dev)
                        pci.device & 0xff);
         }
         g_strlcpy(g->nvlink_peer[link], bdf, sizeof(g->nvlink_peer[link]));
+    }
+}
+
+/* One reading of a counter into @v, before the run or after it; a
+ * counter not read before is not read after (nothing to compare). */
+static void health_store(VerifyHealthValue *v, bool after, nvmlReturn_t rc,
+                         unsigned long long value)
+{
+    if (after && v->state != HEALTH_READ_BEFORE) {
+        return;
+    }
+    if (rc == NVML_SUCCESS && after) {
+        v->after = value;
+        v->state = HEALTH_READ_BOTH;
+    } else if (rc == NVML_SUCCESS) {
+        v->before = value;
+        v->state = HEALTH_READ_BEFORE;
+    } else if (rc == NVML_ERROR_NOT_SUPPORTED) {
+        v->state = HEALTH_UNSUPPORTED;
+    } else {
+        v->state = HEALTH_READ_ERROR;
+        v->nvml_error = rc;
+    }
+}
+
+static void health_read_ecc(VerifyGpu *g, nvmlDevice_t dev, bool after)
+{
+    static const struct { int counter, type; } ecc[] = {
+        { HEALTH_ECC_UNCORRECTED, NVML_MEMORY_ERROR_TYPE_UNCORRECTED },
+        { HEALTH_ECC_CORRECTED, NVML_MEMORY_ERROR_TYPE_CORRECTED },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(ecc); i++) {
+        unsigned long long n = 0;
+        nvmlReturn_t rc = p_ecc_total ?
+            p_ecc_total(dev, ecc[i].type, NVML_VOLATILE_ECC, &n) :
+            NVML_ERROR_NOT_SUPPORTED;
+
+        health_store(&g->health[ecc[i].counter], after, rc, n);
+    }
+}
+
+/* Pre-Ampere GPUs retire pages; Ampere and later remap rows instead and
+ * answer "not supported" here. */
+static void health_read_retired(VerifyGpu *g, nvmlDevice_t dev, bool after)
+{
+    static const struct { int counter, cause; } retired[] = {
+        { HEALTH_RETIRED_DOUBLE_BIT,
+          NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR },
+        { HEALTH_RETIRED_SINGLE_BIT,
+          NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(retired); i++) {
+        unsigned long long addresses[64];
+        unsigned count = G_N_ELEMENTS(addresses);
+        nvmlReturn_t rc = p_retired_pages ?
+            p_retired_pages(dev, retired[i].cause, &count, addresses) :
+            NVML_ERROR_NOT_SUPPORTED;
+
+        /* Too many for the buffer: NVML set count to how many there are. */
+        if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+            rc = NVML_SUCCESS;
+        }
+        health_store(&g->health[retired[i].counter], after, rc, count);
+    }
+}
+
+static void health_read_remapped(VerifyGpu *g, nvmlDevice_t dev, bool after)
+{
+    unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+    nvmlReturn_t rc = p_remapped_rows ?
+        p_remapped_rows(dev, &corr, &unc, &pending, &failure) :
+        NVML_ERROR_NOT_SUPPORTED;
+
+    health_store(&g->health[HEALTH_REMAPPED_CORRECTABLE], after, rc, corr);
+    health_store(&g->health[HEALTH_REMAPPED_UNCORRECTABLE], after, rc, unc);
+    health_store(&g->health[HEALTH_REMAP_PENDING], after, rc, pending);
+    health_store(&g->health[HEALTH_REMAP_FAILURE], after, rc, failure);
+}
+
+/* The error counters of every link gpu_links() found active. */
+static void health_read_links(VerifyGpu *g, nvmlDevice_t dev, bool after)
+{
+    for (unsigned l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+        if (!(g->nvlinks_active & (1u << l))) {
+            continue;
+        }
+        for (int c = 0; c < HEALTH_LINK_COUNTERS; c++) {
+            unsigned long long n = 0;
+            nvmlReturn_t rc = p_nvlink_errors ?
+                p_nvlink_errors(dev, l, c, &n) : NVML_ERROR_NOT_SUPPORTED;
+
+            health_store(&g->link_health[l][c], after, rc, n);
+        }
+    }
+}
+
+static void health_read(VerifyGpu *g, nvmlDevice_t dev, bool after)
+{
+    health_read_ecc(g, dev, after);
+    health_read_retired(g, dev, after);
+    health_read_remapped(g, dev, after);
+    health_read_links(g, dev, after);
+}
+
+/* Xid events are counted from here on: NVML does not deliver those that
+ * came before the registration. */
+static void xid_register(VerifyGpu *g, nvmlDevice_t dev)
+{
+    nvmlReturn_t rc = xid_set_rc;
+
+    if (xid_events) {
+        rc = p_register_events(dev, NVML_EVENT_TYPE_XID_CRITICAL_ERROR,
+                               xid_events);
+    }
+    health_store(&g->health[HEALTH_XID_EVENTS], false, rc, 0);
+}
+
+/* Drains the Xid events without waiting and counts them per GPU. */
+static void xid_count(VerifyReport *r)
+{
+    guint n = r->gpus->len;
+    g_autofree unsigned long long *count = g_new0(unsigned long long, n);
+    g_autofree nvmlDevice_t *dev = g_new0(nvmlDevice_t, n);
+    nvmlReturn_t failed = NVML_SUCCESS;
+
+    for (guint i = 0; i < n; i++) {
+        VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+
+        if (g->nvml_seen && p_by_bus(g->bdf, &dev[i]) != 0) {
+            dev[i] = NULL;
+        }
+    }
+    /* Bounded: a GPU that raises Xids without end must not hold the run. */
+    for (int e = 0; e < 4096; e++) {
+        nvmlEventData_t data;
+        nvmlReturn_t rc;
+
+        memset(&data, 0, sizeof(data));
+        rc = p_event_wait(xid_events, &data, 0);
+        if (rc == NVML_ERROR_TIMEOUT) {
+            break;
+        }
+        if (rc != NVML_SUCCESS) {
+            failed = rc;
+            break;
+        }
+        for (guint i = 0; i < n; i++) {
+            if (dev[i] && dev[i] == data.device &&
+                (data.eventType & NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) {
+                count[i]++;
+                g_array_index(r->gpus, VerifyGpu, i).last_xid = data.eventData;
+            }
+        }
+    }
+    /* Events counted before a failed wait are real: they still count. */
+    for (guint i = 0; i < n; i++) {
+        health_store(&g_array_index(r->gpus, VerifyGpu, i).health[
+                         HEALTH_XID_EVENTS], true,
+                     count[i] ? NVML_SUCCESS : failed, count[i]);
+    }
+    p_event_set_free(xid_events);
+    xid_events = NULL;
+}
+
+void verify_nvml_health_after(VerifyReport *r)
+{
+    if (!r->health_read) {
+        return;
+    }
+    for (guint i = 0; i < r->gpus->len; i++) {
+        VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+        nvmlDevice_t dev;
+
+        if (g->nvml_seen && p_by_bus(g->bdf, &dev) == 0) {
+            health_read(g, dev, true);
+        }
+    }
+    if (xid_events) {
+        xid_count(r);
+    }
+}
+
+#define NVML_SYM(h, ptr, name) ((ptr) = (__typeof__(ptr))dlsym(h, name))
+
+/* The health queries; any that this NVML lacks reads "not supported". */
+static void health_symbols(void *h)
+{
+    NVML_SYM(h, p_nvlink_errors, "nvmlDeviceGetNvLinkErrorCounter");
+    NVML_SYM(h, p_ecc_total, "nvmlDeviceGetTotalEccErrors");
+    NVML_SYM(h, p_retired_pages, "nvmlDeviceGetRetiredPages");
+    NVML_SYM(h, p_remapped_rows, "nvmlDeviceGetRemappedRows");
+    NVML_SYM(h, p_event_set_create, "nvmlEventSetCreate");
+    NVML_SYM(h, p_register_events, "nvmlDeviceRegisterEvents");
+    NVML_SYM(h, p_event_wait, "nvmlEventSetWait_v2");
+    NVML_SYM(h, p_event_set_free, "nvmlEventSetFree");
+}
+
+/* Xid events need all four event calls and a set. */
+static void xid_set_create(void)
+{
+    xid_events = NULL;
+    xid_set_rc = NVML_ERROR_NOT_SUPPORTED;
+    if (p_event_set_create && p_register_events && p_event_wait &&
+        p_event_set_free) {
+        xid_set_rc = p_event_set_create(&xid_events);
+        if (xid_set_rc != NVML_SUCCESS) {
+            xid_events = NULL;
+        }
     }
 }
 
@@ -131,6 +387,9 @@ void verify_nvml(VerifyReport *r)
         r->nvml_status = g_strdup("nvmlInit failed");
         return;
     }
+    health_symbols(h);
+    xid_set_create();
+    r->health_read = true;
     if (p_driver_version &&
         p_driver_version(r->driver_version, sizeof(r->driver_version)) != 0) {
         r->driver_version[0] = '\0';
@@ -142,6 +401,9 @@ void verify_nvml(VerifyReport *r)
         if (p_by_bus(g->bdf, &dev) == 0) {
             g->nvml_seen = true;
             gpu_links(g, dev);
+            /* Before the data checks: what the run adds is then seen. */
+            health_read(g, dev, false);
+            xid_register(g, dev);
         }
         if (g->nvlinks_unresolved) {
             verify_note(r, "%s: NVML could not name the far end of %u of "

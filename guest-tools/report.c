@@ -150,6 +150,115 @@ static void print_gpus(const VerifyReport *r)
     }
 }
 
+/* Each counter of @g that was not read, once per name (a link counter
+ * once for all links), with why: @names and @reasons side by side. */
+static void health_unread(const VerifyGpu *g, GPtrArray *names,
+                          GPtrArray *reasons)
+{
+    for (int c = 0; c < HEALTH_GPU_COUNTERS; c++) {
+        if (g->health[c].state != HEALTH_READ_BOTH) {
+            g_ptr_array_add(names,
+                            (char *)verify_health_gpu_counters[c].name);
+            g_ptr_array_add(reasons,
+                            verify_health_unread_reason(&g->health[c]));
+        }
+    }
+    for (int c = 0; c < HEALTH_LINK_COUNTERS; c++) {
+        for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+            const VerifyHealthValue *v = &g->link_health[l][c];
+
+            /* An inactive link was not asked (HEALTH_UNREAD). */
+            if (v->state != HEALTH_UNREAD && v->state != HEALTH_READ_BOTH) {
+                g_ptr_array_add(names,
+                                (char *)verify_health_link_counters[c].name);
+                g_ptr_array_add(reasons, verify_health_unread_reason(v));
+                break;
+            }
+        }
+    }
+}
+
+/* Why none of @g's counters could be read at all, or NULL. */
+static const char *health_gpu_not_read(const VerifyReport *r,
+                                       const VerifyGpu *g)
+{
+    const char *run = verify_health_not_read(r);
+
+    return run ? run : !g->nvml_seen ? "NVML does not see this GPU" : NULL;
+}
+
+/* "NVLink 3 nvlink_crc_data 0 -> 2: failed, ..." for @g. */
+static void health_rises(const VerifyGpu *g, GString *out)
+{
+    for (int c = 0; c < HEALTH_GPU_COUNTERS; c++) {
+        const VerifyHealthValue *v = &g->health[c];
+        HealthVerdict h = verify_health_verdict(
+            v, &verify_health_gpu_counters[c]);
+
+        if (h == HEALTH_FAILED || h == HEALTH_WARNING) {
+            g_string_append_printf(out, "%s%s %llu -> %llu: %s",
+                                   out->len ? ", " : "",
+                                   verify_health_gpu_counters[c].name,
+                                   v->before, v->after,
+                                   verify_health_verdict_name(h));
+        }
+    }
+    for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+        for (int c = 0; c < HEALTH_LINK_COUNTERS; c++) {
+            const VerifyHealthValue *v = &g->link_health[l][c];
+            HealthVerdict h = verify_health_verdict(
+                v, &verify_health_link_counters[c]);
+
+            if (h == HEALTH_FAILED || h == HEALTH_WARNING) {
+                g_string_append_printf(out, "%sNVLink %d %s %llu -> %llu: "
+                                       "%s", out->len ? ", " : "", l,
+                                       verify_health_link_counters[c].name,
+                                       v->before, v->after,
+                                       verify_health_verdict_name(h));
+            }
+        }
+    }
+}
+
+/* Health: one line per GPU, or why none was read. */
+static void print_health(const VerifyReport *r)
+{
+    const char *not_read = verify_health_not_read(r);
+
+    if (not_read) {
+        printf("\nHealth: not read: %s\n", not_read);
+        return;
+    }
+    printf("\nHealth (NVML counters before and after the run)\n");
+    for (guint i = 0; i < r->gpus->len; i++) {
+        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+        g_autoptr(GString) line = g_string_new(NULL);
+        g_autoptr(GString) rises = g_string_new(NULL);
+        g_autoptr(GPtrArray) names = g_ptr_array_new();
+        g_autoptr(GPtrArray) reasons = g_ptr_array_new_with_free_func(g_free);
+        const char *gpu_not_read = health_gpu_not_read(r, g);
+
+        if (gpu_not_read) {
+            printf("  %u %s not read: %s\n", i, g->bdf, gpu_not_read);
+            continue;
+        }
+        health_rises(g, rises);
+        g_string_append(line, verify_health_verdict_name(
+                                  verify_health_gpu_verdict(g)));
+        if (rises->len) {
+            g_string_append_printf(line, " (%s)", rises->str);
+        }
+        health_unread(g, names, reasons);
+        for (guint k = 0; k < names->len; k++) {
+            g_string_append_printf(line, "%s%s (%s)", k ? ", " :
+                                   "; not read: ",
+                                   (char *)g_ptr_array_index(names, k),
+                                   (char *)g_ptr_array_index(reasons, k));
+        }
+        printf("  %u %s %s\n", i, g->bdf, line->str);
+    }
+}
+
 void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
 {
     guint i;
@@ -200,6 +309,7 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
                state_name(d->gpu_write), state_name(d->gpu_read),
                d->gpus_tested, d->why[0] ? ": " : "", d->why);
     }
+    print_health(r);
     for (i = 0; i < r->notes->len; i++) {
         printf("note: %s\n", (char *)g_ptr_array_index(r->notes, i));
     }
@@ -268,6 +378,97 @@ static void add_double_or_null(JsonBuilder *b, const char *name, double v,
     }
 }
 
+static void json_health_counter(JsonBuilder *b, const char *name,
+                                const VerifyHealthValue *v, HealthVerdict h)
+{
+    json_builder_begin_object(b);
+    gp_json_add_string_or_null(b, "counter", name);
+    json_builder_set_member_name(b, "before");
+    json_builder_add_int_value(b, (gint64)v->before);
+    json_builder_set_member_name(b, "after");
+    json_builder_add_int_value(b, (gint64)v->after);
+    gp_json_add_string_or_null(b, "verdict", verify_health_verdict_name(h));
+    json_builder_end_object(b);
+}
+
+/* The links of @g with a counter read twice, each with those counters. */
+static void json_health_links(JsonBuilder *b, const VerifyGpu *g)
+{
+    json_builder_set_member_name(b, "links");
+    json_builder_begin_array(b);
+    for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+        bool begun = false;
+
+        for (int c = 0; c < HEALTH_LINK_COUNTERS; c++) {
+            const VerifyHealthValue *v = &g->link_health[l][c];
+
+            if (v->state != HEALTH_READ_BOTH) {
+                continue;
+            }
+            if (!begun) {
+                json_builder_begin_object(b);
+                json_builder_set_member_name(b, "link");
+                json_builder_add_int_value(b, l);
+                json_builder_set_member_name(b, "counters");
+                json_builder_begin_array(b);
+                begun = true;
+            }
+            json_health_counter(b, verify_health_link_counters[c].name, v,
+                                verify_health_verdict(
+                                    v, &verify_health_link_counters[c]));
+        }
+        if (begun) {
+            json_builder_end_array(b);
+            json_builder_end_object(b);
+        }
+    }
+    json_builder_end_array(b);
+}
+
+/* "health": the verdict, what was not read and why (each name once),
+ * the counters read twice, per GPU and per NVLink. */
+static void json_health(JsonBuilder *b, const VerifyReport *r,
+                        const VerifyGpu *g)
+{
+    const char *gpu_not_read = health_gpu_not_read(r, g);
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    g_autoptr(GPtrArray) reasons = g_ptr_array_new_with_free_func(g_free);
+
+    json_builder_set_member_name(b, "health");
+    json_builder_begin_object(b);
+    gp_json_add_string_or_null(b, "verdict", verify_health_verdict_name(
+        gpu_not_read ? HEALTH_NOT_READ : verify_health_gpu_verdict(g)));
+    json_builder_set_member_name(b, "not_read");
+    json_builder_begin_array(b);
+    if (gpu_not_read) {
+        json_builder_add_string_value(b, gpu_not_read);
+    } else {
+        health_unread(g, names, reasons);
+    }
+    for (guint k = 0; k < names->len; k++) {
+        g_autofree char *s = g_strdup_printf("%s: %s",
+            (char *)g_ptr_array_index(names, k),
+            (char *)g_ptr_array_index(reasons, k));
+
+        json_builder_add_string_value(b, s);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "counters");
+    json_builder_begin_array(b);
+    for (int c = 0; c < HEALTH_GPU_COUNTERS && !gpu_not_read; c++) {
+        const VerifyHealthValue *v = &g->health[c];
+
+        if (v->state == HEALTH_READ_BOTH) {
+            json_health_counter(b, verify_health_gpu_counters[c].name, v,
+                                verify_health_verdict(
+                                    v, &verify_health_gpu_counters[c]));
+        }
+    }
+    json_builder_end_array(b);
+    json_health_links(b, g);
+    json_builder_end_object(b);
+}
+
 static void json_gpu(JsonBuilder *b, const VerifyReport *r, guint i)
 {
     const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
@@ -308,6 +509,7 @@ static void json_gpu(JsonBuilder *b, const VerifyReport *r, guint i)
     for (k = 0; k < AGG_COUNT; k++) {
         add_figure(b, verify_gpu_figures[k].key, &g->agg[k]);
     }
+    json_health(b, r, g);
     json_builder_end_object(b);
 }
 

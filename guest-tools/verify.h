@@ -94,6 +94,59 @@ typedef struct {
 } Figure;
 
 #define VERIFY_MAX_UPLINKS 8
+#define VERIFY_MAX_NVLINKS 18   /* NVML_NVLINK_MAX_LINKS */
+
+/*
+ * GPU health around the run (what DCGM's diagnostics read): NVML counters
+ * read before the data checks and after the last check. The registry
+ * (health.c) names each counter and what a rise means; coverage.c judges.
+ */
+enum {
+    HEALTH_ECC_UNCORRECTED, HEALTH_ECC_CORRECTED,
+    HEALTH_RETIRED_DOUBLE_BIT, HEALTH_RETIRED_SINGLE_BIT,
+    HEALTH_REMAPPED_UNCORRECTABLE, HEALTH_REMAPPED_CORRECTABLE,
+    HEALTH_REMAP_PENDING, HEALTH_REMAP_FAILURE,
+    HEALTH_XID_EVENTS,
+    HEALTH_GPU_COUNTERS
+};
+/* Per active NVLink, in nvmlNvLinkErrorCounter_t order (nvml.h). */
+enum {
+    HEALTH_NVLINK_REPLAY, HEALTH_NVLINK_RECOVERY, HEALTH_NVLINK_CRC_FLIT,
+    HEALTH_NVLINK_CRC_DATA,
+    HEALTH_LINK_COUNTERS
+};
+
+typedef enum {
+    HEALTH_NOT_READ,            /* never a pass or a fail */
+    HEALTH_OK,                  /* read twice, no rise */
+    HEALTH_WARNING,             /* rose; the counter is a warning */
+    HEALTH_FAILED,              /* rose; the counter fails the GPU/link */
+} HealthVerdict;
+
+typedef struct {
+    const char *name;           /* JSON, text, notes */
+    HealthVerdict on_rise;      /* HEALTH_WARNING or HEALTH_FAILED */
+    const char *what;           /* the NVML call and value, one line */
+} VerifyHealthCounterInfo;
+
+extern const VerifyHealthCounterInfo
+    verify_health_gpu_counters[HEALTH_GPU_COUNTERS];
+extern const VerifyHealthCounterInfo
+    verify_health_link_counters[HEALTH_LINK_COUNTERS];
+
+typedef enum {
+    HEALTH_UNREAD,              /* not asked (no NVML view, link inactive) */
+    HEALTH_UNSUPPORTED,         /* NVML_ERROR_NOT_SUPPORTED, or no symbol */
+    HEALTH_READ_ERROR,          /* another NVML error, in nvml_error */
+    HEALTH_READ_BEFORE,         /* read before the run, not yet after */
+    HEALTH_READ_BOTH,           /* read before and after */
+} HealthReadState;
+
+typedef struct {
+    HealthReadState state;
+    int nvml_error;             /* HEALTH_READ_ERROR: nvmlReturn_t */
+    unsigned long long before, after;
+} VerifyHealthValue;
 
 /* nvbandwidth's method: 16 timed copies a sample after 4 warm-up ones. */
 #define VERIFY_LOOPS 16
@@ -123,7 +176,11 @@ typedef struct VerifyGpu {
     unsigned subsystem_vendor, subsystem_device;
     char link_speed[32];                /* sysfs current_link_speed */
     int link_width;                     /* sysfs current_link_width, 0 */
-    char nvlink_peer[18][16];           /* remote BDF of each active link */
+    char nvlink_peer[VERIFY_MAX_NVLINKS][16];   /* remote BDF per link */
+    guint32 nvlinks_active;             /* bit per active link (NVML) */
+    VerifyHealthValue health[HEALTH_GPU_COUNTERS];
+    VerifyHealthValue link_health[VERIFY_MAX_NVLINKS][HEALTH_LINK_COUNTERS];
+    unsigned long long last_xid;        /* of the Xid events counted */
     /* The GPU and its upstream bridges, nearest first: the PCIe links
      * above each (core library topology). */
     char uplinks[VERIFY_MAX_UPLINKS][16];
@@ -193,6 +250,8 @@ typedef struct VerifyReport {
     char *cuda_status;          /* NULL when CUDA was used */
     char *nvml_status;
     char *rdma_status;
+    bool health_read;           /* NVML's health counters were read before
+                                 * the run (verify_nvml) */
     int cuda_driver_version;    /* cuDriverGetVersion, 0 unknown */
     char driver_version[32];    /* NVML's driver version, "" unknown */
     bool kernels;               /* built with the GPU kernels */
@@ -255,6 +314,19 @@ bool verify_is_rdma_nic(unsigned class_code, bool has_rdma_device);
 void verify_cuda(const VerifyOptions *o, VerifyReport *r);
 void verify_nvml(VerifyReport *r);
 void verify_nvml_pairs(VerifyReport *r);
+/* The health counters again, after the last check; Xid events since
+ * verify_nvml registered them. Nothing where they were not read before. */
+void verify_nvml_health_after(VerifyReport *r);
+/* health.c: what a counter's two readings mean (the policy table). */
+HealthVerdict verify_health_verdict(const VerifyHealthValue *v,
+                                    const VerifyHealthCounterInfo *info);
+const char *verify_health_verdict_name(HealthVerdict v);
+/* Why @v was not read ("not supported", "NVML error 15", ...). */
+char *verify_health_unread_reason(const VerifyHealthValue *v);
+/* Why no GPU's health was read, or NULL where it was. */
+const char *verify_health_not_read(const VerifyReport *r);
+/* The worst verdict over @g's counters; HEALTH_NOT_READ if none read. */
+HealthVerdict verify_health_gpu_verdict(const VerifyGpu *g);
 /* One way, GB/s per link: NCCL's figure for the NVLink generation NVML
  * reports (nvmlNvlinkVersion_t), else for the compute capability; 0 when
  * neither is known. */

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * GPU health around the run: the counters DCGM's diagnostics read, each
+ * with what a rise between the reading before the data checks and the
+ * one after the last check means. One table; nvml.c reads the counters,
+ * coverage.c judges them, report.c prints them (docs/guest-tool.md,
+ * "Health").
+ */
+#include "verify.h"
+
+/* Errors the hardware corrected warn; errors it could not correct, a
+ * row it could not remap, an Xid, and NVLink errors that retrained the
+ * link or reached the data fail. */
+const VerifyHealthCounterInfo verify_health_gpu_counters[] = {
+    [HEALTH_ECC_UNCORRECTED] = { "ecc_uncorrected_volatile", HEALTH_FAILED,
+        "nvmlDeviceGetTotalEccErrors, uncorrected, volatile" },
+    [HEALTH_ECC_CORRECTED] = { "ecc_corrected_volatile", HEALTH_WARNING,
+        "nvmlDeviceGetTotalEccErrors, corrected, volatile" },
+    [HEALTH_RETIRED_DOUBLE_BIT] = { "retired_pages_double_bit_ecc",
+        HEALTH_FAILED, "nvmlDeviceGetRetiredPages, double bit ECC error" },
+    [HEALTH_RETIRED_SINGLE_BIT] = { "retired_pages_multiple_single_bit_ecc",
+        HEALTH_WARNING,
+        "nvmlDeviceGetRetiredPages, multiple single bit ECC errors" },
+    [HEALTH_REMAPPED_UNCORRECTABLE] = { "remapped_rows_uncorrectable",
+        HEALTH_FAILED, "nvmlDeviceGetRemappedRows, uncRows" },
+    [HEALTH_REMAPPED_CORRECTABLE] = { "remapped_rows_correctable",
+        HEALTH_WARNING, "nvmlDeviceGetRemappedRows, corrRows" },
+    [HEALTH_REMAP_PENDING] = { "row_remap_pending", HEALTH_FAILED,
+        "nvmlDeviceGetRemappedRows, isPending" },
+    [HEALTH_REMAP_FAILURE] = { "row_remap_failure", HEALTH_FAILED,
+        "nvmlDeviceGetRemappedRows, failureOccurred" },
+    [HEALTH_XID_EVENTS] = { "xid_events", HEALTH_FAILED,
+        "nvmlEventSetWait_v2, nvmlEventTypeXidCriticalError events" },
+};
+
+const VerifyHealthCounterInfo verify_health_link_counters[] = {
+    [HEALTH_NVLINK_REPLAY] = { "nvlink_replay", HEALTH_WARNING,
+        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_REPLAY" },
+    [HEALTH_NVLINK_RECOVERY] = { "nvlink_recovery", HEALTH_FAILED,
+        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_RECOVERY" },
+    [HEALTH_NVLINK_CRC_FLIT] = { "nvlink_crc_flit", HEALTH_WARNING,
+        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_FLIT" },
+    [HEALTH_NVLINK_CRC_DATA] = { "nvlink_crc_data", HEALTH_FAILED,
+        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_DATA" },
+};
+
+G_STATIC_ASSERT(G_N_ELEMENTS(verify_health_gpu_counters) ==
+                HEALTH_GPU_COUNTERS);
+G_STATIC_ASSERT(G_N_ELEMENTS(verify_health_link_counters) ==
+                HEALTH_LINK_COUNTERS);
+
+HealthVerdict verify_health_verdict(const VerifyHealthValue *v,
+                                    const VerifyHealthCounterInfo *info)
+{
+    if (v->state != HEALTH_READ_BOTH) {
+        return HEALTH_NOT_READ;
+    }
+    return v->after > v->before ? info->on_rise : HEALTH_OK;
+}
+
+const char *verify_health_verdict_name(HealthVerdict v)
+{
+    switch (v) {
+    case HEALTH_OK:
+        return "ok";
+    case HEALTH_WARNING:
+        return "warning";
+    case HEALTH_FAILED:
+        return "failed";
+    case HEALTH_NOT_READ:
+        break;
+    }
+    return "not read";
+}
+
+char *verify_health_unread_reason(const VerifyHealthValue *v)
+{
+    switch (v->state) {
+    case HEALTH_UNSUPPORTED:
+        return g_strdup("not supported");
+    case HEALTH_READ_ERROR:
+        return g_strdup_printf("NVML error %d", v->nvml_error);
+    case HEALTH_READ_BEFORE:
+        return g_strdup("not read after the run");
+    case HEALTH_UNREAD:
+    case HEALTH_READ_BOTH:
+        break;
+    }
+    return g_strdup("not read");
+}
+
+const char *verify_health_not_read(const VerifyReport *r)
+{
+    if (r->health_read) {
+        return NULL;
+    }
+    if (r->nvml_status) {
+        return r->nvml_status;
+    }
+    return r->cuda_status ? "NVML not used (CUDA unavailable)" :
+           "NVML not used";
+}
+
+HealthVerdict verify_health_gpu_verdict(const VerifyGpu *g)
+{
+    HealthVerdict worst = HEALTH_NOT_READ;
+
+    for (int c = 0; c < HEALTH_GPU_COUNTERS; c++) {
+        worst = MAX(worst, verify_health_verdict(
+                               &g->health[c], &verify_health_gpu_counters[c]));
+    }
+    for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+        for (int c = 0; c < HEALTH_LINK_COUNTERS; c++) {
+            worst = MAX(worst, verify_health_verdict(
+                                   &g->link_health[l][c],
+                                   &verify_health_link_counters[c]));
+        }
+    }
+    return worst;
+}
