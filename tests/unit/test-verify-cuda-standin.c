@@ -1145,6 +1145,288 @@ static void test_pci_only_verdicts(void)
     }
 }
 
+/*
+ * Runs a --quick run on the H200 capture with the stand-in NVML
+ * (tests/unit/fake-libnvml) beside the stand-in CUDA: two NVLinks per GPU
+ * and the health counters @counters (GPUP2P_FAKE_NVML_COUNTERS) sets.
+ */
+static void run_with_nvml(Res *r, const char *counters, const char *args)
+{
+    g_autofree char *libs = g_strdup_printf("%s:%s",
+                                            g_getenv("FAKE_LIBCUDA_DIR"),
+                                            g_getenv("FAKE_LIBNVML_DIR"));
+    const char *const env[] = {
+        "LD_LIBRARY_PATH", libs,
+        "GPUP2P_FAKE_NVML_NVLINKS", "2",
+        "GPUP2P_FAKE_NVML_COUNTERS", counters ? counters : "",
+        NULL,
+    };
+
+    run_standin_env(r, fixture(), H200_BUS_IDS, NULL, NULL, args, env);
+}
+
+/* GPU @g's "health" object, which every GPU has. */
+static JsonObject *health_of(const Res *r, int g)
+{
+    g_assert_true(json_object_has_member(gpu_of(r, g), "health"));
+    return json_object_get_object_member(gpu_of(r, g), "health");
+}
+
+/* GPU @g's health counter @name (on NVLink @link, -1: the GPU's own) in
+ * the JSON, or NULL where it was not read. */
+static JsonObject *health_counter(const Res *r, int g, int link,
+                                  const char *name)
+{
+    JsonObject *health = health_of(r, g);
+    JsonArray *list = json_object_get_array_member(health, "counters");
+
+    if (link >= 0) {
+        JsonArray *links = json_object_get_array_member(health, "links");
+
+        list = NULL;
+        for (guint i = 0; i < json_array_get_length(links); i++) {
+            JsonObject *l = json_array_get_object_element(links, i);
+
+            if (json_object_get_int_member(l, "link") == link) {
+                list = json_object_get_array_member(l, "counters");
+            }
+        }
+        if (!list) {
+            return NULL;
+        }
+    }
+    for (guint i = 0; i < json_array_get_length(list); i++) {
+        JsonObject *c = json_array_get_object_element(list, i);
+
+        if (!g_strcmp0(str_member(c, "counter"), name)) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Each row of the health policy (docs/guest-tool.md, "Health"): a counter
+ * that rises between the reading before the data checks and the one
+ * after the run fails the GPU or link (exit 1) or warns (exit 0), and the
+ * note names the counter, the GPU and the link. A standing value that
+ * does not rise is no finding. Before: no health was read at all (every
+ * row was exit 0 and the JSON had no "health").
+ */
+static void test_health_policy(void)
+{
+    static const struct {
+        const char *counters;       /* GPUP2P_FAKE_NVML_COUNTERS */
+        int gpu, link;              /* where; link -1: the GPU's own */
+        const char *name, *verdict;
+        unsigned long long before, after;
+        int code;
+        const char *note;
+    } rows[] = {
+        { "ecc_uncorrected_volatile:1=0+1@1", 1, -1,
+          "ecc_uncorrected_volatile", "failed", 0, 1, 1,
+          "GPU 1 (0000:00:07.0): health: ecc_uncorrected_volatile rose "
+          "from 0 to 1 during the run" },
+        { "ecc_corrected_volatile:0=5+1@1", 0, -1, "ecc_corrected_volatile",
+          "warning", 5, 6, 0, "warning: GPU 0 (0000:00:06.0): health: "
+          "ecc_corrected_volatile rose from 5 to 6" },
+        { "retired_pages_double_bit_ecc:0=0+2@1", 0, -1,
+          "retired_pages_double_bit_ecc", "failed", 0, 2, 1,
+          "retired_pages_double_bit_ecc rose from 0 to 2" },
+        /* More pages than the tool's buffer: NVML's count still counts. */
+        { "retired_pages_multiple_single_bit_ecc:1=70+1@1", 1, -1,
+          "retired_pages_multiple_single_bit_ecc", "warning", 70, 71, 0,
+          "warning: GPU 1 (0000:00:07.0): health: "
+          "retired_pages_multiple_single_bit_ecc rose from 70 to 71" },
+        { "remapped_rows_uncorrectable:1=0+1@1", 1, -1,
+          "remapped_rows_uncorrectable", "failed", 0, 1, 1,
+          "remapped_rows_uncorrectable rose from 0 to 1" },
+        { "remapped_rows_correctable:0=2+1@1", 0, -1,
+          "remapped_rows_correctable", "warning", 2, 3, 0,
+          "warning: GPU 0 (0000:00:06.0): health: remapped_rows_correctable "
+          "rose from 2 to 3" },
+        { "row_remap_pending:0=0+1@1", 0, -1, "row_remap_pending", "failed",
+          0, 1, 1, "row_remap_pending rose from 0 to 1" },
+        { "row_remap_failure:1=0+1@1", 1, -1, "row_remap_failure", "failed",
+          0, 1, 1, "row_remap_failure rose from 0 to 1" },
+        /* Pending before the run and still: not this run's finding. */
+        { "row_remap_pending:0=1", 0, -1, "row_remap_pending", "ok", 1, 1,
+          0, NULL },
+        { "xid_events:0=2", 0, -1, "xid_events", "failed", 0, 2, 1,
+          "GPU 0 (0000:00:06.0): health: xid_events rose from 0 to 2 during "
+          "the run (last Xid 79)" },
+        { "nvlink_replay:0:1=0+4@1", 0, 1, "nvlink_replay", "warning", 0, 4,
+          0, "warning: GPU 0 (0000:00:06.0) NVLink 1: health: nvlink_replay "
+          "rose from 0 to 4" },
+        { "nvlink_recovery:1:0=0+1@1", 1, 0, "nvlink_recovery", "failed", 0,
+          1, 1, "GPU 1 (0000:00:07.0) NVLink 0: health: nvlink_recovery "
+          "rose from 0 to 1" },
+        { "nvlink_crc_flit:1:0=7+1@1", 1, 0, "nvlink_crc_flit", "warning", 7,
+          8, 0, "warning: GPU 1 (0000:00:07.0) NVLink 0: health: "
+          "nvlink_crc_flit rose from 7 to 8" },
+        { "nvlink_crc_data:0:1=0+3@1", 0, 1, "nvlink_crc_data", "failed", 0,
+          3, 1, "GPU 0 (0000:00:06.0) NVLink 1: health: nvlink_crc_data rose "
+          "from 0 to 3" },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+        Res r = { 0 };
+        JsonObject *c, *health;
+
+        run_with_nvml(&r, rows[i].counters, "--quick --size-mib 1");
+        g_test_message("row %s", rows[i].counters);
+        expect_exit(&r, rows[i].code);
+        c = health_counter(&r, rows[i].gpu, rows[i].link, rows[i].name);
+        g_assert_nonnull(c);
+        g_assert_cmpint(json_object_get_int_member(c, "before"), ==,
+                        rows[i].before);
+        g_assert_cmpint(json_object_get_int_member(c, "after"), ==,
+                        rows[i].after);
+        g_assert_cmpstr(str_member(c, "verdict"), ==, rows[i].verdict);
+        health = health_of(&r, rows[i].gpu);
+        g_assert_cmpstr(str_member(health, "verdict"), ==, rows[i].verdict);
+        /* The other GPU is untouched. */
+        g_assert_cmpstr(str_member(health_of(&r, 1 - rows[i].gpu),
+                                   "verdict"), ==, "ok");
+        if (rows[i].note) {
+            g_assert_true(any_note(&r, rows[i].note));
+        }
+        res_clear(&r);
+    }
+}
+
+/* How often @needle occurs in @hay. */
+static unsigned occurrences(const char *hay, const char *needle)
+{
+    unsigned n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) {
+        n++;
+    }
+    return n;
+}
+
+/*
+ * A counter NVML does not support (NVML_ERROR_NOT_SUPPORTED), or cannot
+ * read (another error), is "not read", named once per GPU in the text
+ * and the JSON (an NVLink counter once, whatever its links), and is
+ * neither a pass nor a fail: the GPU whose every counter is unreadable
+ * reads "not read", and the run's verdict is that of its data checks.
+ */
+static void test_health_not_supported(void)
+{
+    static const char *const unsupported[] = {
+        "ecc_uncorrected_volatile", "ecc_corrected_volatile",
+        "retired_pages_double_bit_ecc",
+        "retired_pages_multiple_single_bit_ecc",
+        "remapped_rows_uncorrectable", "remapped_rows_correctable",
+        "row_remap_pending", "row_remap_failure", "xid_events",
+        "nvlink_replay", "nvlink_recovery", "nvlink_crc_flit",
+        "nvlink_crc_data",
+    };
+    g_autoptr(GString) every = g_string_new(NULL);
+    g_autofree char *counters = NULL;
+    JsonObject *health;
+    JsonArray *not_read;
+    Res r = { 0 };
+
+    /* GPU 0: every counter unsupported. GPU 1: one fails to read, and
+     * one would have failed the run had it been read. */
+    for (guint i = 0; i < G_N_ELEMENTS(unsupported); i++) {
+        g_string_append_printf(every, "%s:0=unsupported,", unsupported[i]);
+    }
+    counters = g_strdup_printf("%secc_corrected_volatile:1=error:15,"
+                               "nvlink_crc_data:1:0=unsupported", every->str);
+    run_with_nvml(&r, counters, "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    health = health_of(&r, 0);
+    g_assert_cmpstr(str_member(health, "verdict"), ==, "not read");
+    not_read = json_object_get_array_member(health, "not_read");
+    g_assert_cmpuint(json_array_get_length(not_read), ==,
+                     G_N_ELEMENTS(unsupported));
+    for (guint i = 0; i < G_N_ELEMENTS(unsupported); i++) {
+        g_autofree char *want = g_strdup_printf("%s: not supported",
+                                                unsupported[i]);
+
+        g_assert_cmpstr(json_array_get_string_element(not_read, i), ==,
+                        want);
+    }
+    g_assert_cmpuint(json_array_get_length(json_object_get_array_member(
+                         health, "counters")), ==, 0);
+    g_assert_cmpuint(json_array_get_length(json_object_get_array_member(
+                         health, "links")), ==, 0);
+
+    health = health_of(&r, 1);
+    g_assert_cmpstr(str_member(health, "verdict"), ==, "ok");
+    not_read = json_object_get_array_member(health, "not_read");
+    g_assert_cmpuint(json_array_get_length(not_read), ==, 2);
+    g_assert_cmpstr(json_array_get_string_element(not_read, 0), ==,
+                    "ecc_corrected_volatile: NVML error 15");
+    g_assert_cmpstr(json_array_get_string_element(not_read, 1), ==,
+                    "nvlink_crc_data: not supported");
+    g_assert_null(health_counter(&r, 1, 0, "nvlink_crc_data"));
+    g_assert_nonnull(health_counter(&r, 1, 1, "nvlink_crc_data"));
+    res_clear(&r);
+
+    /* The text: each name once per GPU, on that GPU's line. */
+    {
+        g_autofree char *libs = g_strdup_printf("%s:%s",
+            g_getenv("FAKE_LIBCUDA_DIR"), g_getenv("FAKE_LIBNVML_DIR"));
+        g_autofree char *cmd = g_strdup_printf(
+            "env LD_LIBRARY_PATH=%s GPUP2P_FAKE_CUDA_BUS_IDS=%s "
+            "GPUP2P_FAKE_NVML_NVLINKS=2 "
+            "GPUP2P_FAKE_NVML_COUNTERS=nvlink_crc_data:0=unsupported "
+            "%s --sysfs-root %s --with-cuda --skip-rdma --quick "
+            "--size-mib 1", libs, H200_BUS_IDS,
+            g_getenv("GPUP2P_VERIFY_CUDA"), fixture());
+        g_autofree char *out = NULL;
+        int ws;
+
+        g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+        g_assert_true(WIFEXITED(ws));
+        g_assert_cmpint(WEXITSTATUS(ws), ==, 0);
+        g_assert_nonnull(strstr(out, "\n  0 0000:00:06.0 ok; not read: "
+                                "nvlink_crc_data (not supported)\n"));
+        g_assert_nonnull(strstr(out, "\n  1 0000:00:07.0 ok\n"));
+        g_assert_cmpuint(occurrences(out, "nvlink_crc_data"), ==, 1);
+    }
+}
+
+/* Without NVML the health section says why it was not read, in the text
+ * and per GPU in the JSON; never a pass or a fail. */
+static void test_health_without_nvml(void)
+{
+    g_autofree char *cmd = g_strdup_printf(
+        "env LD_LIBRARY_PATH=%s GPUP2P_FAKE_CUDA_BUS_IDS=%s %s --sysfs-root "
+        "%s --with-cuda --skip-rdma --quick --size-mib 1",
+        g_getenv("FAKE_LIBCUDA_DIR"), H200_BUS_IDS,
+        g_getenv("GPUP2P_VERIFY_CUDA"), fixture());
+    g_autofree char *out = NULL;
+    JsonObject *health;
+    Res r = { 0 };
+    int ws;
+
+    run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL,
+                "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    if (!g_str_has_prefix(str_member(r.root, "nvml"), "NVML not loaded")) {
+        g_test_skip("an NVML loads here: this checks a machine without it");
+        res_clear(&r);
+        return;
+    }
+    for (int g = 0; g < 2; g++) {
+        health = health_of(&r, g);
+        g_assert_cmpstr(str_member(health, "verdict"), ==, "not read");
+        g_assert_true(g_str_has_prefix(json_array_get_string_element(
+            json_object_get_array_member(health, "not_read"), 0),
+            "NVML not loaded"));
+    }
+    res_clear(&r);
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &ws, NULL));
+    g_assert_cmpint(WEXITSTATUS(ws), ==, 0);
+    g_assert_nonnull(strstr(out, "\nHealth: not read: NVML not loaded"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1195,6 +1477,12 @@ int main(int argc, char **argv)
                     test_ctx_set_failure);
     g_test_add_func("/verify-cuda-standin/stdout-write-failure",
                     test_stdout_write_failure);
+    g_test_add_func("/verify-cuda-standin/health-policy",
+                    test_health_policy);
+    g_test_add_func("/verify-cuda-standin/health-not-supported",
+                    test_health_not_supported);
+    g_test_add_func("/verify-cuda-standin/health-without-nvml",
+                    test_health_without_nvml);
     g_test_add_func("/verify-cuda-standin/pci-only-verdicts",
                     test_pci_only_verdicts);
     return g_test_run();
