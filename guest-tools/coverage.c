@@ -224,15 +224,19 @@ static void judge_health_value(VerifyReport *r, guint i, int link,
                              g_strdup_printf(" NVLink %d", link);
     g_autofree char *xid = v == &g->health[HEALTH_XID_EVENTS] ?
         g_strdup_printf(" (last Xid %llu)", g->last_xid) : g_strdup("");
+    g_autofree char *rate = info->fail_per_second > 0 ?
+        g_strdup_printf(" (%.1f per second; fails at %.0f)",
+                        verify_health_rise_per_second(v),
+                        info->fail_per_second) : g_strdup("");
 
     if (verdict == HEALTH_FAILED) {
         verify_record_broken(r, "GPU %u (%s)%s: health: %s rose from %llu to "
-                             "%llu during the run%s", i, g->bdf, where,
-                             info->name, v->before, v->after, xid);
+                             "%llu during the run%s%s", i, g->bdf, where,
+                             info->name, v->before, v->after, xid, rate);
     } else if (verdict == HEALTH_WARNING) {
         verify_note(r, "warning: GPU %u (%s)%s: health: %s rose from %llu "
-                    "to %llu during the run", i, g->bdf, where, info->name,
-                    v->before, v->after);
+                    "to %llu during the run%s", i, g->bdf, where, info->name,
+                    v->before, v->after, rate);
     }
 }
 

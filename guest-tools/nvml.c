@@ -158,9 +158,11 @@ static void health_store(VerifyHealthValue *v, bool after, nvmlReturn_t rc,
     }
     if (rc == NVML_SUCCESS && after) {
         v->after = value;
+        v->after_us = g_get_monotonic_time();
         v->state = HEALTH_READ_BOTH;
     } else if (rc == NVML_SUCCESS) {
         v->before = value;
+        v->before_us = g_get_monotonic_time();
         v->state = HEALTH_READ_BEFORE;
     } else if (rc == NVML_ERROR_NOT_SUPPORTED) {
         v->state = HEALTH_UNSUPPORTED;

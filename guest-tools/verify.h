@@ -127,6 +127,10 @@ typedef struct {
     const char *name;           /* JSON, text, notes */
     HealthVerdict on_rise;      /* HEALTH_WARNING or HEALTH_FAILED */
     const char *what;           /* the NVML call and value, one line */
+    /* > 0: a rise fails only at this many per second or more over the
+     * time between the two readings, and warns below (DCGM's rule for
+     * NVLink CRC errors); 0: every rise is on_rise. */
+    double fail_per_second;
 } VerifyHealthCounterInfo;
 
 extern const VerifyHealthCounterInfo
@@ -146,6 +150,7 @@ typedef struct {
     HealthReadState state;
     int nvml_error;             /* HEALTH_READ_ERROR: nvmlReturn_t */
     unsigned long long before, after;
+    gint64 before_us, after_us; /* g_get_monotonic_time() of each read */
 } VerifyHealthValue;
 
 /* nvbandwidth's method: 16 timed copies a sample after 4 warm-up ones. */
@@ -321,6 +326,8 @@ void verify_nvml_health_after(VerifyReport *r);
 HealthVerdict verify_health_verdict(const VerifyHealthValue *v,
                                     const VerifyHealthCounterInfo *info);
 const char *verify_health_verdict_name(HealthVerdict v);
+/* A counter's rise per second between its two readings. */
+double verify_health_rise_per_second(const VerifyHealthValue *v);
 /* Why @v was not read ("not supported", "NVML error 15", ...). */
 char *verify_health_unread_reason(const VerifyHealthValue *v);
 /* Why no GPU's health was read, or NULL where it was. */

@@ -1255,18 +1255,22 @@ static void test_health_policy(void)
         { "xid_events:0=2", 0, -1, "xid_events", "failed", 0, 2, 1,
           "GPU 0 (0000:00:06.0): health: xid_events rose from 0 to 2 during "
           "the run (last Xid 79)" },
-        { "nvlink_replay:0:1=0+4@1", 0, 1, "nvlink_replay", "warning", 0, 4,
-          0, "warning: GPU 0 (0000:00:06.0) NVLink 1: health: nvlink_replay "
+        { "nvlink_replay:0:1=0+4@1", 0, 1, "nvlink_replay", "failed", 0, 4,
+          1, "GPU 0 (0000:00:06.0) NVLink 1: health: nvlink_replay "
           "rose from 0 to 4" },
         { "nvlink_recovery:1:0=0+1@1", 1, 0, "nvlink_recovery", "failed", 0,
           1, 1, "GPU 1 (0000:00:07.0) NVLink 0: health: nvlink_recovery "
           "rose from 0 to 1" },
-        { "nvlink_crc_flit:1:0=7+1@1", 1, 0, "nvlink_crc_flit", "warning", 7,
-          8, 0, "warning: GPU 1 (0000:00:07.0) NVLink 0: health: "
-          "nvlink_crc_flit rose from 7 to 8" },
-        { "nvlink_crc_data:0:1=0+3@1", 0, 1, "nvlink_crc_data", "failed", 0,
-          3, 1, "GPU 0 (0000:00:06.0) NVLink 1: health: nvlink_crc_data rose "
-          "from 0 to 3" },
+        /* CRC errors by rate (test-verify-health.c has the boundary): a
+         * billion within one run of the tool is far past 100 a second. */
+        { "nvlink_crc_flit:1:0=7+1000000000@1", 1, 0, "nvlink_crc_flit",
+          "failed", 7, 1000000007, 1, "GPU 1 (0000:00:07.0) NVLink 0: "
+          "health: nvlink_crc_flit rose from 7 to 1000000007 during the run ("
+        },
+        { "nvlink_crc_data:0:1=0+1000000000@1", 0, 1, "nvlink_crc_data",
+          "failed", 0, 1000000000, 1, "GPU 0 (0000:00:06.0) NVLink 1: "
+          "health: nvlink_crc_data rose from 0 to 1000000000 during the run ("
+        },
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
