@@ -1505,7 +1505,8 @@ GArray *gp_iommu_group_reserved(const char *root, int group, char **why)
     guint i;
 
     if (!g_file_get_contents(path, &text, NULL, NULL)) {
-        *why = g_strdup_printf("%s is not readable", path);
+        *why = g_strdup_printf("%s is not readable, so the IOVA ranges "
+                               "the group reserves are not known", path);
         return NULL;
     }
     lines = g_strsplit(text, "\n", -1);
