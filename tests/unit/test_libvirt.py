@@ -4,6 +4,7 @@
 schema (virt-xml-validate) and its test driver as judges."""
 
 import atexit
+import gzip
 import itertools
 import json
 import os
@@ -1190,6 +1191,17 @@ def test_bar_gate(t, d):
              item.get("bar_gate")),
          "gate: iommufd with Linux 7.3's dma-buf and QEMU 11.1: ids "
          "written, check ok", p.stderr + json.dumps(item))
+
+    # No boot/config-RELEASE: proc/config.gz (CONFIG_IKCONFIG_PROC) says.
+    gz = gate_host(NV_HOST, os.path.join(d, "gate-gz"), GATE_REL, None,
+                   cap=CAP_48)
+    with gzip.open(os.path.join(gz, "proc", "config.gz"), "wt") as f:
+        f.write(CONFIG_EMULATED)
+    p = run("libvirt", "--sysfs-root", gz, "--qemu-stock", plain)
+    t.ok(p.returncode == 0 and stock_ids(p.stdout) == 0 and
+         "CONFIG_IOMMUFD_VFIO_CONTAINER=y in %s/proc/config.gz" % gz in
+         p.stderr, "gate: the kernel config read from proc/config.gz",
+         p.stderr)
 
     # Unknowns: a warning with the reason, the ids still written.
     viommu = gate_domain(d, "viommu.xml", q11,
