@@ -1181,6 +1181,15 @@ def test_bar_gate(t, d):
              "gate, %s: check --domain fails peer BAR maps, same reason" %
              what, ck.stdout[-1500:] + ck.stderr)
 
+    # On q35-gpup2p (auto by default), a gated GPU is turned off.
+    p = run("libvirt", "--sysfs-root", emulated, "--qemu-default-auto",
+            plain)
+    t.ok(p.returncode == 0 and "machine='q35-gpup2p'" in p.stdout.replace(
+        '"', "'") and p.stdout.count('name="x-gpu-p2p-clique" '
+                                     'type="string" value="off"') == 3,
+         "gate, --qemu-default-auto: x-gpu-p2p-clique=off over the machine "
+         "type's auto", p.stdout[-800:] + p.stderr)
+
     # iommufd where both kernel and QEMU map BARs as dma-bufs: ids.
     fd11 = gate_domain(d, "fd11.xml", q11, hostdev_driver=iommufd)
     p = run("libvirt", "--sysfs-root", real, "--qemu-stock", fd11)
