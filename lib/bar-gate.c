@@ -282,7 +282,7 @@ static void space_read(Space *s, const GpBarGateHost *host,
     s->reserved = g_array_new(FALSE, FALSE, sizeof(GpRange));
     s->reserved_groups = g_ptr_array_new();
     for (i = 0; i < n; i++) {
-        g_autofree char *why = NULL;
+        g_autofree char *why = NULL, *rwhy = NULL;
         unsigned bits = gp_iommu_address_bits(host->root, gpus[i].dev, &why);
         g_autoptr(GArray) r = NULL;
 
@@ -296,10 +296,10 @@ static void space_read(Space *s, const GpBarGateHost *host,
             continue;
         }
         r = gp_iommu_group_reserved(host->root, gpus[i].dev->iommu_group,
-                                    &why);
+                                    &rwhy);
         if (!r) {
             if (!s->reserved_why) {
-                s->reserved_why = g_steal_pointer(&why);
+                s->reserved_why = g_steal_pointer(&rwhy);
             }
             continue;
         }

@@ -356,6 +356,29 @@ static void test_amd_iommu(void)
     host_free(&h);
 }
 
+/* Neither the IOMMU nor the groups' reserved regions known: both said
+ * (and, under ASan, no reason string lost on the way). */
+static void test_iommu_and_reserved_unknown(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, NULL);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = NULL;
+    unsigned i;
+
+    for (i = 1; i <= 2; i++) {
+        g_autofree char *path = g_strdup_printf(
+            "%s/sys/kernel/iommu_groups/%u/reserved_regions", sb_root(h.sb),
+            i);
+
+        g_assert_cmpint(unlink(path), ==, 0);
+    }
+    g = decide(&h, &vm, false, false);
+    assert_gate(g, 1, GP_BAR_GATE_UNKNOWN, "reserved_regions is not "
+                "readable");
+    assert_gate(g, 1, GP_BAR_GATE_UNKNOWN, "0000:01:00.0/iommu is absent");
+    host_free(&h);
+}
+
 static void test_release_version(void)
 {
     unsigned a = 0, b = 0;
@@ -385,6 +408,8 @@ int main(int argc, char **argv)
     g_test_add_func("/bar-gate/reserved-region", test_reserved_region);
     g_test_add_func("/bar-gate/reserved-parse", test_reserved_parse);
     g_test_add_func("/bar-gate/amd-iommu", test_amd_iommu);
+    g_test_add_func("/bar-gate/iommu-and-reserved-unknown",
+                    test_iommu_and_reserved_unknown);
     g_test_add_func("/bar-gate/release-version", test_release_version);
     return g_test_run();
 }
