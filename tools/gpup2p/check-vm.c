@@ -14,27 +14,9 @@
 static unsigned guest_phys_bits(const Check *c, const char **how)
 {
     const Domain *d = c->dom;
-    unsigned host = c->topo->cpu_phys_bits, bits;
 
-    if (!g_strcmp0(d->maxphys_mode, "emulate") && d->maxphys_bits) {
-        *how = "<maxphysaddr mode='emulate'>";
-        return d->maxphys_bits;
-    }
-    if (!g_strcmp0(d->maxphys_mode, "passthrough") ||
-        !g_strcmp0(d->cpu_mode, "host-passthrough") ||
-        !g_strcmp0(d->cpu_mode, "maximum")) {
-        /* QEMU's host and max CPU models take the host's width. */
-        *how = d->maxphys_mode ? "<maxphysaddr mode='passthrough'>" :
-               "the host CPU model";
-        bits = host;
-        if (d->maxphys_limit && d->maxphys_limit < bits) {
-            bits = d->maxphys_limit;
-            *how = "<maxphysaddr limit=...>";
-        }
-        return bits;
-    }
-    *how = "QEMU's default for named CPU models";
-    return GP_QEMU_DEFAULT_PHYS_BITS;
+    return gp_guest_phys_bits(d->cpu_mode, d->maxphys_mode, d->maxphys_bits,
+                              d->maxphys_limit, c->topo->cpu_phys_bits, how);
 }
 
 void check_domain_kvm(Check *c)

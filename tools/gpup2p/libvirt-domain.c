@@ -1439,25 +1439,20 @@ unsigned gp_domain_guest_phys_bits(const GpDomain *d, unsigned host_bits,
 {
     xmlNodePtr cpu = child(d->root, "cpu", NULL);
     xmlNodePtr mp = child(cpu, "maxphysaddr", NULL);
-    unsigned bits = 0, limit;
+    g_autofree xmlChar *cpu_mode = cpu ? xmlGetProp(cpu, BAD_CAST "mode") :
+                                   NULL;
+    g_autofree xmlChar *mp_mode = mp ? xmlGetProp(mp, BAD_CAST "mode") :
+                                  NULL;
+    unsigned bits = 0, limit = 0;
 
-    if (mp && prop_equals(mp, "mode", "emulate") &&
-        prop_uint(mp, "bits", &bits) && bits) {
-        *how = "<maxphysaddr mode='emulate'>";
-        return bits;
+    if (mp && !prop_uint(mp, "bits", &bits)) {
+        bits = 0;
     }
-    if ((mp && prop_equals(mp, "mode", "passthrough")) ||
-        (cpu && (prop_equals(cpu, "mode", "host-passthrough") ||
-                 prop_equals(cpu, "mode", "maximum")))) {
-        *how = "the host's width";
-        if (mp && prop_uint(mp, "limit", &limit) && limit < host_bits) {
-            *how = "<maxphysaddr limit=...>";
-            return limit;
-        }
-        return host_bits;
+    if (mp && !prop_uint(mp, "limit", &limit)) {
+        limit = 0;
     }
-    *how = "QEMU's default for named CPU models";
-    return GP_QEMU_DEFAULT_PHYS_BITS;
+    return gp_guest_phys_bits((const char *)cpu_mode, (const char *)mp_mode,
+                              bits, limit, host_bits, how);
 }
 
 void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,

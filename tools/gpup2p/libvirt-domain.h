@@ -132,12 +132,7 @@ typedef struct {
 void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
                           GpDomainGate *out);
 void gp_domain_gate_clear(GpDomainGate *g);
-/*
- * The guest's physical address width as QEMU will set it: <maxphysaddr
- * mode='emulate' bits>, else the host's (@host_bits, 0 unknown) for
- * passthrough or the host's CPU model (capped by limit=), else QEMU's
- * default for named models; @how says which.
- */
+/* gp_guest_phys_bits() (bar-plan.h) over the domain's <cpu>. */
 unsigned gp_domain_guest_phys_bits(const GpDomain *d, unsigned host_bits,
                                    const char **how);
 /* x-gpu-p2p-clique=off for @h (the machine type's auto default too). */
