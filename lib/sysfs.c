@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpup2p/bar-gate.h"
 #include "gpup2p/p2p-rule.h"
 #include "gpup2p/p2pcap.h"
 #include "gpup2p/topo.h"
@@ -1457,4 +1458,130 @@ GpTopology *gp_topo_read(const char *root, GError **errp)
 GpTopology *gp_topo_read_all(const char *root, GError **errp)
 {
     return topo_read(root, true, errp);
+}
+
+/* ---- what the BAR gate reads of sysfs (gpup2p/bar-gate.h) ---- */
+
+/* One line of reserved_regions: "0xSTART 0xEND TYPE" (end inclusive). */
+static bool parse_reserved_line(const char *line, GpRange *r)
+{
+    g_auto(GStrv) f = g_strsplit_set(line, " \t", -1);
+    guint64 start, end;
+    guint n = 0, i;
+    const char *w[3];
+
+    for (i = 0; f[i]; i++) {
+        if (*f[i]) {
+            if (n == 3) {
+                return false;
+            }
+            w[n++] = f[i];
+        }
+    }
+    if (n != 3 || !g_str_has_prefix(w[0], "0x") ||
+        !g_str_has_prefix(w[1], "0x") ||
+        !g_ascii_string_to_unsigned(w[0] + 2, 16, 0, G_MAXUINT64, &start,
+                                    NULL) ||
+        !g_ascii_string_to_unsigned(w[1] + 2, 16, 0, G_MAXUINT64, &end,
+                                    NULL) ||
+        end < start || strlen(w[2]) >= sizeof(r->type)) {
+        return false;
+    }
+    r->start = start;
+    r->end = end;
+    g_strlcpy(r->type, w[2], sizeof(r->type));
+    return true;
+}
+
+GArray *gp_iommu_group_reserved(const char *root, int group, char **why)
+{
+    g_autofree char *num = g_strdup_printf("%d", group);
+    g_autofree char *path = g_build_filename(root, "sys", "kernel",
+                                             "iommu_groups", num,
+                                             "reserved_regions", NULL);
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(GpRange));
+    guint i;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL)) {
+        *why = g_strdup_printf("%s is not readable, so the IOVA ranges "
+                               "the group reserves are not known", path);
+        return NULL;
+    }
+    lines = g_strsplit(text, "\n", -1);
+    for (i = 0; lines[i]; i++) {
+        GpRange r;
+
+        if (!*g_strstrip(lines[i])) {
+            continue;
+        }
+        if (!parse_reserved_line(lines[i], &r)) {
+            *why = g_strdup_printf("%s: line %u '%s' is not '0xSTART 0xEND "
+                                   "TYPE'", path, i + 1, lines[i]);
+            return NULL;
+        }
+        /* VFIO type1 maps over these (vfio_iommu_resv_exclude()). */
+        if (strcmp(r.type, "direct-relaxable") != 0) {
+            g_array_append_val(out, r);
+        }
+    }
+    return g_steal_pointer(&out);
+}
+
+/* Intel VT-d's Capability register: MGAW, bits 21:16, is width - 1
+ * (cap_mgaw() in drivers/iommu/intel/iommu.h). */
+#define VTD_CAP_MGAW(cap) ((unsigned)(((cap) >> 16) & 0x3f) + 1)
+
+unsigned gp_iommu_address_bits(const char *root, const GpDevice *dev,
+                               char **why)
+{
+    g_autofree char *link = g_build_filename(root, "sys", dev->sysfs_path,
+                                             "iommu", NULL);
+    g_autofree char *target = gp_sysfs_read_link_text(link);
+    g_autofree char *name = NULL, *cap_path = NULL, *text = NULL;
+    guint64 cap;
+
+    if (!target) {
+        *why = g_strdup_printf("%s is absent, so which IOMMU translates for "
+                               "%s is not known", link, dev->bdf);
+        return 0;
+    }
+    name = g_path_get_basename(g_strchomp(target));
+    if (!g_str_has_prefix(name, "dmar")) {
+        *why = g_strdup_printf("%s is translated by IOMMU %s, whose address "
+                               "width no documented sysfs file gives%s",
+                               dev->bdf, name, g_str_has_prefix(name, "ivhd")
+                               ? " (AMD)" : "");
+        return 0;
+    }
+    cap_path = g_build_filename(root, "sys", "class", "iommu", name,
+                                "intel-iommu", "cap", NULL);
+    if (!g_file_get_contents(cap_path, &text, NULL, NULL)) {
+        *why = g_strdup_printf("%s is not readable", cap_path);
+        return 0;
+    }
+    if (!g_ascii_string_to_unsigned(g_strstrip(text), 16, 0, G_MAXUINT64,
+                                    &cap, NULL)) {
+        *why = g_strdup_printf("%s: '%s' is not a hex register", cap_path,
+                               text);
+        return 0;
+    }
+    return VTD_CAP_MGAW(cap);
+}
+
+bool gp_sysfs_module_loaded(const char *root, const char *module)
+{
+    g_autofree char *path = g_build_filename(root, "sys", "module", module,
+                                             NULL);
+
+    return g_file_test(path, G_FILE_TEST_IS_DIR);
+}
+
+bool gp_sysfs_has_vfio_cdevs(const char *root)
+{
+    g_autofree char *path = g_build_filename(root, "sys", "class", "vfio-dev",
+                                             NULL);
+
+    return g_file_test(path, G_FILE_TEST_IS_DIR);
 }

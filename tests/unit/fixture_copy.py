@@ -97,3 +97,50 @@ def cpu_kernel_host(src, dst, phys_bits=None, release=None):
         with open(path, "w") as f:
             f.write(release + "\n")
     return dst
+
+
+def gate_host(src, dst, release=None, config=None, type1=False, cap=None,
+              reserved="0x00000000fee00000 0x00000000feefffff msi\n"):
+    """@src copied to @dst with what the BAR gate reads (gpup2p/bar-gate.h),
+    as Linux shows it: Linux @release (proc/sys/kernel/osrelease) and its
+    boot/config-@release holding @config; sys/module/vfio_iommu_type1
+    where @type1; each device's `iommu` link to an Intel IOMMU (dmar0)
+    whose Capability register is @cap (hex text; None: no link); and
+    kernel/iommu_groups/N/reserved_regions (@reserved) for every group a
+    device's iommu_group link names."""
+    shutil.copytree(src, dst, symlinks=True)
+    sysdir = os.path.join(dst, "sys")
+    if release is not None:
+        path = os.path.join(dst, "proc", "sys", "kernel", "osrelease")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(release + "\n")
+        if config is not None:
+            os.makedirs(os.path.join(dst, "boot"), exist_ok=True)
+            with open(os.path.join(dst, "boot", "config-" + release),
+                      "w") as f:
+                f.write(config)
+    if type1:
+        path = os.path.join(sysdir, "module", "vfio_iommu_type1",
+                            "parameters")
+        os.makedirs(path)
+        with open(os.path.join(path, "dma_entry_limit"), "w") as f:
+            f.write("65535\n")
+    if cap is not None:
+        path = os.path.join(sysdir, "class", "iommu", "dmar0", "intel-iommu")
+        os.makedirs(path)
+        with open(os.path.join(path, "cap"), "w") as f:
+            f.write(cap + "\n")
+    for dev in _devices(dst):
+        if cap is not None:
+            os.symlink("../../../virtual/iommu/dmar0",
+                       os.path.join(dev, "iommu"))
+        link = os.path.join(dev, "iommu_group")
+        if not os.path.islink(link):
+            continue
+        group = os.path.join(sysdir, "kernel", "iommu_groups",
+                             os.path.basename(os.readlink(link)))
+        os.makedirs(group, exist_ok=True)
+        with open(os.path.join(group, "reserved_regions"), "w") as f:
+            f.write(reserved)
+    return dst

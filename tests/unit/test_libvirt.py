@@ -4,6 +4,7 @@
 schema (virt-xml-validate) and its test driver as judges."""
 
 import atexit
+import gzip
 import itertools
 import json
 import os
@@ -17,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
-from fixture_copy import cpu_kernel_host, nvidia_host  # noqa: E402
+from fixture_copy import cpu_kernel_host, gate_host, nvidia_host  # noqa: E402,E501
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures")
@@ -1032,6 +1033,204 @@ def test_shapes_front_ends(t, d):
          ck.stdout[-2000:] + ck.stderr)
 
 
+# The BAR gate's host facts (fixture_copy.gate_host) and its cases.
+GATE_REL = "7.3.4+bpo-amd64"
+CONFIG_TYPE1 = ("CONFIG_VFIO=m\nCONFIG_VFIO_CONTAINER=y\n"
+                "CONFIG_VFIO_IOMMU_TYPE1=m\nCONFIG_IOMMUFD=m\n"
+                "CONFIG_VFIO_DEVICE_CDEV=y\nCONFIG_VFIO_PCI_DMABUF=y\n")
+CONFIG_EMULATED = ("CONFIG_VFIO=m\nCONFIG_IOMMUFD=m\n"
+                   "# CONFIG_VFIO_CONTAINER is not set\n"
+                   "CONFIG_IOMMUFD_VFIO_CONTAINER=y\n")
+CAP_48 = "d2008c406f0462"       # VT-d MGAW: 48 bits
+CAP_39 = "d2008c40660462"       # 39 bits
+# A STAND-IN for stock QEMU of a given version (written by this test): it
+# answers '-version' and '-device vfio-pci,help' as upstream QEMU does,
+# with x-nv-gpudirect-clique only; it runs nothing.
+STOCK_STANDIN = """#!/bin/sh
+# STAND-IN for stock QEMU %(v)s, written by tests/unit/test_libvirt.py.
+if [ "$1" = -version ]; then
+    echo "QEMU emulator version %(v)s"
+    exit 0
+fi
+if [ "$1" = -device ] && [ "$2" = vfio-pci,help ]; then
+    echo "  x-nv-gpudirect-clique=<uint32> - NVIDIA GPUDirect Clique ID (0 - 15)"
+    exit 0
+fi
+exit 1
+"""
+
+
+def stock_standin(d, version):
+    path = os.path.join(d, "qemu-stock-standin-%s.sh" % version)
+    with open(path, "w") as f:
+        f.write(STOCK_STANDIN % {"v": version})
+    os.chmod(path, 0o755)
+    return path
+
+
+def gate_domain(d, name, qemu, extra_dev="", hostdev_driver="",
+                memory="8", override=""):
+    """gpu-vm.xml (three GPUs, KVM visible) for the gate's cases."""
+    with open(STOCK_DOMAIN) as f:
+        xml = f.read()
+    # 0000:05:00.0 (ua-gpu1) and 0000:41:00.0 may pair; 0000:03:00.0 sits
+    # behind a switch without ACS and gets no id in any case.
+    xml = xml.replace("bus='0x04'", "bus='0x05'").replace(
+        "/usr/bin/qemu-system-x86_64", qemu).replace(
+        "<hidden state='on'/>", "").replace(
+        "<memory unit='GiB'>8</memory>",
+        "<memory unit='GiB'>%s</memory>" % memory).replace(
+        "<source>", hostdev_driver + "<source>").replace(
+        "</devices>", extra_dev + "</devices>" + override)
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(xml)
+    return path
+
+
+def gate_item(host, path, qemu):
+    p = run("check", "--sysfs-root", host, "--domain", path, "--qemu", qemu,
+            "--json")
+    items = {i["item"]: i for i in json.loads(p.stdout)["items"]} \
+        if p.stdout.startswith("{") else {}
+    return p, items.get("peer BAR maps", {})
+
+
+def stock_ids(out):
+    return out.count('name="x-nv-gpudirect-clique"')
+
+
+def test_bar_gate(t, d):
+    """The BAR gate through both fronts: where a GPU's BARs will not be
+    mapped for its peers (the emulated container, iommufd without dma-buf
+    in the kernel or the QEMU, x-no-mmap, a window past the IOMMU's
+    width), `libvirt --qemu-stock` writes no id for it and our QEMU's gets
+    x-gpu-p2p-clique=off, both saying why; `check --domain` fails the
+    item with the same reason. An unknown (a vIOMMU, no kernel config) is
+    a warning and the ids are written."""
+    q11 = stock_standin(d, "11.1.3")
+    q10 = stock_standin(d, "10.2.2")
+    real = gate_host(NV_HOST, os.path.join(d, "gate-real"), GATE_REL,
+                     CONFIG_TYPE1, type1=True, cap=CAP_48)
+    emulated = gate_host(NV_HOST, os.path.join(d, "gate-emul"), GATE_REL,
+                         CONFIG_EMULATED, cap=CAP_48)
+    old = gate_host(NV_HOST, os.path.join(d, "gate-6.12"),
+                    "6.12.95+deb12-amd64", CONFIG_TYPE1, type1=True,
+                    cap=CAP_48)
+    narrow = gate_host(NV_HOST, os.path.join(d, "gate-39"), GATE_REL,
+                       CONFIG_TYPE1, type1=True, cap=CAP_39)
+    plain = gate_domain(d, "gate.xml", q11)
+
+    # Type1, every fact known: ids written, nothing said; check: ok.
+    p = run("libvirt", "--sysfs-root", real, "--qemu-stock", plain)
+    t.ok(p.returncode == 0 and stock_ids(p.stdout) == 2 and
+         "BARs" not in p.stderr,
+         "gate: VFIO's own type1 container, all known: stock ids written, "
+         "no gate warning", p.stdout[-600:] + p.stderr)
+    ck, item = gate_item(real, plain, q11)
+    t.ok(item.get("verdict") == "ok" and
+         [g["verdict"] for g in item.get("bar_gate", [])] == ["mapped"] * 3,
+         "gate: check --domain: peer BAR maps ok, each GPU mapped",
+         ck.stdout[-1500:] + ck.stderr)
+
+    # Each proven condition: no id (stock), off (ours), check fails; the
+    # same reason from all three.
+    iommufd = "<driver iommufd='yes'/>"
+    nommap = ("<qemu:override xmlns:qemu='%s'><qemu:device alias='ua-gpu1'>"
+              "<qemu:frontend><qemu:property name='x-no-mmap' type='bool' "
+              "value='true'/></qemu:frontend></qemu:device></qemu:override>"
+              % QEMU_NS)
+    cases = (
+        ("the emulated container", emulated, plain, q11,
+         "iommufd's emulated type1 container (CONFIG_IOMMUFD_VFIO_CONTAINER"
+         "=y", 3),
+        ("iommufd on stock QEMU 10.2", real,
+         gate_domain(d, "fd10.xml", q10, hostdev_driver=iommufd), q10,
+         "the iommufd backend on QEMU 10.2", 3),
+        ("iommufd on Linux 6.12", old,
+         gate_domain(d, "fd612.xml", q11, hostdev_driver=iommufd), q11,
+         "Linux 6.12.95+deb12-amd64 has no VFIO dma-buf export", 3),
+        ("x-no-mmap on 0000:05:00.0", real,
+         gate_domain(d, "nommap.xml", q11, override=nommap), q11,
+         "0000:05:00.0: x-no-mmap=on", 1),
+        ("a window past a 39-bit IOMMU", narrow,
+         gate_domain(d, "big-ram.xml", q11, memory="600"), q11,
+         "past the IOMMU's 39-bit address space", 3),
+    )
+    for what, host, path, qemu, words, n in cases:
+        p = run("libvirt", "--sysfs-root", host, "--qemu-stock", path)
+        t.ok(p.returncode == 0 and "no clique id: peers' P2P writes would "
+             "fault" in p.stderr and words in p.stderr and
+             stock_ids(p.stdout) == 0,
+             "gate, %s: stock writes no id for the %d GPU(s), saying why" %
+             (what, n), p.stdout[-800:] + p.stderr)
+        ours = run("libvirt", "--sysfs-root", host, "--emulator",
+                   QEMU_STANDIN, path)
+        t.ok(ours.returncode == 0 and
+             ours.stdout.count('name="x-gpu-p2p-clique" type="string" '
+                               'value="off"') == n and
+             (words if "iommufd" not in what else "on our QEMU (10.0)")
+             in ours.stderr,
+             "gate, %s: our QEMU's x-gpu-p2p-clique is off on %d GPU(s)" %
+             (what, n), ours.stdout[-800:] + ours.stderr)
+        ck, item = gate_item(host, path, qemu)
+        t.ok(ck.returncode == 5 and item.get("verdict") == "fail" and
+             words in item.get("detail", "") and
+             sum(g["verdict"] == "not mapped" for g in
+                 item.get("bar_gate", [])) == n,
+             "gate, %s: check --domain fails peer BAR maps, same reason" %
+             what, ck.stdout[-1500:] + ck.stderr)
+
+    # On q35-gpup2p (auto by default), a gated GPU is turned off.
+    p = run("libvirt", "--sysfs-root", emulated, "--qemu-default-auto",
+            plain)
+    t.ok(p.returncode == 0 and "machine='q35-gpup2p'" in p.stdout.replace(
+        '"', "'") and p.stdout.count('name="x-gpu-p2p-clique" '
+                                     'type="string" value="off"') == 3,
+         "gate, --qemu-default-auto: x-gpu-p2p-clique=off over the machine "
+         "type's auto", p.stdout[-800:] + p.stderr)
+
+    # iommufd where both kernel and QEMU map BARs as dma-bufs: ids.
+    fd11 = gate_domain(d, "fd11.xml", q11, hostdev_driver=iommufd)
+    p = run("libvirt", "--sysfs-root", real, "--qemu-stock", fd11)
+    ck, item = gate_item(real, fd11, q11)
+    t.ok(p.returncode == 0 and stock_ids(p.stdout) == 2 and
+         "BARs" not in p.stderr and item.get("verdict") == "ok" and
+         "CONFIG_VFIO_PCI_DMABUF=y" in item.get("detail", "") + json.dumps(
+             item.get("bar_gate")),
+         "gate: iommufd with Linux 7.3's dma-buf and QEMU 11.1: ids "
+         "written, check ok", p.stderr + json.dumps(item))
+
+    # No boot/config-RELEASE: proc/config.gz (CONFIG_IKCONFIG_PROC) says.
+    gz = gate_host(NV_HOST, os.path.join(d, "gate-gz"), GATE_REL, None,
+                   cap=CAP_48)
+    with gzip.open(os.path.join(gz, "proc", "config.gz"), "wt") as f:
+        f.write(CONFIG_EMULATED)
+    p = run("libvirt", "--sysfs-root", gz, "--qemu-stock", plain)
+    t.ok(p.returncode == 0 and stock_ids(p.stdout) == 0 and
+         "CONFIG_IOMMUFD_VFIO_CONTAINER=y in %s/proc/config.gz" % gz in
+         p.stderr, "gate: the kernel config read from proc/config.gz",
+         p.stderr)
+
+    # Unknowns: a warning with the reason, the ids still written.
+    viommu = gate_domain(d, "viommu.xml", q11,
+                         extra_dev="<iommu model='intel'/>")
+    for what, host, path, words in (
+            ("a vIOMMU", real, viommu, "a vIOMMU in the VM (<iommu "
+             "model='intel'>)"),
+            ("no kernel config or modules", NV_HOST, plain,
+             "no kernel config is readable")):
+        p = run("libvirt", "--sysfs-root", host, "--qemu-stock", path)
+        ck, item = gate_item(host, path, q11)
+        t.ok(p.returncode == 0 and stock_ids(p.stdout) == 2 and
+             "whether the BARs will be mapped in the IOMMU for peers is "
+             "unknown" in p.stderr and words in p.stderr and
+             item.get("verdict") == "warn" and words in item.get("detail",
+                                                                 ""),
+             "gate, %s: unknown, a warning naming it; ids written" % what,
+             p.stdout[-600:] + p.stderr + json.dumps(item))
+
+
 def test_all(t):
     test(t)
     test_stock_nvidia_only(t)
@@ -1046,6 +1245,7 @@ def test_all(t):
         test_default_auto_machine(t, d)
         test_split_group(t, d)
         test_shapes_front_ends(t, d)
+        test_bar_gate(t, d)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,33 @@ unsigned gp_guest_bits_for_bars(guint64 memory, guint64 window,
     return MAX(eighth, fit);
 }
 
+unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,
+                            unsigned maxphys_bits, unsigned maxphys_limit,
+                            unsigned host_bits, const char **how)
+{
+    unsigned bits;
+
+    if (!g_strcmp0(maxphys_mode, "emulate") && maxphys_bits) {
+        *how = "<maxphysaddr mode='emulate'>";
+        return maxphys_bits;
+    }
+    if (!g_strcmp0(maxphys_mode, "passthrough") ||
+        !g_strcmp0(cpu_mode, "host-passthrough") ||
+        !g_strcmp0(cpu_mode, "maximum")) {
+        /* QEMU's host and max CPU models take the host's width. */
+        *how = maxphys_mode ? "<maxphysaddr mode='passthrough'>" :
+               "the host CPU model";
+        bits = host_bits;
+        if (maxphys_limit && maxphys_limit < bits) {
+            bits = maxphys_limit;
+            *how = "<maxphysaddr limit=...>";
+        }
+        return bits;
+    }
+    *how = "QEMU's default for named CPU models";
+    return GP_QEMU_DEFAULT_PHYS_BITS;
+}
+
 /*
  * The kernels docs/results.md has a figure for. Linux 6.15 (0fd06844de5d,
  * "vfio/type1: Use mapping page mask for pfnmaps") maps a huge pfnmap

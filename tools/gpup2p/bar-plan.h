@@ -40,6 +40,18 @@ unsigned gp_log2_ceil(guint64 v);
 unsigned gp_guest_bits_for_bars(guint64 memory, guint64 window,
                                 guint64 hole);
 
+/*
+ * The guest's physical address width as QEMU will set it, from the
+ * domain's <cpu mode> (@cpu_mode) and <maxphysaddr mode bits limit>
+ * (NULL, 0: absent): emulate's bits; the host's (@host_bits, 0 unknown)
+ * for passthrough or the host's CPU model (host-passthrough, maximum),
+ * capped by limit; else QEMU's default for named models. @how says which.
+ * `check --domain` and `gpup2p libvirt` (its BAR gate) read it so.
+ */
+unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,
+                            unsigned maxphys_bits, unsigned maxphys_limit,
+                            unsigned host_bits, const char **how);
+
 /* What mapping a VM's BARs through VFIO type1 costs its start. */
 typedef struct {
     bool known;             /* false: no figure for this kernel */

@@ -6,6 +6,7 @@
 #include "check.h"
 
 #ifdef GP_HAVE_LIBVIRT
+#include "bar-gate-front.h"
 #include "libvirt-domain.h"
 #endif
 
@@ -13,27 +14,9 @@
 static unsigned guest_phys_bits(const Check *c, const char **how)
 {
     const Domain *d = c->dom;
-    unsigned host = c->topo->cpu_phys_bits, bits;
 
-    if (!g_strcmp0(d->maxphys_mode, "emulate") && d->maxphys_bits) {
-        *how = "<maxphysaddr mode='emulate'>";
-        return d->maxphys_bits;
-    }
-    if (!g_strcmp0(d->maxphys_mode, "passthrough") ||
-        !g_strcmp0(d->cpu_mode, "host-passthrough") ||
-        !g_strcmp0(d->cpu_mode, "maximum")) {
-        /* QEMU's host and max CPU models take the host's width. */
-        *how = d->maxphys_mode ? "<maxphysaddr mode='passthrough'>" :
-               "the host CPU model";
-        bits = host;
-        if (d->maxphys_limit && d->maxphys_limit < bits) {
-            bits = d->maxphys_limit;
-            *how = "<maxphysaddr limit=...>";
-        }
-        return bits;
-    }
-    *how = "QEMU's default for named CPU models";
-    return GP_QEMU_DEFAULT_PHYS_BITS;
+    return gp_guest_phys_bits(d->cpu_mode, d->maxphys_mode, d->maxphys_bits,
+                              d->maxphys_limit, c->topo->cpu_phys_bits, how);
 }
 
 void check_domain_kvm(Check *c)
@@ -305,6 +288,93 @@ void check_domain_clique(Check *c)
         return;
     }
     check_item(c->r, ITEM_OK, "VM clique", got->str, NULL);
+#else
+    (void)c;
+#endif
+}
+
+#ifdef GP_HAVE_LIBVIRT
+static JsonNode *bar_gate_json(const GPtrArray *gates)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    guint i;
+
+    json_builder_begin_array(b);
+    for (i = 0; i < gates->len; i++) {
+        const GpBarGate *g = g_ptr_array_index(gates, i);
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "bdf");
+        json_builder_add_string_value(b, g->dev->bdf);
+        json_builder_set_member_name(b, "verdict");
+        json_builder_add_string_value(b, gp_bar_gate_verdict_name(g->verdict));
+        json_builder_set_member_name(b, "reason");
+        json_builder_add_string_value(b, g->reason);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    return json_builder_get_root(b);
+}
+
+/* Ours where vfio-pci has x-gpu-p2p-clique, else stock, else unknown. */
+static GpVmmKind vmm_of(const char *qemu)
+{
+    unsigned props;
+
+    if (!qemu || !gp_qemu_vfio_props(qemu, &props, NULL)) {
+        return GP_VMM_UNKNOWN;
+    }
+    return props & GP_QEMU_CLIQUE_AUTO ? GP_VMM_OURS : GP_VMM_STOCK;
+}
+#endif
+
+/*
+ * Will each GPU's BARs be mapped in the IOMMU for its peers? The BAR
+ * gate (gpup2p/bar-gate.h), as `gpup2p libvirt` asks it: a GPU proven
+ * unmapped fails (its clique would promise P2P that faults), an unknown
+ * warns with its reason.
+ */
+void check_domain_bar_gate(Check *c)
+{
+#ifdef GP_HAVE_LIBVIRT
+    g_autofree gchar *xml = NULL;
+    g_autoptr(GpDomain) d = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) gates = NULL, no = NULL, unknown = NULL;
+    g_autoptr(GString) detail = g_string_new(NULL);
+    guint i;
+
+    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
+        !(d = gp_domain_parse(xml, c->dom->path, &err)) ||
+        !gp_domain_find_gpus(d, c->topo, &err)) {
+        check_item(c->r, ITEM_FAIL, "peer BAR maps", err->message,
+                   "fix the domain XML");
+        return;
+    }
+    gates = gp_front_domain_gate(d, c->topo, vmm_of(c->qemu), c->qemu);
+    no = gp_front_gate_lines(gates, GP_BAR_GATE_NOT_MAPPED);
+    unknown = gp_front_gate_lines(gates, GP_BAR_GATE_UNKNOWN);
+    for (i = 0; i < no->len; i++) {
+        g_string_append_printf(detail, "%snot mapped: %s", detail->len ?
+                               "; " : "",
+                               (const char *)g_ptr_array_index(no, i));
+    }
+    for (i = 0; i < unknown->len; i++) {
+        g_string_append_printf(detail, "%sunknown: %s", detail->len ?
+                               "; " : "",
+                               (const char *)g_ptr_array_index(unknown, i));
+    }
+    if (!detail->len) {
+        g_string_append(detail, gates->len ? "every GPU's BARs will be "
+                        "mapped for its peers" : "no GPU");
+    }
+    check_item_data(c->r, no->len ? ITEM_FAIL : unknown->len ? ITEM_WARN :
+                    ITEM_OK, "peer BAR maps", detail->str,
+                    no->len ? "no clique for those GPUs ('gpup2p libvirt' "
+                    "writes none); or remove the condition named" :
+                    unknown->len ? "run on the host itself (modules, "
+                    "kernel config, IOMMU registers), or see the reason" :
+                    NULL, "bar_gate", bar_gate_json(gates));
 #else
     (void)c;
 #endif

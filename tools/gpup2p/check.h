@@ -87,6 +87,7 @@ void check_rdma_pairs(Check *c);
 /* ---- VM items, with --domain (check-vm.c) ---- */
 void check_domain_ids(Check *c);
 void check_domain_clique(Check *c);
+void check_domain_bar_gate(Check *c);
 void check_domain_kvm(Check *c);
 void check_domain_address_bits(Check *c);
 void check_domain_firmware(Check *c);

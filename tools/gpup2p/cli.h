@@ -28,6 +28,9 @@ enum {
     GP_QEMU_CLIQUE_STOCK = 1 << 1,  /* upstream's x-nv-gpudirect-clique */
 };
 bool gp_qemu_vfio_props(const char *qemu, unsigned *props, GError **errp);
+/* The X.Y of "QEMU emulator version X.Y.Z" that `@qemu -version` prints. */
+bool gp_qemu_version(const char *qemu, unsigned *major, unsigned *minor,
+                     GError **errp);
 
 /*
  * What `gpup2p libvirt` and `check --domain` say in a build without libvirt

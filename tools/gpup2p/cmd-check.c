@@ -29,6 +29,7 @@ static const struct {
     { check_mmio64, false },
     { check_domain_ids, true },
     { check_domain_clique, true },
+    { check_domain_bar_gate, true },
     { check_domain_kvm, true },
     { check_domain_address_bits, true },
     { check_domain_firmware, true },

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "gpup2p/output.h"
+#include "bar-gate-front.h"
 #include "cli.h"
 #include "libvirt-domain.h"
 #include "libvirt-mirror.h"
@@ -394,20 +395,53 @@ static bool set_machine_auto(GpDomain *d, GError **errp)
     return false;
 }
 
-/* The clique settings: fixed ids, auto through overrides, or nothing. */
+/* Whether the BAR gate proves @h's BARs will not be mapped for peers. */
+static bool gated(const GPtrArray *gates, const GpDomainHostdev *h)
+{
+    const GpBarGate *g = gp_front_gate_of(gates, h->dev);
+
+    return g && g->verdict == GP_BAR_GATE_NOT_MAPPED;
+}
+
+/*
+ * Our QEMU: auto everywhere but on a GPU whose BARs will not be mapped
+ * for its peers, which gets x-gpu-p2p-clique=off (also over the machine
+ * type's auto default). The operator's explicit ids are kept.
+ */
+static bool set_ours(const LibvirtOpts *o, GpDomain *d,
+                     const GPtrArray *gates, GError **errp)
+{
+    guint i;
+
+    if (o->qemu_auto) {
+        if (!set_machine_auto(d, errp)) {   /* QEMU's default is auto */
+            return false;
+        }
+    } else {
+        gp_domain_set_auto(d, o->snapshot);
+    }
+    for (i = 0; i < d->gpus->len; i++) {
+        GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+
+        if (h->explicit_id < 0 && gated(gates, h)) {
+            gp_domain_set_off(d, h);
+        }
+    }
+    return true;
+}
+
+/* The clique settings: fixed ids, auto through overrides, or nothing;
+ * none where the BAR gate proves a GPU's BARs will not be mapped. */
 static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
-                        const GpTopology *topo, GError **errp)
+                        const GpTopology *topo, const GPtrArray *gates,
+                        GError **errp)
 {
     g_autoptr(GpPlan) plan = NULL;
     g_autofree const char **bdfs = NULL;
     guint i, n = 0;
 
-    if (o->qemu_auto) {
-        return set_machine_auto(d, errp);   /* QEMU's default is auto */
-    }
     if (!stock) {
-        gp_domain_set_auto(d, o->snapshot);
-        return true;
+        return set_ours(o, d, gates, errp);
     }
     /*
      * The operator's explicit ids are kept; the planner takes the rest of
@@ -423,7 +457,7 @@ static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
                  "it): stock QEMU refuses x-nv-gpudirect-clique on it, so "
                  "it gets no clique setting", h->bdf,
                  gp_domain_guest_vendor(d, h));
-        } else if (h->explicit_id < 0) {
+        } else if (h->explicit_id < 0 && !gated(gates, h)) {
             bdfs[n++] = h->bdf;
         }
     }
@@ -434,6 +468,59 @@ static bool set_cliques(const LibvirtOpts *o, bool stock, GpDomain *d,
     gp_domain_set_stock(d, plan);
     warn_left_out(plan);
     return true;
+}
+
+/*
+ * The BAR gate's verdicts said: no clique for a GPU whose BARs will not
+ * be mapped for its peers, and why; an unknown is a warning, its id
+ * written. An explicit id on a gated GPU is the operator's, kept.
+ */
+static void warn_gate(const GpDomain *d, bool stock, const GPtrArray *all)
+{
+    g_autoptr(GPtrArray) gates = g_ptr_array_new();
+    g_autoptr(GPtrArray) no = NULL, unknown = NULL;
+    guint i;
+
+    /* Stock QEMU gives no clique to another vendor's GPU anyway. */
+    for (i = 0; i < d->gpus->len && i < all->len; i++) {
+        if (!stock || gp_domain_guest_nvidia(d, g_ptr_array_index(d->gpus,
+                                                                  i))) {
+            g_ptr_array_add(gates, g_ptr_array_index(all, i));
+        }
+    }
+    no = gp_front_gate_lines(gates, GP_BAR_GATE_NOT_MAPPED);
+    unknown = gp_front_gate_lines(gates, GP_BAR_GATE_UNKNOWN);
+
+    for (i = 0; i < no->len; i++) {
+        warn("no clique id: peers' P2P writes would fault, the BARs will not "
+             "be mapped in the IOMMU: %s",
+             (const char *)g_ptr_array_index(no, i));
+    }
+    for (i = 0; i < unknown->len; i++) {
+        warn("clique ids written, but whether the BARs will be mapped in the "
+             "IOMMU for peers is unknown: %s",
+             (const char *)g_ptr_array_index(unknown, i));
+    }
+    for (i = 0; i < d->gpus->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+
+        if (h->explicit_id >= 0 && gated(gates, h)) {
+            warn("%s keeps the domain's explicit clique %d (%s), though its "
+                 "BARs will not be mapped for peers", h->bdf,
+                 h->explicit_id, h->id_property);
+        }
+    }
+}
+
+/* The gate for the QEMU the domain will run: ours, or stock (its version
+ * asked of <emulator>, else of qemu-system-x86_64). */
+static GPtrArray *bar_gate(const GpDomain *d, const GpTopology *topo,
+                           bool stock)
+{
+    g_autofree char *em = gp_domain_emulator(d);
+
+    return gp_front_domain_gate(d, topo, stock ? GP_VMM_STOCK : GP_VMM_OURS,
+                                em ? em : "qemu-system-x86_64");
 }
 
 /* Our QEMU build where it is installed, unless QEMU is stock. */
@@ -490,6 +577,7 @@ static char *transform(const LibvirtOpts *o, const char *xml,
 {
     g_autoptr(GpDomain) d = gp_domain_parse(xml, name, errp);
     g_autoptr(GpTopology) topo = NULL;
+    g_autoptr(GPtrArray) gates = NULL;
     bool stock = o->stock;
 
     if (!d) {
@@ -515,12 +603,15 @@ static char *transform(const LibvirtOpts *o, const char *xml,
                                                             errp)) {
         return NULL;
     }
-    if (!set_cliques(o, stock, d, topo, errp)) {
-        return NULL;
-    }
+    /* The gate reads the guest's address width the planning sets. */
     if (!plan_large_bars(d, topo, errp)) {
         return NULL;
     }
+    gates = bar_gate(d, topo, stock);
+    if (!set_cliques(o, stock, d, topo, gates, errp)) {
+        return NULL;
+    }
+    warn_gate(d, stock, gates);
     if (o->mirror &&
         !gp_libvirt_mirror(d->doc, topo, o->nccl_topo, name, errp)) {
         return NULL;

@@ -1404,3 +1404,107 @@ char *gp_domain_lost(const char *wrote, const char *kept, const char *name,
     }
     return g_string_free(g_steal_pointer(&lost), FALSE);
 }
+
+/* <driver iommufd='yes'>, <driver><iommufd/> or <iommufd enabled='yes'>. */
+static bool hostdev_iommufd(xmlNodePtr hostdev)
+{
+    xmlNodePtr drv = child(hostdev, "driver", NULL);
+    xmlNodePtr fd = child(drv, "iommufd", NULL);
+
+    if (drv && prop_equals(drv, "iommufd", "yes")) {
+        return true;
+    }
+    return fd && !prop_equals(fd, "enabled", "no");
+}
+
+/* QEMU's bool spellings. */
+static bool qemu_bool_on(const char *v)
+{
+    return v && (!strcmp(v, "true") || !strcmp(v, "on") ||
+                 !strcmp(v, "yes"));
+}
+
+/* x-no-mmap on @h: its override, else a -global. */
+static bool hostdev_no_mmap(const GpDomain *d, const GpDomainHostdev *h)
+{
+    g_autofree xmlChar *own = frontend_value(override_frontend(d, h->alias),
+                                             "x-no-mmap");
+    g_autofree char *global = own ? NULL : global_value(d, "x-no-mmap");
+
+    return qemu_bool_on(own ? (const char *)own : global);
+}
+
+unsigned gp_domain_guest_phys_bits(const GpDomain *d, unsigned host_bits,
+                                   const char **how)
+{
+    xmlNodePtr cpu = child(d->root, "cpu", NULL);
+    xmlNodePtr mp = child(cpu, "maxphysaddr", NULL);
+    g_autofree xmlChar *cpu_mode = cpu ? xmlGetProp(cpu, BAD_CAST "mode") :
+                                   NULL;
+    g_autofree xmlChar *mp_mode = mp ? xmlGetProp(mp, BAD_CAST "mode") :
+                                  NULL;
+    unsigned bits = 0, limit = 0;
+
+    if (mp && !prop_uint(mp, "bits", &bits)) {
+        bits = 0;
+    }
+    if (mp && !prop_uint(mp, "limit", &limit)) {
+        limit = 0;
+    }
+    return gp_guest_phys_bits((const char *)cpu_mode, (const char *)mp_mode,
+                              bits, limit, host_bits, how);
+}
+
+void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
+                          GpDomainGate *out)
+{
+    xmlNodePtr iommu = child(child(d->root, "devices", NULL), "iommu", NULL);
+    xmlNodePtr hole = child(root_controller_find(d), "pcihole64", NULL);
+    const char *how;
+    guint i;
+
+    memset(out, 0, sizeof(*out));
+    if (iommu) {
+        g_autofree xmlChar *model = xmlGetProp(iommu, BAD_CAST "model");
+
+        out->viommu = g_strdup_printf("<iommu model='%s'>", model ?
+                                      (const char *)model : "");
+        out->vm.viommu = out->viommu;
+    }
+    out->vm.guest_phys_bits = gp_domain_guest_phys_bits(d, host_bits, &how);
+    out->vm.memory = size_bytes(child(d->root, "memory", NULL));
+    out->vm.pcihole64 = hole ? hole_kib(hole) * 1024 : 0;
+    out->vm.ovmf = gp_domain_boots_ovmf(d);
+    out->gpus = g_array_new(FALSE, TRUE, sizeof(GpBarGateGpu));
+    for (i = 0; i < d->gpus->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+        GpBarGateGpu g = {
+            .dev = h->dev,
+            .iommufd = hostdev_iommufd(h->hostdev),
+            .no_mmap = hostdev_no_mmap(d, h),
+        };
+
+        g_array_append_val(out->gpus, g);
+    }
+}
+
+void gp_domain_gate_clear(GpDomainGate *g)
+{
+    g_free(g->viommu);
+    if (g->gpus) {
+        g_array_unref(g->gpus);
+    }
+    memset(g, 0, sizeof(*g));
+}
+
+void gp_domain_set_off(GpDomain *d, GpDomainHostdev *h)
+{
+    xmlNsPtr ns = ensure_qemu_ns(d);
+    xmlNodePtr fe;
+
+    ensure_alias(h);
+    fe = frontend_for(d, ns, h->alias);
+    set_property(fe, ns, "x-nv-gpudirect-clique", NULL, NULL);
+    set_property(fe, ns, "x-gpu-p2p-clique", "string", "off");
+    set_property(fe, ns, "x-gpu-p2p-host-snapshot", NULL, NULL);
+}

@@ -9,6 +9,7 @@
 
 #include <libxml/tree.h>
 
+#include "gpup2p/bar-gate.h"
 #include "gpup2p/plan.h"
 
 /* Where the host topology service keeps its snapshot for QEMU. */
@@ -114,6 +115,28 @@ void gp_domain_set_machine(GpDomain *d, const char *machine);
 char *gp_domain_emulator(const GpDomain *d);
 /* Point <emulator> at @path. */
 void gp_domain_set_emulator(GpDomain *d, const char *path);
+
+/*
+ * What the domain says for the BAR gate (gpup2p/bar-gate.h): per GPU of
+ * d->gpus (after gp_domain_find_gpus()), the backend (<driver
+ * iommufd='yes'>, <driver><iommufd/>) and x-no-mmap (its override, or a
+ * -global); the vIOMMU (<iommu model=...>), RAM, <pcihole64>, OVMF and
+ * the guest's address width (gp_domain_guest_phys_bits()). @vmm and the
+ * QEMU version are the caller's.
+ */
+typedef struct {
+    GpBarGateVm vm;
+    char *viommu;               /* vm.viommu points here */
+    GArray *gpus;               /* GpBarGateGpu, in d->gpus' order */
+} GpDomainGate;
+void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
+                          GpDomainGate *out);
+void gp_domain_gate_clear(GpDomainGate *g);
+/* gp_guest_phys_bits() (bar-plan.h) over the domain's <cpu>. */
+unsigned gp_domain_guest_phys_bits(const GpDomain *d, unsigned host_bits,
+                                   const char **how);
+/* x-gpu-p2p-clique=off for @h (the machine type's auto default too). */
+void gp_domain_set_off(GpDomain *d, GpDomainHostdev *h);
 
 /* The project's namespace for <metadata> elements libvirt keeps. */
 #define GP_LIBVIRT_METADATA_NS "urn:vfio-gpu-p2p:libvirt:1"

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The BAR gate: will each GPU's BARs be mapped in the IOMMU for a VM, so
+ * that a peer's P2P write to them (a guest-physical address) is
+ * translated? A guest GPU writes to its peer's BAR at a guest address that
+ * only the IOMMU translates, through the mapping the VMM made of that BAR.
+ * Where no such mapping will exist, a clique id promises P2P that faults.
+ *
+ * One decision, two inputs: the host's facts (read from a root prefix,
+ * "/" or a capture: the VFIO container behind /dev/vfio/vfio, the
+ * kernel's VFIO dma-buf export, the IOMMU's address width and each IOMMU
+ * group's reserved regions) and the VM's (the VMM and its version, the
+ * backend, x-no-mmap, a vIOMMU, the guest's 64-bit window). Each GPU gets
+ * mapped, not mapped (proven; the reason names the condition) or unknown
+ * (the reason says what is not known). Fronts: `gpup2p check --domain`
+ * and `gpup2p libvirt` (ours and --qemu-stock).
+ */
+#ifndef GPUP2P_BAR_GATE_H
+#define GPUP2P_BAR_GATE_H
+
+#include "gpup2p/topo.h"
+
+/* What /dev/vfio/vfio is on the host. */
+typedef enum {
+    GP_VFIO_CONTAINER_UNKNOWN,
+    GP_VFIO_CONTAINER_TYPE1,     /* VFIO's own container, vfio_iommu_type1 */
+    GP_VFIO_CONTAINER_EMULATED,  /* iommufd's (CONFIG_IOMMUFD_VFIO_CONTAINER) */
+    GP_VFIO_CONTAINER_NONE,      /* neither is built */
+} GpVfioContainer;
+
+typedef enum { GP_TRI_UNKNOWN, GP_TRI_NO, GP_TRI_YES } GpTri;
+
+/* The host's facts; gp_bar_gate_host_read() fills it. */
+typedef struct GpBarGateHost {
+    char *root;
+    GpVfioContainer container;
+    char *container_why;        /* how it is known, or why not */
+    GpTri iommufd_cdev;         /* VFIO device cdevs with iommufd */
+    char *release;              /* uname -r; NULL: unknown */
+    /* The kernel config read (NULL: none readable); its path. */
+    char *config, *config_path;
+    GpTri dmabuf;               /* VFIO dma-buf export (6.19+, VFIO_PCI_DMABUF) */
+    char *dmabuf_why;
+} GpBarGateHost;
+
+/*
+ * The host facts under @root: the kernel release (proc/sys/kernel/
+ * osrelease), its config from boot/config-RELEASE when readable, the
+ * container from the config, else sys/module (vfio_iommu_type1, iommufd).
+ * Never fails: what cannot be read is unknown with its reason.
+ */
+GpBarGateHost *gp_bar_gate_host_read(const char *root);
+/*
+ * Take a kernel config read elsewhere (@text, from @path: a front that
+ * can decompress proc/config.gz) where boot/config-RELEASE was not
+ * readable, and decide again what depends on it.
+ */
+void gp_bar_gate_host_set_config(GpBarGateHost *host, const char *text,
+                                 const char *path);
+void gp_bar_gate_host_free(GpBarGateHost *host);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpBarGateHost, gp_bar_gate_host_free)
+
+typedef enum {
+    GP_VMM_UNKNOWN,
+    GP_VMM_OURS,                /* QEMU 10.0.2 with hw/vfio-gpu-p2p */
+    GP_VMM_STOCK,               /* another QEMU, of qemu_major.qemu_minor */
+} GpVmmKind;
+
+/* One GPU of the VM. */
+typedef struct GpBarGateGpu {
+    const GpDevice *dev;
+    bool iommufd;               /* the iommufd backend, not a container */
+    bool no_mmap;               /* x-no-mmap=on */
+} GpBarGateGpu;
+
+/* The VM's facts, from its domain or command line. */
+typedef struct GpBarGateVm {
+    GpVmmKind vmm;
+    unsigned qemu_major, qemu_minor;    /* GP_VMM_STOCK; 0.0: not known */
+    const char *viommu;         /* the vIOMMU, e.g. "<iommu model='intel'>";
+                                 * NULL: none */
+    unsigned guest_phys_bits;   /* 0: unknown */
+    uint64_t memory;            /* bytes of guest RAM */
+    uint64_t pcihole64;         /* bytes; 0: QEMU's default */
+    bool ovmf;                  /* OVMF places 64-bit BARs, else SeaBIOS */
+} GpBarGateVm;
+
+typedef enum {
+    GP_BAR_GATE_MAPPED,
+    GP_BAR_GATE_NOT_MAPPED,     /* proven: no clique for it */
+    GP_BAR_GATE_UNKNOWN,        /* a warning with the reason, id kept */
+} GpBarGateVerdict;
+
+typedef struct GpBarGate {
+    const GpDevice *dev;
+    GpBarGateVerdict verdict;
+    char *reason;
+} GpBarGate;
+
+/* QEMU 11.0 maps BARs into an IOAS as dma-bufs (8cfaf22668c7). */
+#define GP_QEMU_DMABUF_MAJOR 11
+/* Linux 6.19 exports vfio-pci BARs as dma-bufs (5d74781ebc86). */
+#define GP_LINUX_DMABUF_MAJOR 6
+#define GP_LINUX_DMABUF_MINOR 19
+/* QEMU q35's pci-hole64-size when none is set. */
+#define GP_Q35_DEFAULT_HOLE64 (32ULL << 30)
+
+/*
+ * Decide for each of @n @gpus of @vm on @host: GpBarGate *, in @gpus'
+ * order, freed with the array. A proven condition wins over unknowns;
+ * every unknown is in the reason.
+ */
+GPtrArray *gp_bar_gate_decide(const GpBarGateHost *host,
+                              const GpBarGateVm *vm,
+                              const GpBarGateGpu *gpus, unsigned n);
+
+/* "mapped", "not mapped", "unknown". */
+const char *gp_bar_gate_verdict_name(GpBarGateVerdict v);
+
+/*
+ * The reserved regions of IOMMU group @group under @host's root, as
+ * GpRange (start, inclusive end, type), "direct-relaxable" ones (which
+ * VFIO maps over) left out; NULL with @why where the file is unreadable.
+ */
+typedef struct GpRange {
+    uint64_t start, end;
+    char type[24];
+} GpRange;
+GArray *gp_iommu_group_reserved(const char *root, int group, char **why);
+
+/*
+ * The address width of the IOMMU that translates for @dev (its sysfs
+ * "iommu" link): Intel's MGAW from intel-iommu/cap; 0 with @why
+ * elsewhere (AMD and others: no documented file gives it).
+ */
+unsigned gp_iommu_address_bits(const char *root, const GpDevice *dev,
+                               char **why);
+
+/* Whether sys/module/@module exists under @root (loaded, or built in
+ * with parameters). */
+bool gp_sysfs_module_loaded(const char *root, const char *module);
+/* Whether sys/class/vfio-dev exists (VFIO device cdevs, for iommufd). */
+bool gp_sysfs_has_vfio_cdevs(const char *root);
+
+/* The major and minor version @release ("7.3.4+bpo-amd64") starts with;
+ * false when it starts with none. */
+bool gp_release_version(const char *release, unsigned *major,
+                        unsigned *minor);
+
+#endif /* GPUP2P_BAR_GATE_H */

@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The BAR gate: will a GPU's BARs be mapped in the IOMMU for a VM's
+ * peers? Host facts (kernel, config, container, IOMMU) against the VM's
+ * (VMM, backend, x-no-mmap, vIOMMU, 64-bit window). The sysfs parts are
+ * read by lib/sysfs.c, the only reader of sysfs.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "gpup2p/bar-gate.h"
+
+bool gp_release_version(const char *release, unsigned *major,
+                        unsigned *minor)
+{
+    const char *p = release;
+    char *end;
+    guint64 a, b;
+
+    if (!p || !g_ascii_isdigit(*p)) {
+        return false;
+    }
+    a = g_ascii_strtoull(p, &end, 10);
+    if (*end != '.' || !g_ascii_isdigit(end[1])) {
+        return false;
+    }
+    b = g_ascii_strtoull(end + 1, &end, 10);
+    if (a > 1000 || b > 1000) {
+        return false;
+    }
+    *major = (unsigned)a;
+    *minor = (unsigned)b;
+    return true;
+}
+
+/* "y", "m" or another value of @sym in a kernel config; NULL unset. */
+static char *config_value(const char *config, const char *sym)
+{
+    g_autofree char *key = g_strdup_printf("\n%s=", sym);
+    g_autofree char *text = g_strconcat("\n", config, NULL);
+    const char *p = strstr(text, key);
+    const char *e;
+
+    if (!p) {
+        return NULL;
+    }
+    p += strlen(key);
+    e = strchr(p, '\n');
+    return g_strndup(p, e ? (gsize)(e - p) : strlen(p));
+}
+
+static bool config_on(const char *config, const char *sym)
+{
+    g_autofree char *v = config_value(config, sym);
+
+    return v && (!strcmp(v, "y") || !strcmp(v, "m"));
+}
+
+/* What /dev/vfio/vfio is: a loaded module proves it, else the config. */
+static void decide_container(GpBarGateHost *h)
+{
+    g_free(h->container_why);
+    if (gp_sysfs_module_loaded(h->root, "vfio_iommu_type1")) {
+        h->container = GP_VFIO_CONTAINER_TYPE1;
+        h->container_why = g_strdup("sys/module/vfio_iommu_type1: VFIO's "
+                                    "own type1 container is loaded");
+    } else if (h->config && config_on(h->config,
+                                      "CONFIG_IOMMUFD_VFIO_CONTAINER")) {
+        h->container = GP_VFIO_CONTAINER_EMULATED;
+        h->container_why = g_strdup_printf("CONFIG_IOMMUFD_VFIO_CONTAINER=y "
+                                           "in %s", h->config_path);
+    } else if (h->config && config_on(h->config, "CONFIG_VFIO_IOMMU_TYPE1")) {
+        h->container = GP_VFIO_CONTAINER_TYPE1;
+        h->container_why = g_strdup_printf("CONFIG_VFIO_IOMMU_TYPE1 in %s",
+                                           h->config_path);
+    } else if (h->config) {
+        h->container = GP_VFIO_CONTAINER_NONE;
+        h->container_why = g_strdup_printf("%s builds neither "
+                                           "CONFIG_VFIO_IOMMU_TYPE1 nor "
+                                           "CONFIG_IOMMUFD_VFIO_CONTAINER",
+                                           h->config_path);
+    } else if (gp_sysfs_module_loaded(h->root, "iommufd")) {
+        h->container = GP_VFIO_CONTAINER_UNKNOWN;
+        h->container_why = g_strdup("vfio_iommu_type1 is not under "
+                                    "sys/module and iommufd is: /dev/vfio/"
+                                    "vfio may be iommufd's emulated "
+                                    "container, and no kernel config is "
+                                    "readable to say");
+    } else {
+        h->container = GP_VFIO_CONTAINER_UNKNOWN;
+        h->container_why = g_strdup("neither vfio_iommu_type1 nor iommufd "
+                                    "is under sys/module (not loaded yet, "
+                                    "or a capture, which records no "
+                                    "modules) and no kernel config is "
+                                    "readable (boot/config-RELEASE, "
+                                    "proc/config.gz)");
+    }
+}
+
+/* VFIO dma-buf export: Linux 6.19 with CONFIG_VFIO_PCI_DMABUF. */
+static void decide_dmabuf(GpBarGateHost *h)
+{
+    unsigned major, minor;
+
+    g_free(h->dmabuf_why);
+    if (!gp_release_version(h->release, &major, &minor)) {
+        h->dmabuf = GP_TRI_UNKNOWN;
+        h->dmabuf_why = g_strdup_printf("the kernel's release is %s, so its "
+                                        "VFIO dma-buf export (Linux 6.19+) "
+                                        "is not known", h->release ?
+                                        h->release : "not known (no "
+                                        "proc/sys/kernel/osrelease)");
+    } else if (major < GP_LINUX_DMABUF_MAJOR ||
+               (major == GP_LINUX_DMABUF_MAJOR &&
+                minor < GP_LINUX_DMABUF_MINOR)) {
+        h->dmabuf = GP_TRI_NO;
+        h->dmabuf_why = g_strdup_printf("Linux %s has no VFIO dma-buf "
+                                        "export (added in 6.19)",
+                                        h->release);
+    } else if (!h->config) {
+        h->dmabuf = GP_TRI_UNKNOWN;
+        h->dmabuf_why = g_strdup_printf("Linux %s may export BARs as "
+                                        "dma-bufs, but no kernel config is "
+                                        "readable (boot/config-%s, "
+                                        "proc/config.gz) to tell "
+                                        "CONFIG_VFIO_PCI_DMABUF",
+                                        h->release, h->release);
+    } else if (config_on(h->config, "CONFIG_VFIO_PCI_DMABUF")) {
+        h->dmabuf = GP_TRI_YES;
+        h->dmabuf_why = g_strdup_printf("Linux %s with "
+                                        "CONFIG_VFIO_PCI_DMABUF=y (%s)",
+                                        h->release, h->config_path);
+    } else {
+        h->dmabuf = GP_TRI_NO;
+        h->dmabuf_why = g_strdup_printf("Linux %s is built without "
+                                        "CONFIG_VFIO_PCI_DMABUF (%s; it "
+                                        "needs PCI_P2PDMA), so it exports "
+                                        "no BAR as a dma-buf", h->release,
+                                        h->config_path);
+    }
+}
+
+static void decide_cdev(GpBarGateHost *h)
+{
+    if (h->config) {
+        h->iommufd_cdev = config_on(h->config, "CONFIG_VFIO_DEVICE_CDEV") ?
+                          GP_TRI_YES : GP_TRI_NO;
+    } else {
+        h->iommufd_cdev = gp_sysfs_has_vfio_cdevs(h->root) ? GP_TRI_YES :
+                          GP_TRI_UNKNOWN;
+    }
+}
+
+static void host_decide(GpBarGateHost *h)
+{
+    decide_container(h);
+    decide_dmabuf(h);
+    decide_cdev(h);
+}
+
+GpBarGateHost *gp_bar_gate_host_read(const char *root)
+{
+    GpBarGateHost *h = g_new0(GpBarGateHost, 1);
+    g_autofree char *rel_path = g_build_filename(root, "proc", "sys",
+                                                 "kernel", "osrelease",
+                                                 NULL);
+    char *text = NULL;
+
+    h->root = g_strdup(root);
+    if (g_file_get_contents(rel_path, &text, NULL, NULL) &&
+        *g_strstrip(text)) {
+        h->release = text;
+    } else {
+        g_free(text);
+    }
+    if (h->release) {
+        g_autofree char *name = g_strdup_printf("config-%s", h->release);
+
+        h->config_path = g_build_filename(root, "boot", name, NULL);
+        if (!g_file_get_contents(h->config_path, &h->config, NULL, NULL)) {
+            g_clear_pointer(&h->config_path, g_free);
+        }
+    }
+    host_decide(h);
+    return h;
+}
+
+void gp_bar_gate_host_set_config(GpBarGateHost *host, const char *text,
+                                 const char *path)
+{
+    g_free(host->config);
+    g_free(host->config_path);
+    host->config = g_strdup(text);
+    host->config_path = g_strdup(path);
+    host_decide(host);
+}
+
+void gp_bar_gate_host_free(GpBarGateHost *host)
+{
+    if (!host) {
+        return;
+    }
+    g_free(host->root);
+    g_free(host->container_why);
+    g_free(host->release);
+    g_free(host->config);
+    g_free(host->config_path);
+    g_free(host->dmabuf_why);
+    g_free(host);
+}
+
+const char *gp_bar_gate_verdict_name(GpBarGateVerdict v)
+{
+    switch (v) {
+    case GP_BAR_GATE_MAPPED:
+        return "mapped";
+    case GP_BAR_GATE_NOT_MAPPED:
+        return "not mapped";
+    default:
+        return "unknown";
+    }
+}
+
+/* What the whole container shares: one IOVA space for every GPU. */
+typedef struct {
+    unsigned iommu_bits;        /* the narrowest; 0: unknown */
+    char *iommu_why;
+    bool window_known;
+    uint64_t win_start, win_end;    /* inclusive */
+    char *window_why;
+    GArray *reserved;           /* GpRange, of every GPU's group */
+    GPtrArray *reserved_groups; /* the group of each, as int */
+    char *reserved_why;
+} Space;
+
+static void space_clear(Space *s)
+{
+    g_free(s->iommu_why);
+    g_free(s->window_why);
+    g_free(s->reserved_why);
+    if (s->reserved) {
+        g_array_unref(s->reserved);
+    }
+    if (s->reserved_groups) {
+        g_ptr_array_unref(s->reserved_groups);
+    }
+}
+
+/*
+ * Where the guest may place 64-bit BARs: above RAM (QEMU starts
+ * pci-hole64 above the RAM above 4 GiB, 1 GiB aligned) up to the end of
+ * pci-hole64 (SeaBIOS) or of the guest's address space (OVMF sizes its
+ * aperture from the address bits and may place it at their top).
+ */
+static void space_window(Space *s, const GpBarGateVm *vm)
+{
+    uint64_t start, top;
+
+    if (!vm->guest_phys_bits || vm->guest_phys_bits > 63) {
+        s->window_why = g_strdup("the guest's address width is not known, "
+                                 "so neither is where its 64-bit BAR "
+                                 "window ends");
+        return;
+    }
+    start = (vm->memory + (4ULL << 30) + (1ULL << 30) - 1) &
+            ~((1ULL << 30) - 1);
+    top = (1ULL << vm->guest_phys_bits) - 1;
+    s->window_known = true;
+    s->win_start = start;
+    s->win_end = vm->ovmf ? top :
+                 MIN(top, start + (vm->pcihole64 ? vm->pcihole64 :
+                                   GP_Q35_DEFAULT_HOLE64) - 1);
+}
+
+static void space_read(Space *s, const GpBarGateHost *host,
+                       const GpBarGateVm *vm, const GpBarGateGpu *gpus,
+                       unsigned n)
+{
+    unsigned i, j;
+
+    space_window(s, vm);
+    s->reserved = g_array_new(FALSE, FALSE, sizeof(GpRange));
+    s->reserved_groups = g_ptr_array_new();
+    for (i = 0; i < n; i++) {
+        g_autofree char *why = NULL, *rwhy = NULL;
+        unsigned bits = gp_iommu_address_bits(host->root, gpus[i].dev, &why);
+        g_autoptr(GArray) r = NULL;
+
+        if (!bits && !s->iommu_why) {
+            s->iommu_why = g_steal_pointer(&why);
+        }
+        if (bits && (!s->iommu_bits || bits < s->iommu_bits)) {
+            s->iommu_bits = bits;
+        }
+        if (gpus[i].dev->iommu_group < 0) {
+            continue;
+        }
+        r = gp_iommu_group_reserved(host->root, gpus[i].dev->iommu_group,
+                                    &rwhy);
+        if (!r) {
+            if (!s->reserved_why) {
+                s->reserved_why = g_steal_pointer(&rwhy);
+            }
+            continue;
+        }
+        for (j = 0; j < r->len; j++) {
+            g_array_append_val(s->reserved, g_array_index(r, GpRange, j));
+            g_ptr_array_add(s->reserved_groups,
+                            GINT_TO_POINTER(gpus[i].dev->iommu_group));
+        }
+    }
+    if (s->iommu_why) {
+        s->iommu_bits = 0;      /* the container's width is the narrowest */
+    }
+}
+
+/* The largest memory BAR of @dev, its index in @index. */
+static uint64_t largest_bar(const GpDevice *dev, unsigned *index)
+{
+    uint64_t size = 0;
+    guint i;
+
+    for (i = 0; dev->bars && i < dev->bars->len; i++) {
+        const GpBar *b = &g_array_index(dev->bars, GpBar, i);
+
+        if (!b->io && b->size > size) {
+            size = b->size;
+            *index = b->index;
+        }
+    }
+    return size;
+}
+
+static void add_unknown(GString *u, const char *why)
+{
+    g_string_append_printf(u, "%s%s", u->len ? "; " : "", why);
+}
+
+/* The backend's answer: NULL mapped, else why not (@proven) or unknown. */
+static char *backend_why(const GpBarGateHost *host, const GpBarGateVm *vm,
+                         const GpBarGateGpu *g, bool *proven)
+{
+    *proven = true;
+    if (!g->iommufd) {
+        switch (host->container) {
+        case GP_VFIO_CONTAINER_TYPE1:
+            return NULL;
+        case GP_VFIO_CONTAINER_EMULATED:
+            return g_strdup_printf("/dev/vfio/vfio is iommufd's emulated "
+                                   "type1 container (%s), which lacks "
+                                   "peer-to-peer DMA mapping: no BAR is "
+                                   "mapped", host->container_why);
+        case GP_VFIO_CONTAINER_NONE:
+            return g_strdup_printf("the VM uses the VFIO container, which "
+                                   "this kernel lacks (%s)",
+                                   host->container_why);
+        default:
+            *proven = false;
+            return g_strdup_printf("the VFIO container is not known to be "
+                                   "VFIO's own: %s", host->container_why);
+        }
+    }
+    if (vm->vmm == GP_VMM_OURS) {
+        return g_strdup("the iommufd backend on our QEMU (10.0), which maps "
+                        "a BAR into an IOAS from its mmap, which the kernel "
+                        "refuses (EFAULT); BARs reach an IOAS as dma-bufs "
+                        "from QEMU 11.0");
+    }
+    if (vm->vmm == GP_VMM_STOCK && vm->qemu_major &&
+        vm->qemu_major < GP_QEMU_DMABUF_MAJOR) {
+        return g_strdup_printf("the iommufd backend on QEMU %u.%u, which "
+                               "maps a BAR into an IOAS from its mmap, which "
+                               "the kernel refuses (EFAULT); BARs reach an "
+                               "IOAS as dma-bufs from QEMU 11.0",
+                               vm->qemu_major, vm->qemu_minor);
+    }
+    if (host->dmabuf == GP_TRI_NO) {
+        return g_strdup_printf("the iommufd backend needs the BARs as "
+                               "dma-bufs: %s", host->dmabuf_why);
+    }
+    *proven = false;
+    if (vm->vmm != GP_VMM_STOCK || !vm->qemu_major) {
+        return g_strdup("the iommufd backend maps BARs only on a QEMU of "
+                        "11.0 or later (dma-bufs), and this QEMU's version "
+                        "is not known");
+    }
+    if (host->dmabuf == GP_TRI_UNKNOWN) {
+        return g_strdup_printf("the iommufd backend needs the BARs as "
+                               "dma-bufs: %s", host->dmabuf_why);
+    }
+    return NULL;
+}
+
+/* The IOVA space: width, the BAR, the window, reserved regions. */
+static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
+{
+    unsigned index = 0;
+    uint64_t bar = largest_bar(g->dev, &index);
+    uint64_t top;
+    guint i;
+
+    if (s->reserved_why) {
+        add_unknown(u, s->reserved_why);
+    }
+    for (i = 0; s->window_known && s->reserved && i < s->reserved->len; i++) {
+        const GpRange *r = &g_array_index(s->reserved, GpRange, i);
+        int group = GPOINTER_TO_INT(g_ptr_array_index(s->reserved_groups, i));
+        g_autofree char *why = NULL;
+
+        if (r->end < s->win_start || r->start > s->win_end) {
+            continue;
+        }
+        if (r->start <= s->win_start && r->end >= s->win_end) {
+            return g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
+                                   "-0x%" PRIx64 " lies inside IOMMU group "
+                                   "%d's reserved region 0x%" PRIx64 "-0x%"
+                                   PRIx64 " (%s), where nothing is mapped",
+                                   s->win_start, s->win_end, group, r->start,
+                                   r->end, r->type);
+        }
+        why = g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
+                              "-0x%" PRIx64 " overlaps IOMMU group %d's "
+                              "reserved region 0x%" PRIx64 "-0x%" PRIx64
+                              " (%s), where nothing is mapped: a BAR the "
+                              "firmware places there is not", s->win_start,
+                              s->win_end, group, r->start, r->end, r->type);
+        add_unknown(u, why);
+    }
+    if (!s->iommu_bits) {
+        add_unknown(u, s->iommu_why);
+        return NULL;
+    }
+    top = s->iommu_bits >= 64 ? G_MAXUINT64 : (1ULL << s->iommu_bits) - 1;
+    if (bar && bar - 1 > top) {
+        return g_strdup_printf("BAR%u (%" PRIu64 " MiB) is larger than the "
+                               "IOMMU's %u-bit address space", index,
+                               bar >> 20, s->iommu_bits);
+    }
+    if (!s->window_known) {
+        add_unknown(u, s->window_why);
+        return NULL;
+    }
+    if (s->win_start > top) {
+        return g_strdup_printf("the guest's 64-bit BAR window starts at 0x%"
+                               PRIx64 ", past the IOMMU's %u-bit address "
+                               "space (up to 0x%" PRIx64 ")", s->win_start,
+                               s->iommu_bits, top);
+    }
+    if (s->win_end > top) {
+        g_autofree char *why = g_strdup_printf(
+            "the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
+            " reaches past the IOMMU's %u-bit address space (up to 0x%"
+            PRIx64 "): a BAR the firmware places above it is not mapped",
+            s->win_start, s->win_end, s->iommu_bits, top);
+
+        add_unknown(u, why);
+    }
+    return NULL;
+}
+
+static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
+                             const Space *s, const GpBarGateGpu *g)
+{
+    GpBarGate *out = g_new0(GpBarGate, 1);
+    g_autoptr(GString) u = g_string_new(NULL);
+    g_autofree char *no = NULL, *backend = NULL;
+    bool proven;
+
+    out->dev = g->dev;
+    if (g->no_mmap) {
+        no = g_strdup("x-no-mmap=on: its BARs are not mmapped, so the "
+                      "IOMMU cannot map them for peers");
+    }
+    backend = no ? NULL : backend_why(host, vm, g, &proven);
+    if (backend && proven) {
+        no = g_steal_pointer(&backend);
+    } else if (backend) {
+        add_unknown(u, backend);
+    }
+    if (!no && g->dev->iommu_group < 0) {
+        add_unknown(u, "it is in no IOMMU group");
+    }
+    if (!no && vm->viommu) {
+        g_autofree char *why = g_strdup_printf(
+            "a vIOMMU in the VM (%s): a peer BAR is mapped only where the "
+            "guest maps it through the vIOMMU, which the host cannot see "
+            "beforehand", vm->viommu);
+
+        add_unknown(u, why);
+    }
+    if (!no && g->dev->driver && strstr(g->dev->driver, "vfio") &&
+        strcmp(g->dev->driver, "vfio-pci") != 0) {
+        g_autofree char *why = g_strdup_printf(
+            "bound to %s, a vfio-pci variant driver, whose regions may "
+            "offer only part of a BAR to mmap (sparse mmap): what is "
+            "covered is known only to the VMM at realize", g->dev->driver);
+
+        add_unknown(u, why);
+    }
+    if (!no) {
+        no = space_why(s, g, u);
+    }
+    if (no) {
+        out->verdict = GP_BAR_GATE_NOT_MAPPED;
+        out->reason = g_steal_pointer(&no);
+    } else if (u->len) {
+        out->verdict = GP_BAR_GATE_UNKNOWN;
+        out->reason = g_string_free(g_steal_pointer(&u), FALSE);
+    } else {
+        out->verdict = GP_BAR_GATE_MAPPED;
+        out->reason = g_strdup_printf(
+            "%s; the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
+            " is inside the IOMMU's %u-bit address space and clear of its "
+            "reserved regions", g->iommufd ? host->dmabuf_why :
+            host->container_why, s->win_start, s->win_end, s->iommu_bits);
+    }
+    return out;
+}
+
+static void gate_free(gpointer p)
+{
+    GpBarGate *g = p;
+
+    g_free(g->reason);
+    g_free(g);
+}
+
+GPtrArray *gp_bar_gate_decide(const GpBarGateHost *host,
+                              const GpBarGateVm *vm,
+                              const GpBarGateGpu *gpus, unsigned n)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(gate_free);
+    Space s = { 0 };
+    unsigned i;
+
+    space_read(&s, host, vm, gpus, n);
+    for (i = 0; i < n; i++) {
+        g_ptr_array_add(out, decide_one(host, vm, &s, &gpus[i]));
+    }
+    space_clear(&s);
+    return out;
+}

@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The BAR gate (gp_bar_gate_decide()) on synthetic hosts: two GPUs on
+ * root ports (groups 1 and 2, a 32 GiB BAR1 each), the kernel release and
+ * config, sys/module, the IOMMU's Capability register and the groups'
+ * reserved regions written as Linux shows them; each condition gives
+ * mapped, not mapped (proven) or unknown, and the reason names it.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "gpup2p/bar-gate.h"
+#include "sysfs-builder.h"
+
+#define GPU_A "0000:01:00.0"
+#define GPU_B "0000:02:00.0"
+#define REL "7.3.4+bpo-amd64"
+/* VT-d Capability registers; MGAW (bits 21:16) + 1 is the width. */
+#define CAP_48 "d2008c406f0462"
+#define CAP_39 "d2008c40660462"
+#define CAP_34 "d2008c40610462"
+
+#define CONFIG_TYPE1 "CONFIG_VFIO=m\nCONFIG_VFIO_CONTAINER=y\n" \
+    "CONFIG_VFIO_IOMMU_TYPE1=m\nCONFIG_VFIO_PCI_DMABUF=y\n"
+#define CONFIG_EMULATED "CONFIG_VFIO=m\nCONFIG_IOMMUFD=m\n" \
+    "# CONFIG_VFIO_CONTAINER is not set\nCONFIG_IOMMUFD_VFIO_CONTAINER=y\n" \
+    "CONFIG_VFIO_DEVICE_CDEV=y\nCONFIG_VFIO_PCI_DMABUF=y\n"
+#define CONFIG_NO_DMABUF "CONFIG_VFIO=m\nCONFIG_VFIO_CONTAINER=y\n" \
+    "CONFIG_VFIO_IOMMU_TYPE1=m\nCONFIG_IOMMUFD=m\n" \
+    "CONFIG_VFIO_DEVICE_CDEV=y\n# CONFIG_PCI_P2PDMA is not set\n"
+
+typedef struct {
+    SysfsBuilder *sb;
+    GpTopology *topo;
+} Host;
+
+/* Two GPUs, @release, @config (NULL: none), the type1 module or not,
+ * an Intel IOMMU with @cap (NULL: no iommu link). */
+static Host host_new(const char *release, const char *config, bool type1,
+                     const char *cap)
+{
+    Host h = { sb_new(), NULL };
+    g_autoptr(GError) err = NULL;
+    const char *gpus[] = { GPU_A, GPU_B };
+    unsigned i;
+
+    sb_add(h.sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    sb_add(h.sb, NULL, "0000:00:01.0", SB_ROOT_PORT, 0x8086, 1, 0x060400, 0,
+           -1, "pcieport");
+    sb_add(h.sb, NULL, "0000:00:02.0", SB_ROOT_PORT, 0x8086, 1, 0x060400, 0,
+           -1, "pcieport");
+    sb_add(h.sb, "0000:00:01.0", GPU_A, SB_ENDPOINT, 0x10de, 0x2335,
+           0x030200, 0, 1, "vfio-pci");
+    sb_add(h.sb, "0000:00:02.0", GPU_B, SB_ENDPOINT, 0x10de, 0x2335,
+           0x030200, 0, 2, "vfio-pci");
+    sb_iommu_groups(h.sb);
+    for (i = 0; i < G_N_ELEMENTS(gpus); i++) {
+        g_autofree char *dir = sb_device_dir(h.sb, gpus[i]);
+        g_autofree char *link = g_build_filename(dir, "iommu", NULL);
+        g_autofree char *rr = g_strdup_printf(
+            "sys/kernel/iommu_groups/%u/reserved_regions", i + 1);
+
+        if (cap) {
+            g_assert_cmpint(symlink("../../../virtual/iommu/dmar0", link),
+                            ==, 0);
+        }
+        sb_write(h.sb, rr, "0x00000000fee00000 0x00000000feefffff msi\n");
+    }
+    if (cap) {
+        sb_write(h.sb, "sys/class/iommu/dmar0/intel-iommu/cap", cap);
+    }
+    if (release) {
+        g_autofree char *path = g_strdup_printf("boot/config-%s", release);
+
+        sb_write(h.sb, "proc/sys/kernel/osrelease", release);
+        if (config) {
+            sb_write(h.sb, path, config);
+        }
+    }
+    if (type1) {
+        sb_write(h.sb, "sys/module/vfio_iommu_type1/parameters/"
+                 "dma_entry_limit", "65535\n");
+    }
+    h.topo = gp_topo_read(sb_root(h.sb), &err);
+    g_assert_no_error(err);
+    return h;
+}
+
+static void host_free(Host *h)
+{
+    gp_topo_free(h->topo);
+    sb_free(h->sb);
+}
+
+/* A stock QEMU 10.0 VM on the container, 64 GiB, 46 bits, SeaBIOS. */
+static GpBarGateVm vm_default(void)
+{
+    GpBarGateVm vm = {
+        .vmm = GP_VMM_STOCK, .qemu_major = 10, .qemu_minor = 0,
+        .guest_phys_bits = 46, .memory = 64ULL << 30,
+    };
+
+    return vm;
+}
+
+/* The gate for both GPUs; @no_mmap_b sets x-no-mmap on GPU B. */
+static GPtrArray *decide(const Host *h, const GpBarGateVm *vm, bool iommufd,
+                         bool no_mmap_b)
+{
+    g_autoptr(GpBarGateHost) host = gp_bar_gate_host_read(sb_root(h->sb));
+    GpBarGateGpu gpus[2] = {
+        { gp_topo_find(h->topo, GPU_A), iommufd, false },
+        { gp_topo_find(h->topo, GPU_B), iommufd, no_mmap_b },
+    };
+
+    g_assert_nonnull(gpus[0].dev);
+    g_assert_nonnull(gpus[1].dev);
+    return gp_bar_gate_decide(host, vm, gpus, 2);
+}
+
+static void assert_gate(GPtrArray *gates, unsigned i, GpBarGateVerdict want,
+                        const char *words)
+{
+    const GpBarGate *g = g_ptr_array_index(gates, i);
+
+    if (g->verdict != want || !strstr(g->reason, words)) {
+        g_test_message("GPU %u: %s: %s", i, gp_bar_gate_verdict_name(
+                       g->verdict), g->reason);
+    }
+    g_assert_cmpstr(gp_bar_gate_verdict_name(g->verdict), ==,
+                    gp_bar_gate_verdict_name(want));
+    g_assert_nonnull(strstr(g->reason, words));
+}
+
+static void test_type1_real(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = decide(&h, &vm, false, false);
+
+    assert_gate(g, 0, GP_BAR_GATE_MAPPED, "vfio_iommu_type1");
+    assert_gate(g, 1, GP_BAR_GATE_MAPPED, "48-bit address space");
+    host_free(&h);
+}
+
+static void test_emulated_container(void)
+{
+    Host h = host_new(REL, CONFIG_EMULATED, false, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = decide(&h, &vm, false, false);
+
+    assert_gate(g, 0, GP_BAR_GATE_NOT_MAPPED, "iommufd's emulated type1 "
+                "container (CONFIG_IOMMUFD_VFIO_CONTAINER=y");
+    assert_gate(g, 1, GP_BAR_GATE_NOT_MAPPED, "lacks peer-to-peer DMA");
+    host_free(&h);
+}
+
+/* No config to read, iommufd loaded and type1 not: not proven. */
+static void test_emulated_unknown(void)
+{
+    Host h = host_new(REL, NULL, false, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = NULL;
+
+    sb_write(h.sb, "sys/module/iommufd/parameters/allow_unsafe_interrupts",
+             "N\n");
+    g = decide(&h, &vm, false, false);
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "may be iommufd's emulated "
+                "container");
+    host_free(&h);
+}
+
+/* Nothing under sys/module, no config: a capture. Unknown, never "no". */
+static void test_unknown_config(void)
+{
+    Host h = host_new(REL, NULL, false, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = decide(&h, &vm, false, false);
+    g_autoptr(GpBarGateHost) host = gp_bar_gate_host_read(sb_root(h.sb));
+
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "no kernel config is readable");
+    g_assert_cmpint(host->dmabuf, ==, GP_TRI_UNKNOWN);
+    g_assert_nonnull(strstr(host->dmabuf_why, "CONFIG_VFIO_PCI_DMABUF"));
+    /* A config read elsewhere (proc/config.gz) decides again. */
+    gp_bar_gate_host_set_config(host, CONFIG_EMULATED, "/proc/config.gz");
+    g_assert_cmpint(host->container, ==, GP_VFIO_CONTAINER_EMULATED);
+    g_assert_nonnull(strstr(host->container_why, "/proc/config.gz"));
+    g_assert_cmpint(host->dmabuf, ==, GP_TRI_YES);
+    host_free(&h);
+}
+
+static void test_iommufd(void)
+{
+    static const struct {
+        const char *release, *config;
+        GpVmmKind vmm;
+        unsigned major, minor;
+        GpBarGateVerdict want;
+        const char *words;
+    } cases[] = {
+        { REL, CONFIG_EMULATED, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_MAPPED,
+          "CONFIG_VFIO_PCI_DMABUF=y" },
+        { REL, CONFIG_EMULATED, GP_VMM_STOCK, 10, 2, GP_BAR_GATE_NOT_MAPPED,
+          "on QEMU 10.2" },
+        { REL, CONFIG_EMULATED, GP_VMM_OURS, 0, 0, GP_BAR_GATE_NOT_MAPPED,
+          "on our QEMU (10.0)" },
+        { REL, CONFIG_EMULATED, GP_VMM_STOCK, 0, 0, GP_BAR_GATE_UNKNOWN,
+          "this QEMU's version is not known" },
+        { "6.12.95+deb12-amd64", CONFIG_EMULATED, GP_VMM_STOCK, 11, 1,
+          GP_BAR_GATE_NOT_MAPPED, "has no VFIO dma-buf export (added in "
+          "6.19)" },
+        { REL, CONFIG_NO_DMABUF, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_NOT_MAPPED,
+          "built without CONFIG_VFIO_PCI_DMABUF" },
+        { REL, NULL, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_UNKNOWN,
+          "no kernel config is readable (boot/config-" REL },
+        { NULL, NULL, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_UNKNOWN,
+          "no proc/sys/kernel/osrelease" },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        Host h = host_new(cases[i].release, cases[i].config, false, CAP_48);
+        GpBarGateVm vm = vm_default();
+        g_autoptr(GPtrArray) g = NULL;
+
+        vm.vmm = cases[i].vmm;
+        vm.qemu_major = cases[i].major;
+        vm.qemu_minor = cases[i].minor;
+        g = decide(&h, &vm, true, false);
+        g_test_message("iommufd case %zu", i);
+        assert_gate(g, 0, cases[i].want, cases[i].words);
+        host_free(&h);
+    }
+}
+
+static void test_no_mmap(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = decide(&h, &vm, false, true);
+
+    assert_gate(g, 0, GP_BAR_GATE_MAPPED, "vfio_iommu_type1");
+    assert_gate(g, 1, GP_BAR_GATE_NOT_MAPPED, "x-no-mmap=on");
+    host_free(&h);
+}
+
+static void test_viommu(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = NULL;
+
+    vm.viommu = "<iommu model='intel'>";
+    g = decide(&h, &vm, false, false);
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "a vIOMMU in the VM (<iommu "
+                "model='intel'>)");
+    host_free(&h);
+}
+
+static void test_window_beyond_iommu(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_39);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = NULL, g2 = NULL, g3 = NULL;
+
+    /* 600 GiB of RAM: the window starts past 2^39. */
+    vm.memory = 600ULL << 30;
+    g = decide(&h, &vm, false, false);
+    assert_gate(g, 0, GP_BAR_GATE_NOT_MAPPED, "past the IOMMU's 39-bit "
+                "address space");
+    /* OVMF may place BARs up to 2^46: partly beyond, not proven. */
+    vm.memory = 8ULL << 30;
+    vm.ovmf = true;
+    g2 = decide(&h, &vm, false, false);
+    assert_gate(g2, 0, GP_BAR_GATE_UNKNOWN, "reaches past the IOMMU's "
+                "39-bit address space");
+    /* SeaBIOS's window (above 12 GiB, 32 GiB) fits. */
+    vm.ovmf = false;
+    g3 = decide(&h, &vm, false, false);
+    assert_gate(g3, 0, GP_BAR_GATE_MAPPED, "0x300000000-0xaffffffff");
+    host_free(&h);
+}
+
+static void test_bar_beyond_iommu(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_34);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = decide(&h, &vm, false, false);
+
+    assert_gate(g, 0, GP_BAR_GATE_NOT_MAPPED, "BAR1 (32768 MiB) is larger "
+                "than the IOMMU's 34-bit address space");
+    host_free(&h);
+}
+
+static void test_reserved_region(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = NULL, g2 = NULL;
+
+    /* AMD's hole below 1 TiB, in group 2: it binds GPU A too (one
+     * container, one IOVA space). 1000 GiB of RAM: the window is
+     * 1004-1036 GiB. */
+    sb_write(h.sb, "sys/kernel/iommu_groups/2/reserved_regions",
+             "0x00000000fee00000 0x00000000feefffff msi\n"
+             "0x000000fd00000000 0x000000ffffffffff reserved\n");
+    vm.memory = 1000ULL << 30;
+    g = decide(&h, &vm, false, false);
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "overlaps IOMMU group 2's "
+                "reserved region 0xfd00000000-0xffffffffff (reserved)");
+    /* A window wholly inside a reserved region. */
+    sb_write(h.sb, "sys/kernel/iommu_groups/1/reserved_regions",
+             "0x0000100000000000 0x00001fffffffffff reserved\n");
+    vm.memory = (16ULL << 40) - (4ULL << 30);
+    g2 = decide(&h, &vm, false, false);
+    assert_gate(g2, 1, GP_BAR_GATE_NOT_MAPPED, "lies inside IOMMU group 1's "
+                "reserved region");
+    host_free(&h);
+}
+
+/* A direct-relaxable region is mapped over by VFIO; a bad line is named. */
+static void test_reserved_parse(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GArray) r = NULL, bad = NULL;
+    g_autofree char *why = NULL;
+
+    sb_write(sb, "sys/kernel/iommu_groups/7/reserved_regions",
+             "0x00000000fee00000 0x00000000feefffff msi\n"
+             "0x0000000000000000 0x0000000000ffffff direct-relaxable\n");
+    r = gp_iommu_group_reserved(sb_root(sb), 7, &why);
+    g_assert_nonnull(r);
+    g_assert_cmpuint(r->len, ==, 1);
+    g_assert_cmpstr(g_array_index(r, GpRange, 0).type, ==, "msi");
+    sb_write(sb, "sys/kernel/iommu_groups/8/reserved_regions",
+             "0x00000000fee00000 msi\n");
+    bad = gp_iommu_group_reserved(sb_root(sb), 8, &why);
+    g_assert_null(bad);
+    g_assert_nonnull(strstr(why, "iommu_groups/8/reserved_regions: line 1 "
+                            "'0x00000000fee00000 msi' is not"));
+}
+
+static void test_amd_iommu(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, NULL);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = NULL;
+    g_autofree char *dir = sb_device_dir(h.sb, GPU_A);
+    g_autofree char *link = g_build_filename(dir, "iommu", NULL);
+
+    g_assert_cmpint(symlink("../../../virtual/iommu/ivhd0", link), ==, 0);
+    g = decide(&h, &vm, false, false);
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "IOMMU ivhd0, whose address "
+                "width no documented sysfs file gives (AMD)");
+    host_free(&h);
+}
+
+/* Neither the IOMMU nor the groups' reserved regions known: both said
+ * (and, under ASan, no reason string lost on the way). */
+static void test_iommu_and_reserved_unknown(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, NULL);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = NULL;
+    unsigned i;
+
+    for (i = 1; i <= 2; i++) {
+        g_autofree char *path = g_strdup_printf(
+            "%s/sys/kernel/iommu_groups/%u/reserved_regions", sb_root(h.sb),
+            i);
+
+        g_assert_cmpint(unlink(path), ==, 0);
+    }
+    g = decide(&h, &vm, false, false);
+    assert_gate(g, 1, GP_BAR_GATE_UNKNOWN, "reserved_regions is not "
+                "readable");
+    assert_gate(g, 1, GP_BAR_GATE_UNKNOWN, "0000:01:00.0/iommu is absent");
+    host_free(&h);
+}
+
+static void test_release_version(void)
+{
+    unsigned a = 0, b = 0;
+
+    g_assert_true(gp_release_version("6.19.0-rc1", &a, &b));
+    g_assert_cmpuint(a, ==, 6);
+    g_assert_cmpuint(b, ==, 19);
+    g_assert_true(gp_release_version(REL, &a, &b));
+    g_assert_cmpuint(a, ==, 7);
+    g_assert_false(gp_release_version("linux", &a, &b));
+    g_assert_false(gp_release_version("7", &a, &b));
+    g_assert_false(gp_release_version(NULL, &a, &b));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/bar-gate/type1-real", test_type1_real);
+    g_test_add_func("/bar-gate/emulated-container", test_emulated_container);
+    g_test_add_func("/bar-gate/emulated-unknown", test_emulated_unknown);
+    g_test_add_func("/bar-gate/unknown-config", test_unknown_config);
+    g_test_add_func("/bar-gate/iommufd", test_iommufd);
+    g_test_add_func("/bar-gate/no-mmap", test_no_mmap);
+    g_test_add_func("/bar-gate/viommu", test_viommu);
+    g_test_add_func("/bar-gate/window-beyond-iommu", test_window_beyond_iommu);
+    g_test_add_func("/bar-gate/bar-beyond-iommu", test_bar_beyond_iommu);
+    g_test_add_func("/bar-gate/reserved-region", test_reserved_region);
+    g_test_add_func("/bar-gate/reserved-parse", test_reserved_parse);
+    g_test_add_func("/bar-gate/amd-iommu", test_amd_iommu);
+    g_test_add_func("/bar-gate/iommu-and-reserved-unknown",
+                    test_iommu_and_reserved_unknown);
+    g_test_add_func("/bar-gate/release-version", test_release_version);
+    return g_test_run();
+}
