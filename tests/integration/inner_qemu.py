@@ -44,7 +44,9 @@ def main():
          "--device", g["gpu1"] + ",bus=rp1,id=g1,x-gpu-p2p-clique=auto",
          "--", "sh", "tests/integration/inner_guest.sh"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    qmp = Qmp(qmp_path)
+    # As long as the nested guest may take to reach its command (below).
+    qmp = Qmp(qmp_path, timeout=240, proc=proc)
+    res["qmp_connect_s"] = round(qmp.connect_s, 1)
     deadline = time.monotonic() + 240
     while not os.path.exists(os.path.join(inner_out, "cold.json")):
         if time.monotonic() > deadline or proc.poll() is not None:

@@ -351,6 +351,12 @@ def phases(t, outdir):
                    timing["total_s"]))
     except (OSError, ValueError, KeyError, TypeError) as e:
         t.diag("timing: not all phases recorded (%s)" % e)
+    try:
+        r = load_json(os.path.join(outdir, "results.json"))
+        t.diag("timing: the nested guest's QMP took a connection after "
+               "%.1f s" % r["qmp_connect_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
 
 
 def shapes(t, qemu):

@@ -42,17 +42,30 @@ def bind_vfio(dev):
 
 
 class Qmp:
-    def __init__(self, path, timeout=60):
-        deadline = time.monotonic() + timeout
+    def __init__(self, path, timeout=60, proc=None):
+        """Connect to QEMU's QMP socket at @path once it appears: within
+        @timeout seconds, and, given the @proc that starts that QEMU, for
+        as long as it lives (under TCG a loaded machine may take a minute
+        to get there); its end first is an error that says so."""
+        t0 = time.monotonic()
         while True:
             try:
                 self.sock = socket.socket(socket.AF_UNIX)
                 self.sock.connect(path)
                 break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
+            except OSError as e:
+                self.sock.close()
+                waited = time.monotonic() - t0
+                if proc is not None and proc.poll() is not None:
+                    raise RuntimeError(
+                        "QMP %s: the QEMU process ended (exit %d) before "
+                        "its socket took a connection" %
+                        (path, proc.returncode)) from e
+                if waited > timeout:
+                    raise RuntimeError("QMP %s: no connection after %.0f s"
+                                       % (path, waited)) from e
                 time.sleep(0.2)
+        self.connect_s = time.monotonic() - t0
         self.file = self.sock.makefile("rw")
         json.loads(self.file.readline())
         self.cmd("qmp_capabilities")
