@@ -103,17 +103,22 @@ def scenario_dir(topology):
 
 
 def vhost_run(topology, script, timeout=240, append="", out=None,
-              extra=None):
+              extra=None, retry_host_death=False):
     """Boot @topology, run @script (shell text) inside. Returns
     (rc, stdout, stderr, outdir). A retry of the virtual host (a stalled
     boot, the outer emulator's own crash) and, on failure, the runner's
-    evidence are printed as TAP diagnostics, so the test's log has them."""
+    evidence are printed as TAP diagnostics, so the test's log has them.
+    @retry_host_death: the script loads no kernel module of ours, so a
+    panic or reset of the virtual host while it runs is retried once
+    (vhost.py --retry-host-death), counted like the others."""
     out = out or scenario_dir(topology)
     cmd = [sys.executable, VHOST, "run",
            os.path.join(TOPOLOGIES, topology) if "/" not in topology
            else topology, "--timeout", str(timeout), "--out", out, "-v"]
     if append:
         cmd += ["--append", append]
+    if retry_host_death:
+        cmd += ["--retry-host-death"]
     cmd += extra or []
     cmd += ["--", "sh", "-ec", script]
     p = subprocess.run(cmd, capture_output=True, text=True)

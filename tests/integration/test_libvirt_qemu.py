@@ -22,7 +22,7 @@ def test(t):
     prepare()
     rc, out, err, outdir = vhost_run("vfio-gpus.json",
                                      "sh tests/integration/libvirt_qemu.sh",
-                                     timeout=600)
+                                     timeout=600, retry_host_death=True)
     if not t.ok(rc == 0, "the scenario ran in the virtual host",
                 run_failure(rc, out, err)):
         return

@@ -143,7 +143,8 @@ def test_flat(t, host):
                          {"id": "flatdev%d" % i, "bus": "flat%d" % i})
     rc, out, err, gdir = vhost_run(
         "mirror-guest.json", GUEST, timeout=300,
-        extra=["--qemu-arg=" + a for a in args])
+        extra=["--qemu-arg=" + a for a in args],
+        retry_host_death=True)
     if not t.ok(rc == 0, "the flat guest booted and ran",
                 run_failure(rc, out, err)):
         return
@@ -184,7 +185,8 @@ def test_stand_ins(t):
             + devs, capture_output=True, text=True).stdout)
         rc, out, err, gdir = vhost_run(
             "mirror-guest.json", GUEST, timeout=300,
-            extra=["--qemu-arg=" + a for a in args])
+            extra=["--qemu-arg=" + a for a in args],
+            retry_host_death=True)
         if not t.ok(rc == 0, "the mirrored guest booted and ran",
                     run_failure(rc, out, err)):
             return
@@ -213,7 +215,7 @@ def pci_functions(reply):
 def test_libvirt(t):
     rc, out, err, o = vhost_run("hidden.json",
                                 "sh tests/integration/mirror_libvirt.sh",
-                                timeout=600)
+                                timeout=600, retry_host_death=True)
     if not t.ok(rc == 0, "libvirt: the scenario ran in the virtual host",
                 run_failure(rc, out, err)):
         return

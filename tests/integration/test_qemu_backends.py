@@ -74,7 +74,7 @@ def test(t):
         "backends.json",
         "%s sh tests/integration/qemu_p2p_dma.sh; "
         "%s python3 tests/integration/inner_backends.py" % (env, env),
-        timeout=1200)
+        timeout=1200, retry_host_death=True)
     if not t.ok(rc == 0, "the scenarios ran in the Linux 7.x virtual host",
                 run_failure(rc, out, err)):
         return

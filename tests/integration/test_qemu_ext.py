@@ -366,7 +366,8 @@ def shapes(t, qemu):
     on this topology's capture)."""
     rc, out, err, outdir = vhost_run(
         "acs-shapes.json", "export GPUP2P_QEMU=%s; "
-        "python3 tests/integration/inner_shapes.py" % qemu, timeout=400)
+        "python3 tests/integration/inner_shapes.py" % qemu, timeout=400,
+        retry_host_death=True)
     if not t.ok(rc == 0, "shapes: the scenario ran inside the virtual host",
                 run_failure(rc, out, err)):
         return
@@ -402,7 +403,8 @@ def test(t):
         "date +%%s.%%N > $VHOST_OUT/phase-nested; "
         "python3 tests/integration/inner_qemu.py; "
         "date +%%s.%%N > $VHOST_OUT/phase-end" % (qemu, vhost_cache()),
-        timeout=800, extra=VIRTIO_GPU)     # below meson's 900 s
+        timeout=800, extra=VIRTIO_GPU,     # below meson's 900 s
+        retry_host_death=True)
     phases(t, outdir)
     if not t.ok(rc == 0, "the scenarios ran inside the virtual host",
                 run_failure(rc, out, err)):

@@ -30,7 +30,7 @@ def test(t):
         "GPUP2P_QEMU=%s VHOST_CACHE=%s VHOST_INNER_CACHE=%s "
         "sh tests/integration/qemu_p2p_dma.sh"
         % (qemu, cache, os.environ.get("VHOST_INNER_CACHE", cache)),
-        timeout=900)
+        timeout=900, retry_host_death=True)
     if not t.ok(rc == 0, "the scenario ran in the virtual host",
                 run_failure(rc, out, err)):
         return

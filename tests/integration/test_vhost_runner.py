@@ -4,7 +4,8 @@
 a hung guest is killed and reported, a stalled boot is retried once and
 logged, the outer emulator's own crash is retried once in an empty results
 directory and named, a panic or a command's failure inside is never
-retried, bad topology files are named."""
+retried (a panic or reset once, where the command is declared to load no
+module of ours), bad topology files are named."""
 
 import json
 import os
@@ -117,6 +118,8 @@ def emulator_faults(t):
          "retry" not in err,
          "named by its panic line, never retried", err)
 
+    host_deaths(t)
+
 
 # The outer emulator's wrapper for the timer fault: it counts its starts
 # in a directory the virtual host sees (through the read-only root share).
@@ -171,6 +174,58 @@ def timer_faults(t):
                 t.ok(rc == 125 and named and
                      err.count("retrying once") == 1 and "again" in err,
                      "a timer fault on the retry too: the run fails", err)
+
+
+# The command resets the virtual host (sysrq "b": an immediate reboot,
+# which -no-reboot turns into the emulator's exit) on the first start, or
+# on every start with @always; COUNTING_QEMU tells the starts apart.
+HOST_RESET = ("if [ ! -e %(state)s/second ] || [ %(always)s = 1 ]; then "
+              "echo b > /proc/sysrq-trigger; sleep 60; fi; echo ran")
+
+
+def host_deaths(t):
+    """A command declared to load no module of ours (--retry-host-death):
+    a reset of the virtual host while it runs is retried once, counted
+    and named; a second one fails the run. (Without the declaration a
+    panic is never retried: test() below.)"""
+    base = os.path.join(PROJECT, "build", "vhost-runs")
+    os.makedirs(base, exist_ok=True)
+    for always in (0, 1):
+        with tempfile.TemporaryDirectory(dir=base) as d:
+            wrapper = os.path.join(d, "qemu")
+            with open(wrapper, "w") as f:
+                f.write(COUNTING_QEMU)
+            os.chmod(wrapper, 0o755)
+            os.environ.update(
+                FAULT_STATE=d, VHOST_FAULT_INJECTED="1",
+                FAULT_QEMU=os.environ.get("VHOST_QEMU", OUTER_QEMU))
+            try:
+                rc, got, err, out = vhost_run(
+                    "two-numa.json",
+                    HOST_RESET % {"state": d, "always": always},
+                    timeout=120, out=os.path.join(d, "out"),
+                    extra=["--qemu", wrapper], retry_host_death=True)
+                retries = read(os.path.join(out, "retries.log"))
+            finally:
+                for k in ("FAULT_STATE", "VHOST_FAULT_INJECTED",
+                          "FAULT_QEMU"):
+                    del os.environ[k]
+            named = "reset or powered off with no kernel panic" in err and \
+                "loads no module of ours" in err
+            if not always:
+                t.ok(rc == 0 and "ran" in got and named and
+                     err.count("retrying once") == 1 and
+                     len(retries.splitlines()) == 1 and
+                     os.path.exists(out + ".attempt-1/console.log"),
+                     "--retry-host-death: a reset of the virtual host "
+                     "while the command runs is named, retried once and "
+                     "kept in retries.log, the attempt's files beside", err)
+            else:
+                t.ok(rc == 125 and named and
+                     err.count("retrying once") == 1 and
+                     "status, again" in err,
+                     "--retry-host-death: a reset on the retry too fails "
+                     "the run", err)
 
 
 def read(path):
