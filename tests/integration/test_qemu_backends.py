@@ -70,10 +70,17 @@ def test(t):
     if dmabuf:
         env += " GPUP2P_QEMU_DMABUF=%s" % dmabuf
     os.environ["VHOST_CACHE"] = cache
+    # The host tool's BAR gate reads the kernel's config where a Debian
+    # kernel package puts it, /boot/config-RELEASE: the build's own
+    # .config, on a tmpfs over the read-only root's /boot.
+    config = os.path.join(os.path.realpath(cache), "obj", ".config")
     rc, out, err, outdir = vhost_run(
         "backends.json",
         "%s sh tests/integration/qemu_p2p_dma.sh; "
-        "%s python3 tests/integration/inner_backends.py" % (env, env),
+        "%s python3 tests/integration/inner_backends.py; "
+        "mount -t tmpfs tmpfs /boot; cp %s /boot/config-$(uname -r); "
+        "python3 tests/integration/inner_gate.py %s %s"
+        % (env, env, config, qemu, dmabuf or ""),
         timeout=1200, retry_host_death=True)
     if not t.ok(rc == 0, "the scenarios ran in the Linux 7.x virtual host",
                 run_failure(rc, out, err)):
@@ -174,6 +181,44 @@ def test(t):
          "iommufd, explicit id, verify=warn: kept", c)
     t.ok("is not mapped by iommufd" in c.get("stderr", ""),
          "and the failed BAR map at run time is reported", c)
+    gate_checks(t, load_result(outdir, "gate.json"), res, mem, dmabuf)
+
+
+def gate_checks(t, gate, res, mem, dmabuf):
+    """The host tool's BAR gate (check --domain, inner_gate.py) against
+    what VFIO and the DMA did in the same virtual host: "mapped" where the
+    bytes arrived, "not mapped" where nothing did and our QEMU's own gate
+    withheld the capability."""
+    g0, g1 = (gate.get("gpus") or ["?", "?"])[:2]
+    c = gate.get("type1", {})
+    t.ok(c.get("verdict") == "ok" and c.get("gpus") == {g0: "mapped",
+                                                        g1: "mapped"} and
+         mem[0x4000:0x4000 + N] == pattern(11),
+         "gate, type1 on our QEMU: check --domain says mapped, and the "
+         "bytes arrived", c)
+    c = gate.get("nommap", {})
+    t.ok(c.get("rc") == 5 and c.get("gpus") == {g0: "mapped",
+                                                g1: "not mapped"} and
+         "x-no-mmap=on" in (c.get("detail") or "") and
+         mem[0x5000:0x5000 + N] == bytes(N) and
+         (res.get("nommap-auto", {}).get("in_effect") or {}).get("g1") == -1,
+         "gate, x-no-mmap: check --domain says not mapped for that GPU, as "
+         "our QEMU's gate and the DMA (nothing arrived) say", c)
+    c = gate.get("iommufd-ours", {})
+    t.ok(c.get("rc") == 5 and set((c.get("gpus") or {}).values()) ==
+         {"not mapped"} and "our QEMU (10.0)" in (c.get("detail") or "") and
+         mem[0x6000:0x6000 + N] == bytes(N) and
+         res.get("iommufd-auto", {}).get("in_effect") == {"g0": -1,
+                                                          "g1": -1},
+         "gate, iommufd on our QEMU: not mapped, as our QEMU's gate and "
+         "the DMA say", c)
+    if dmabuf:
+        c = gate.get("iommufd-stock", {})
+        t.ok(c.get("verdict") == "ok" and set((c.get("gpus") or {})
+                                               .values()) == {"mapped"} and
+             mem[0x8000:0x8000 + N] == pattern(15),
+             "gate, iommufd on Debian's QEMU 11.1 with this kernel's "
+             "CONFIG_VFIO_PCI_DMABUF: mapped, and the bytes arrived", c)
 
 
 if __name__ == "__main__":
