@@ -15,8 +15,9 @@
  *   pointers are host addresses) on a capture (--sysfs-root --with-cuda):
  *   GPU memory of every GPU registered through peer memory where the
  *   capture shows nvidia-peermem and moved by WRITE and READ both ways;
- *   without nvidia-peermem "not testable" (exit 3); a registration that
- *   fails with EFAULT is "failed" (exit 2);
+ *   without nvidia-peermem "not testable" (exit 3), the verdict naming
+ *   each GPU and its paired NIC; a registration that fails with EFAULT
+ *   is "failed" (exit 2);
  * - with a NIC under the same switch as GPU 0 and another on a root port
  *   of its own: each GPU's pair is its nearest NIC (lowest path class,
  *   then lowest BDF), each (NIC, GPU) carries the path class the guest
@@ -266,6 +267,20 @@ static void test_gpu_memory_both_ways(void)
     g_object_unref(r.p);
 }
 
+/* Does a note of the run's JSON contain @text? */
+static bool has_note(Run *r, const char *text)
+{
+    JsonArray *notes = json_object_get_array_member(
+        json_node_get_object(json_parser_get_root(r->p)), "notes");
+
+    for (guint i = 0; i < json_array_get_length(notes); i++) {
+        if (strstr(json_array_get_string_element(notes, i), text)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void test_gpu_memory_untested_or_failed(void)
 {
     g_autoptr(SysfsBuilder) none = gpus_and_nic(false);
@@ -279,6 +294,16 @@ static void test_gpu_memory_untested_or_failed(void)
     g_assert_cmpstr(get(&r, 0, "gpu_peermem"), ==, "not testable");
     g_assert_cmpstr(get(&r, 0, "gpu_rdma_write"), ==, "not testable");
     g_assert_cmpint(r.status, ==, 3);
+    /* The verdict names each GPU whose pair did not move its memory
+     * (one NIC on a root port of its own: both GPUs' pair, PHB). */
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *what = g_strdup_printf(
+            "untested: GPU %u (0000:0%u:00.0) and its paired NIC standin0 "
+            "(0000:03:00.0, port 1, path PHB): GPUDirect RDMA not done both "
+            "ways", i, i + 1);
+
+        g_assert_true(has_note(&r, what));
+    }
     g_object_unref(r.p);
     /* nvidia-peermem loaded, and the GPU registration (the third
      * ibv_reg_mr, after the two host buffers) fails with EFAULT. */
@@ -361,6 +386,30 @@ static void run_pairs(Run *r, const char *root, const char *fault)
     g_assert_cmpuint(json_array_get_length(r->rdma), ==, 2);
 }
 
+/* The text report of the same run as run_pairs(). */
+static char *run_pairs_text(const char *root)
+{
+    g_autofree char *path = g_strdup_printf("%s:%s",
+                                            g_getenv("STANDIN_VERBS_DIR"),
+                                            g_getenv("FAKE_LIBCUDA_DIR"));
+    g_auto(GStrv) env = g_get_environ();
+    const char *argv[] = { g_getenv("GPUP2P_VERIFY_CUDA"), "--sysfs-root",
+                           root, "--with-cuda", "--quick", NULL };
+    char *out = NULL;
+
+    env = g_environ_setenv(env, "LD_LIBRARY_PATH", path, TRUE);
+    env = g_environ_setenv(env, "GPUP2P_STANDIN_VERBS",
+                           "standin0:A,standin1:A", TRUE);
+    env = g_environ_setenv(env, "GPUP2P_FAKE_CUDA_BUS_IDS",
+                           PAIR_GPU0 "," PAIR_GPU1, TRUE);
+    env = g_environ_unsetenv(env, "GPUP2P_STANDIN_VERBS_FAULT");
+    env = g_environ_unsetenv(env, "GPUP2P_FAKE_CUDA_FAULT");
+    env = g_environ_unsetenv(env, "CUDA_VISIBLE_DEVICES");
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, env, G_SPAWN_DEFAULT,
+                               NULL, NULL, &out, NULL, NULL, NULL));
+    return out;
+}
+
 /* rdma[@i].gpus[], the GPUs checked on that port in the order checked. */
 static JsonArray *port_gpus(Run *r, guint i)
 {
@@ -391,6 +440,7 @@ static JsonObject *port_gpu(Run *r, guint i, gint64 gpu)
 static void test_pair_and_path(void)
 {
     g_autoptr(SysfsBuilder) sb = nic_beside_gpu0();
+    g_autofree char *text = NULL;
     /* rdma[] keeps the verbs list's order: standin0, standin1. */
     static const struct {
         guint port;
@@ -436,6 +486,13 @@ static void test_pair_and_path(void)
     g_assert_cmpint(r.status, !=, 2);
     g_assert_cmpint(r.status, !=, 3);
     g_object_unref(r.p);
+
+    /* The text says the same, under each port, in check order. */
+    text = run_pairs_text(sb_root(sb));
+    g_assert_nonnull(strstr(text, "    #1 GPU 0 (" PAIR_GPU0 ") paired with "
+                            "this NIC, path PIX: dma-buf not testable, peer "
+                            "memory ok, RDMA write ok, read ok\n"));
+    g_assert_nonnull(strstr(text, "    #3 GPU 0 (" PAIR_GPU0 "), path PHB: "));
 }
 
 /* Each GPU on its paired NIC first: in the JSON's check order, and in
