@@ -3,9 +3,11 @@
  * GPUDirect RDMA checks through rdma-core's libibverbs, loaded at run time
  * so that the tool starts without rdma-core: every device and every active
  * port, each over an RC queue pair connected to itself; host memory by
- * RDMA WRITE and RDMA READ (the path that must work regardless); then for
- * every GPU CUDA sees, its memory registered as perftest does (dma-buf of
- * the page-aligned range with the offset, else ibv_reg_mr on the device
+ * RDMA WRITE and RDMA READ (the path that must work regardless) on every
+ * port; then every GPU CUDA sees on every port, each GPU on its paired
+ * NIC (its nearest, verify_pci()'s VerifyNicPath) first, then on the
+ * others: its memory registered as perftest does (dma-buf of the
+ * page-aligned range with the offset, else ibv_reg_mr on the device
  * pointer where nvidia-peermem is loaded, else "not testable") and moved
  * into and out of it by WRITE and by READ, checked at the far end.
  */

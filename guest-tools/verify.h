@@ -222,7 +222,9 @@ typedef struct VerifyNic {
     unsigned n_uplinks;
 } VerifyNic;
 
-#define VERIFY_MAX_RDMA_GPUS 16
+/* GPUs listed per port; more are checked and count in the port's states,
+ * but unlisted, so the verdict calls their pairs untested (fail closed). */
+#define VERIFY_MAX_RDMA_GPUS 32
 
 /* One GPU's memory on one port, as checked (rdma.c). */
 typedef struct VerifyRdmaGpu {
