@@ -10,7 +10,9 @@
  * note naming it. As DCGM's diagnostics and nvbandwidth's waived tests:
  * the run is judged against what was asked, not against what happened
  * to be reported. GPU health (NVML's counters around the run) is judged
- * here too: it is never owed, only a rise fails or warns.
+ * here too: it is never owed, only a rise fails or warns. GPUDirect RDMA
+ * of each GPU with its paired NIC (the one NCCL would use) is owed on
+ * every port whose host memory moved, and is named where it was not done.
  */
 #include <string.h>
 
@@ -259,6 +261,55 @@ static void judge_health(VerifyReport *r)
     }
 }
 
+/* GPU @gpu on rdma[] entry @d, or NULL where it was never checked there. */
+static const VerifyRdmaGpu *rdma_gpu_find(const VerifyRdma *d, guint gpu)
+{
+    for (guint k = 0; k < d->n_gpus; k++) {
+        if (d->gpus[k].gpu == gpu) {
+            return &d->gpus[k];
+        }
+    }
+    return NULL;
+}
+
+/* Every usable GPU on every port of its paired NIC whose host memory
+ * moved: its memory moved both ways there, or it failed; else untested,
+ * naming the pair (a pair is what NCCL would use for GPUDirect RDMA). */
+static void judge_rdma_pairs_done(VerifyReport *r)
+{
+    for (guint i = 0; i < r->rdma->len; i++) {
+        const VerifyRdma *d = &g_array_index(r->rdma, VerifyRdma, i);
+        int nic = verify_nic_find(r, d->bdf);
+
+        if (nic < 0 || d->host_read != CHECK_OK) {
+            continue;
+        }
+        for (guint g = 0; g < r->gpus->len; g++) {
+            const VerifyNicPath *path = verify_nic_path(r, (guint)nic, g);
+            const VerifyRdmaGpu *done = rdma_gpu_find(d, g);
+            bool moved = done && done->write == CHECK_OK &&
+                         done->read == CHECK_OK;
+            bool failed = done && (done->dmabuf == CHECK_FAILED ||
+                                   done->peermem == CHECK_FAILED ||
+                                   done->write == CHECK_FAILED ||
+                                   done->read == CHECK_FAILED);
+
+            if (!path || !path->pair ||
+                !gpu_usable(&g_array_index(r->gpus, VerifyGpu, g)) ||
+                moved || failed) {
+                continue;
+            }
+            verify_record_untested(r, "GPU %u (%s) and its paired NIC %s "
+                                   "(%s, port %u, path %s): GPUDirect RDMA "
+                                   "%s", g, g_array_index(r->gpus, VerifyGpu,
+                                                          g).bdf,
+                                   d->name, d->bdf, d->port, path->cls,
+                                   done ? "not done both ways" :
+                                   "never checked");
+        }
+    }
+}
+
 void verify_judge(const VerifyOptions *o, VerifyReport *r)
 {
     judge_health(r);
@@ -268,5 +319,6 @@ void verify_judge(const VerifyOptions *o, VerifyReport *r)
     if (!verify_pci_checks_only(o) && !r->cuda_status) {
         judge_pairs_done(o, r);
         judge_gpus_done(o, r);
+        judge_rdma_pairs_done(r);
     }
 }

@@ -9,6 +9,7 @@
 
 #include "gpup2p/p2p.h"
 #include "gpup2p/p2pcap.h"
+#include "gpup2p/rdma.h"
 #include "gpup2p/topo.h"
 #include "verify.h"
 
@@ -81,6 +82,31 @@ static void add_paths(VerifyReport *r, guint first, const GPtrArray *gpus)
     }
 }
 
+/* Each NIC of @nics (r->nics from @first_nic on) with each GPU of @gpus
+ * (r->gpus from @first_gpu on): the class, and which NIC is each GPU's
+ * pair, by the core library's rules. */
+static void add_nic_paths(VerifyReport *r, guint first_nic,
+                          const GPtrArray *nics, guint first_gpu,
+                          const GPtrArray *gpus)
+{
+    guint i, j;
+
+    for (j = 0; j < gpus->len; j++) {
+        const GpDevice *gpu = g_ptr_array_index(gpus, j);
+        const GpDevice *nearest = gp_rdma_nearest_nic(gpu, nics);
+
+        for (i = 0; i < nics->len; i++) {
+            const GpDevice *nic = g_ptr_array_index(nics, i);
+            VerifyNicPath p = { .nic = first_nic + i, .gpu = first_gpu + j,
+                                .pair = nic == nearest };
+
+            g_strlcpy(p.cls, gp_path_type_name(gp_path_classify(nic, gpu)),
+                      sizeof(p.cls));
+            g_array_append_val(r->nic_paths, p);
+        }
+    }
+}
+
 bool verify_pci(const VerifyOptions *o, VerifyReport *r)
 {
     g_autoptr(GError) err = NULL;
@@ -88,7 +114,8 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
                                                             : "/", &err);
     g_autoptr(GHashTable) rdma_fns = NULL;
     g_autoptr(GPtrArray) gpu_devs = g_ptr_array_new();
-    guint first = r->gpus->len;
+    g_autoptr(GPtrArray) nic_devs = g_ptr_array_new();
+    guint first = r->gpus->len, first_nic = r->nics->len;
     guint i;
 
     if (!topo) {
@@ -105,6 +132,7 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
         if (verify_is_rdma_nic(dev->class_code,
                                g_hash_table_contains(rdma_fns, dev->bdf))) {
             add_nic(r, dev);
+            g_ptr_array_add(nic_devs, (gpointer)dev);
             continue;
         }
         if (!gp_device_is_nvidia_gpu(dev)) {
@@ -148,6 +176,7 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r)
         g_ptr_array_add(gpu_devs, (gpointer)dev);
     }
     add_paths(r, first, gpu_devs);
+    add_nic_paths(r, first_nic, nic_devs, first, gpu_devs);
     if (!r->gpus->len) {
         verify_note(r, "PCI: no NVIDIA display-class device under %s",
                     topo->sys);

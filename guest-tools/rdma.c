@@ -3,9 +3,11 @@
  * GPUDirect RDMA checks through rdma-core's libibverbs, loaded at run time
  * so that the tool starts without rdma-core: every device and every active
  * port, each over an RC queue pair connected to itself; host memory by
- * RDMA WRITE and RDMA READ (the path that must work regardless); then for
- * every GPU CUDA sees, its memory registered as perftest does (dma-buf of
- * the page-aligned range with the offset, else ibv_reg_mr on the device
+ * RDMA WRITE and RDMA READ (the path that must work regardless) on every
+ * port; then every GPU CUDA sees on every port, each GPU on its paired
+ * NIC (its nearest, verify_pci()'s VerifyNicPath) first, then on the
+ * others: its memory registered as perftest does (dma-buf of the
+ * page-aligned range with the offset, else ibv_reg_mr on the device
  * pointer where nvidia-peermem is loaded, else "not testable") and moved
  * into and out of it by WRITE and by READ, checked at the far end.
  */
@@ -475,36 +477,27 @@ static void check_gpu(VerifyRdma *out, Loop *l, HostBufs *h, int ordinal,
     verify_gpu_mem_free(mem);
 }
 
-/* Every GPU CUDA sees, on one port; the port keeps the worst of each. */
-static void check_gpus(const VerifyOptions *o, VerifyReport *r,
-                       VerifyRdma *out, Loop *l, HostBufs *h)
+/* One GPU's result on one port: kept in the port's list, in the order
+ * checked; the port keeps the worst of each state. */
+static void record_gpu(VerifyRdma *out, const VerifyRdmaGpu *checked,
+                       const GpuResult *res)
 {
-    guint i;
+    VerifyRdmaGpu *g;
 
-    out->dmabuf = out->peermem = out->gpu_write = out->gpu_read =
-        CHECK_NOT_RUN;
-    for (i = 0; i < r->gpus->len; i++) {
-        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
-        GpuResult res;
-
-        if (g->cuda_index < 0) {
-            continue;
-        }
-        check_gpu(out, l, h, g->cuda_index,
-                  o->sysfs_root ? o->sysfs_root : "/", &res);
-        worst(&out->dmabuf, res.dmabuf);
-        worst(&out->peermem, res.peermem);
-        worst(&out->gpu_write, res.write);
-        worst(&out->gpu_read, res.read);
-        out->gpus_tested += res.write == CHECK_OK && res.read == CHECK_OK;
+    worst(&out->dmabuf, res->dmabuf);
+    worst(&out->peermem, res->peermem);
+    worst(&out->gpu_write, res->write);
+    worst(&out->gpu_read, res->read);
+    out->gpus_tested += res->write == CHECK_OK && res->read == CHECK_OK;
+    if (out->n_gpus >= G_N_ELEMENTS(out->gpus)) {
+        return;
     }
-    if (out->gpu_write == CHECK_NOT_RUN) {
-        out->dmabuf = out->peermem = out->gpu_write = out->gpu_read =
-            CHECK_UNTESTABLE;
-        why_not(out, "no GPU usable through CUDA%s%s",
-                r->cuda_status ? ": " : "",
-                r->cuda_status ? r->cuda_status : "");
-    }
+    g = &out->gpus[out->n_gpus++];
+    *g = *checked;
+    g->dmabuf = res->dmabuf;
+    g->peermem = res->peermem;
+    g->write = res->write;
+    g->read = res->read;
 }
 
 /* Host memory both ways on one port: WRITE src -> dst, then READ of src
@@ -544,44 +537,58 @@ static bool check_host(Loop *l, HostBufs *h, VerifyRdma *out)
     return out->host_write == CHECK_OK && out->host_read == CHECK_OK;
 }
 
-/* Everything on one active @port of @dev. */
-static void check_port(const VerifyOptions *o, VerifyReport *r,
-                       struct ibv_device *dev, VerifyRdma *out)
+/*
+ * One active port, open from its host checks until every GPU has been
+ * checked on it: the GPU checks run pair by pair across ports.
+ */
+typedef struct {
+    Loop loop;
+    HostBufs host;
+    guint entry;                /* its VerifyRdma in r->rdma */
+    int nic;                    /* its NIC in r->nics, -1 none (rxe) */
+    bool ready;                 /* host memory moved both ways */
+} PortRun;
+
+static void port_run_close(PortRun *p)
+{
+    if (p->host.smr) {
+        V.ibv_dereg_mr(p->host.smr);
+    }
+    if (p->host.dmr) {
+        V.ibv_dereg_mr(p->host.dmr);
+    }
+    g_free(p->host.src);
+    g_free(p->host.dst);
+    loop_close(&p->loop);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Host memory on one active port of @dev (out->port); @p stays open for
+ * the GPU checks where it passed. */
+static void check_port_host(struct ibv_device *dev, VerifyRdma *out,
+                            PortRun *p)
 {
     const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                        IBV_ACCESS_REMOTE_READ;
     g_autoptr(GError) err = NULL;
-    HostBufs h = { 0 };
-    Loop l = { 0 };
+    HostBufs *h = &p->host;
 
-    if (!loop_open(&l, dev, out->port, &err)) {
+    if (!loop_open(&p->loop, dev, out->port, &err)) {
         out->host_mr = CHECK_FAILED;
         why(out, "%s", err->message);
-        goto out;
+        return;
     }
-    h.src = g_malloc(RDMA_BYTES);
-    h.dst = g_malloc0(RDMA_BYTES);
-    h.smr = (V.ibv_reg_mr)(l.pd, h.src, RDMA_BYTES, access);
-    h.dmr = (V.ibv_reg_mr)(l.pd, h.dst, RDMA_BYTES, access);
-    if (!h.smr || !h.dmr) {
+    h->src = g_malloc(RDMA_BYTES);
+    h->dst = g_malloc0(RDMA_BYTES);
+    h->smr = (V.ibv_reg_mr)(p->loop.pd, h->src, RDMA_BYTES, access);
+    h->dmr = (V.ibv_reg_mr)(p->loop.pd, h->dst, RDMA_BYTES, access);
+    if (!h->smr || !h->dmr) {
         out->host_mr = CHECK_FAILED;
         why(out, "ibv_reg_mr on host memory: %s", g_strerror(errno));
-        goto out;
+        return;
     }
     out->host_mr = CHECK_OK;
-    if (check_host(&l, &h, out)) {
-        check_gpus(o, r, out, &l, &h);
-    }
-out:
-    if (h.smr) {
-        V.ibv_dereg_mr(h.smr);
-    }
-    if (h.dmr) {
-        V.ibv_dereg_mr(h.dmr);
-    }
-    g_free(h.src);
-    g_free(h.dst);
-    loop_close(&l);
+    p->ready = check_host(&p->loop, h, out);
 }
 
 /* The device's active ports (at most 32), and how many it has. */
@@ -631,9 +638,10 @@ static void judge_port(VerifyReport *r, const VerifyRdma *d)
     }
 }
 
-/* Every active port of @dev, one entry each (one saying why, when none). */
-static void check_device(const VerifyOptions *o, VerifyReport *r,
-                         struct ibv_device *dev, const char *bdf)
+/* Every active port of @dev, one entry each (one saying why, when none);
+ * each port's host checks, its run left in @runs for the GPU checks. */
+static void check_device(VerifyReport *r, struct ibv_device *dev,
+                         const char *bdf, GArray *runs)
 {
     VerifyRdma d = { 0 };
     uint8_t ports[32];
@@ -652,13 +660,109 @@ static void check_device(const VerifyOptions *o, VerifyReport *r,
         return;
     }
     for (unsigned k = 0; k < n; k++) {
-        VerifyRdma p = d;
+        VerifyRdma out = d;
+        PortRun p = { .entry = r->rdma->len,
+                      .nic = verify_nic_find(r, bdf) };
 
-        p.port = ports[k];
-        p.ports_active = n;
-        check_port(o, r, dev, &p);
-        judge_port(r, &p);
-        g_array_append_val(r->rdma, p);
+        out.port = ports[k];
+        out.ports_active = n;
+        check_port_host(dev, &out, &p);
+        g_array_append_val(r->rdma, out);
+        g_array_append_val(runs, p);
+    }
+}
+
+/* Every GPU CUDA sees on the open ports: with @paired, each GPU on its
+ * paired NIC's ports; else on the others. */
+static void check_gpus_on_ports(const VerifyOptions *o, VerifyReport *r,
+                                GArray *runs, bool paired, unsigned *order)
+{
+    const char *root = o->sysfs_root ? o->sysfs_root : "/";
+
+    for (guint i = 0; i < r->gpus->len; i++) {
+        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+
+        if (g->cuda_index < 0) {
+            continue;
+        }
+        for (guint k = 0; k < runs->len; k++) {
+            PortRun *p = &g_array_index(runs, PortRun, k);
+            VerifyRdma *out = &g_array_index(r->rdma, VerifyRdma, p->entry);
+            const VerifyNicPath *path = p->nic < 0 ? NULL :
+                verify_nic_path(r, (guint)p->nic, i);
+            VerifyRdmaGpu checked = { .gpu = i, .pair = path && path->pair };
+            GpuResult res;
+
+            if (!p->ready || checked.pair != paired) {
+                continue;
+            }
+            g_strlcpy(checked.path, path ? path->cls : "",
+                      sizeof(checked.path));
+            checked.order = ++*order;
+            check_gpu(out, &p->loop, &p->host, g->cuda_index, root, &res);
+            record_gpu(out, &checked, &res);
+        }
+    }
+}
+
+/* A port's GPU states once every GPU had its turn, its verdict, and its
+ * resources given back. */
+static void finish_port(VerifyReport *r, PortRun *p)
+{
+    VerifyRdma *out = &g_array_index(r->rdma, VerifyRdma, p->entry);
+
+    if (p->ready && !out->n_gpus) {
+        out->dmabuf = out->peermem = out->gpu_write = out->gpu_read =
+            CHECK_UNTESTABLE;
+        why_not(out, "no GPU usable through CUDA%s%s",
+                r->cuda_status ? ": " : "",
+                r->cuda_status ? r->cuda_status : "");
+    }
+    judge_port(r, out);
+    port_run_close(p);
+}
+
+/* Each GPU on its paired NIC first, then on the other NICs: a GPU whose
+ * pair is broken shows it before anything else is tried with it. */
+static void check_ports(const VerifyOptions *o, VerifyReport *r,
+                        GArray *runs)
+{
+    unsigned order = 0;
+
+    check_gpus_on_ports(o, r, runs, true, &order);
+    check_gpus_on_ports(o, r, runs, false, &order);
+    for (guint k = 0; k < runs->len; k++) {
+        finish_port(r, &g_array_index(runs, PortRun, k));
+    }
+}
+
+/* Each NIC's verbs device, and whether its GPU memory moved both ways on
+ * every port. */
+static void note_nic_devices(VerifyReport *r, struct ibv_device **list,
+                             int n, char *const *bdfs)
+{
+    for (guint j = 0; j < r->nics->len; j++) {
+        VerifyNic *nic = &g_array_index(r->nics, VerifyNic, j);
+
+        for (int i = 0; i < n; i++) {
+            bool any = false, ok = true;
+
+            if (!bdfs[i][0] || g_ascii_strcasecmp(nic->bdf, bdfs[i])) {
+                continue;
+            }
+            g_strlcpy(nic->rdma_device, V.ibv_get_device_name(list[i]),
+                      sizeof(nic->rdma_device));
+            for (guint k = 0; k < r->rdma->len; k++) {
+                const VerifyRdma *d = &g_array_index(r->rdma, VerifyRdma, k);
+
+                if (strcmp(d->name, nic->rdma_device)) {
+                    continue;
+                }
+                any = true;
+                ok &= d->gpu_write == CHECK_OK && d->gpu_read == CHECK_OK;
+            }
+            nic->gpu_rdma_ok = any && ok;
+        }
     }
 }
 
@@ -678,7 +782,9 @@ static void rdma_bdf(const VerifyOptions *o, const char *name, char *bdf,
 void verify_rdma(const VerifyOptions *o, VerifyReport *r)
 {
     g_autoptr(GError) err = NULL;
+    g_auto(GStrv) bdfs = NULL;
     struct ibv_device **list;
+    GArray *runs;
     int n = 0, i;
     guint j;
 
@@ -700,29 +806,18 @@ void verify_rdma(const VerifyOptions *o, VerifyReport *r)
                                   "none is expected)");
         r->untested = true;
     }
+    bdfs = g_new0(char *, n + 1);
+    runs = g_array_new(FALSE, TRUE, sizeof(PortRun));
     for (i = 0; i < n; i++) {
         char bdf[16];
-        guint first = r->rdma->len, k;
 
         rdma_bdf(o, V.ibv_get_device_name(list[i]), bdf, sizeof(bdf));
-        check_device(o, r, list[i], bdf);
-        for (j = 0; j < r->nics->len; j++) {
-            VerifyNic *nic = &g_array_index(r->nics, VerifyNic, j);
-
-            if (!bdf[0] || g_ascii_strcasecmp(nic->bdf, bdf)) {
-                continue;
-            }
-            g_strlcpy(nic->rdma_device, V.ibv_get_device_name(list[i]),
-                      sizeof(nic->rdma_device));
-            nic->gpu_rdma_ok = r->rdma->len > first;
-            for (k = first; k < r->rdma->len; k++) {
-                const VerifyRdma *d = &g_array_index(r->rdma, VerifyRdma, k);
-
-                nic->gpu_rdma_ok &= d->gpu_write == CHECK_OK &&
-                                    d->gpu_read == CHECK_OK;
-            }
-        }
+        bdfs[i] = g_strdup(bdf);
+        check_device(r, list[i], bdf, runs);
     }
+    check_ports(o, r, runs);
+    note_nic_devices(r, list, n, bdfs);
+    g_array_free(runs, TRUE);
     V.ibv_free_device_list(list);
     for (j = 0; j < r->nics->len; j++) {
         const VerifyNic *nic = &g_array_index(r->nics, VerifyNic, j);

@@ -308,6 +308,17 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
                state_name(d->dmabuf), state_name(d->peermem),
                state_name(d->gpu_write), state_name(d->gpu_read),
                d->gpus_tested, d->why[0] ? ": " : "", d->why);
+        for (guint k = 0; k < d->n_gpus; k++) {
+            const VerifyRdmaGpu *g = &d->gpus[k];
+
+            printf("    #%u GPU %u (%s)%s, path %s: dma-buf %s, peer memory "
+                   "%s, RDMA write %s, read %s\n", g->order, g->gpu,
+                   g_array_index(r->gpus, VerifyGpu, g->gpu).bdf,
+                   g->pair ? " paired with this NIC" : "",
+                   g->path[0] ? g->path : "unknown", state_name(g->dmabuf),
+                   state_name(g->peermem), state_name(g->write),
+                   state_name(g->read));
+        }
     }
     print_health(r);
     for (i = 0; i < r->notes->len; i++) {
@@ -558,6 +569,36 @@ static void json_pair(JsonBuilder *b, const VerifyReport *r,
     (void)r;
 }
 
+/* A port's GPUs in the order checked: which is paired with its NIC, the
+ * path class between them, and each GPU's own states. */
+static void json_rdma_gpus(JsonBuilder *b, const VerifyReport *r,
+                           const VerifyRdma *d)
+{
+    json_builder_set_member_name(b, "gpus");
+    json_builder_begin_array(b);
+    for (guint k = 0; k < d->n_gpus; k++) {
+        const VerifyRdmaGpu *g = &d->gpus[k];
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "gpu");
+        json_builder_add_int_value(b, g->gpu);
+        gp_json_add_string_or_null(b, "bdf", g_array_index(
+            r->gpus, VerifyGpu, g->gpu).bdf);
+        json_builder_set_member_name(b, "pair");
+        json_builder_add_boolean_value(b, g->pair);
+        gp_json_add_string_or_null(b, "path", g->path[0] ? g->path : NULL);
+        json_builder_set_member_name(b, "order");
+        json_builder_add_int_value(b, g->order);
+        gp_json_add_string_or_null(b, "gpu_dmabuf", state_name(g->dmabuf));
+        gp_json_add_string_or_null(b, "gpu_peermem", state_name(g->peermem));
+        gp_json_add_string_or_null(b, "gpu_rdma_write",
+                                   state_name(g->write));
+        gp_json_add_string_or_null(b, "gpu_rdma_read", state_name(g->read));
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
 void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
@@ -638,6 +679,7 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
         json_builder_set_member_name(b, "gpus_both_ways");
         json_builder_add_int_value(b, d->gpus_tested);
         gp_json_add_string_or_null(b, "reason", d->why[0] ? d->why : NULL);
+        json_rdma_gpus(b, r, d);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);

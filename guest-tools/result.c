@@ -16,6 +16,7 @@ void verify_report_init(VerifyReport *r)
     r->paths = g_array_new(FALSE, TRUE, sizeof(VerifyPath));
     r->rdma = g_array_new(FALSE, TRUE, sizeof(VerifyRdma));
     r->nics = g_array_new(FALSE, TRUE, sizeof(VerifyNic));
+    r->nic_paths = g_array_new(FALSE, TRUE, sizeof(VerifyNicPath));
     r->notes = g_ptr_array_new_with_free_func(g_free);
 }
 
@@ -26,6 +27,7 @@ void verify_report_clear(VerifyReport *r)
     g_array_free(r->paths, TRUE);
     g_array_free(r->rdma, TRUE);
     g_array_free(r->nics, TRUE);
+    g_array_free(r->nic_paths, TRUE);
     g_ptr_array_free(r->notes, TRUE);
     g_free(r->cuda_status);
     g_free(r->nvml_status);
@@ -148,3 +150,28 @@ int verify_exit_code(const VerifyReport *r)
     return VERIFY_EXIT_OK;
 }
 
+
+int verify_nic_find(const VerifyReport *r, const char *bdf)
+{
+    for (guint i = 0; bdf[0] && i < r->nics->len; i++) {
+        if (!g_ascii_strcasecmp(g_array_index(r->nics, VerifyNic, i).bdf,
+                                bdf)) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+const VerifyNicPath *verify_nic_path(const VerifyReport *r, guint nic,
+                                     guint gpu)
+{
+    for (guint i = 0; i < r->nic_paths->len; i++) {
+        const VerifyNicPath *p = &g_array_index(r->nic_paths, VerifyNicPath,
+                                                i);
+
+        if (p->nic == nic && p->gpu == gpu) {
+            return p;
+        }
+    }
+    return NULL;
+}

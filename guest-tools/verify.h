@@ -222,6 +222,20 @@ typedef struct VerifyNic {
     unsigned n_uplinks;
 } VerifyNic;
 
+/* GPUs listed per port; more are checked and count in the port's states,
+ * but unlisted, so the verdict calls their pairs untested (fail closed). */
+#define VERIFY_MAX_RDMA_GPUS 32
+
+/* One GPU's memory on one port, as checked (rdma.c). */
+typedef struct VerifyRdmaGpu {
+    unsigned gpu;               /* index into gpus */
+    bool pair;                  /* the port's NIC is this GPU's pair */
+    char path[8];               /* NIC to GPU class as the guest sees it,
+                                 * "" unknown (no PCI NIC, as rxe) */
+    unsigned order;             /* 1, 2, ...: the run's GPU checks */
+    CheckState dmabuf, peermem, write, read;
+} VerifyRdmaGpu;
+
 typedef struct VerifyRdma {      /* one active port of one device */
     char name[64];
     char bdf[16];               /* PCI function, "" when virtual (rxe) */
@@ -233,6 +247,9 @@ typedef struct VerifyRdma {      /* one active port of one device */
      * RDMA READ into and out of it. */
     CheckState dmabuf, peermem, gpu_write, gpu_read;
     unsigned gpus_tested;       /* GPUs whose memory moved both ways */
+    /* Each GPU checked on this port, in the order checked. */
+    VerifyRdmaGpu gpus[VERIFY_MAX_RDMA_GPUS];
+    unsigned n_gpus;
     char why[192];
     bool why_failed;            /* why names a failure, not a missing path */
 } VerifyRdma;
@@ -244,6 +261,15 @@ typedef struct VerifyPath {
     char cls[8];                /* "PIX", "PXB", "PHB", "NODE", "SYS" */
 } VerifyPath;
 
+/* An RDMA NIC and a GPU: their PCIe path class as the guest sees it
+ * (gp_path_classify()), and whether the NIC is the GPU's pair, its
+ * nearest (gp_rdma_nearest_nic()). One per NIC and GPU verify_pci() read. */
+typedef struct VerifyNicPath {
+    unsigned nic, gpu;          /* indices into nics and gpus */
+    char cls[8];                /* "PIX", "PXB", "PHB", "NODE", "SYS" */
+    bool pair;
+} VerifyNicPath;
+
 typedef struct VerifyReport {
     GArray *gpus;               /* VerifyGpu */
     GArray *pairs;              /* VerifyPair */
@@ -251,6 +277,7 @@ typedef struct VerifyReport {
                                  * GPUs verify_pci() read */
     GArray *rdma;               /* VerifyRdma */
     GArray *nics;               /* VerifyNic: RDMA-capable NICs on PCI */
+    GArray *nic_paths;          /* VerifyNicPath */
     GPtrArray *notes;           /* char *: what could not be seen and why */
     char *cuda_status;          /* NULL when CUDA was used */
     char *nvml_status;
@@ -311,6 +338,12 @@ VerifyPair *verify_pair_find(const VerifyReport *r, guint a, guint b);
 /* The PCIe path class of GPUs @a and @b as verify_pci() recorded it, or
  * NULL where it did not (a GPU not read from the PCI topology). */
 const char *verify_path_class(const VerifyReport *r, guint a, guint b);
+
+/* The index in nics of the NIC at @bdf, -1 where none is. */
+int verify_nic_find(const VerifyReport *r, const char *bdf);
+/* NIC @nic and GPU @gpu as verify_pci() recorded them, or NULL. */
+const VerifyNicPath *verify_nic_path(const VerifyReport *r, guint nic,
+                                     guint gpu);
 
 bool verify_pci(const VerifyOptions *o, VerifyReport *r);
 /* An RDMA NIC by PCI class: InfiniBand (0x0207), or Ethernet (0x0200)

@@ -347,3 +347,24 @@ GPtrArray *gp_rdma_pairs(const GpTopology *topo, const GPtrArray *nics,
     }
     return pairs;
 }
+
+const GpDevice *gp_rdma_nearest_nic(const GpDevice *gpu,
+                                    const GPtrArray *nics)
+{
+    const GpDevice *best = NULL;
+    GpPathType best_path = GP_PATH_SYS;
+    guint i;
+
+    for (i = 0; i < nics->len; i++) {
+        const GpDevice *nic = g_ptr_array_index(nics, i);
+        GpPathType t = gp_path_classify(gpu, nic);
+
+        /* Normalized BDFs ("dddd:bb:dd.f", lower case) sort as numbers. */
+        if (!best || t < best_path ||
+            (t == best_path && strcmp(nic->bdf, best->bdf) < 0)) {
+            best = nic;
+            best_path = t;
+        }
+    }
+    return best;
+}

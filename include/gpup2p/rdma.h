@@ -74,6 +74,14 @@ GPtrArray *gp_rdma_nics(const GpTopology *topo);
 GPtrArray *gp_rdma_pairs(const GpTopology *topo, const GPtrArray *nics,
                          const GPtrArray *gpus);
 
+/*
+ * The NIC of @nics nearest to @gpu, as a GPU's side of the pairing: the
+ * lowest path class (gp_path_classify()), ties to the lowest BDF; NULL
+ * when @nics is empty. gp_rdma_pairs() is the NIC's side.
+ */
+const GpDevice *gp_rdma_nearest_nic(const GpDevice *gpu,
+                                    const GPtrArray *nics);
+
 /* "switch-local-translated", "root-complex", "bypass", "none", "unknown". */
 const char *gp_rdma_path_kind_name(GpRdmaPathKind kind);
 /* "NIC's downstream port", "GPU's downstream port", "port", "root port". */

@@ -7,6 +7,7 @@
 
 #include "gpup2p/module-client.h"
 #include "gpup2p/p2p.h"
+#include "gpup2p/rdma.h"
 #include "gpup2p/snapshot.h"
 #include "sysfs-builder.h"
 
@@ -166,6 +167,45 @@ static void test_switch_topology(void)
     /* No device at 80:00.0: that host bridge is never on the list. */
     g_assert_cmpint(verdict(t, SB_GPU_D, SB_NIC, &why), ==, GP_P2P_NONE);
     g_assert_nonnull(strstr(why, "pci0000:80"));
+}
+
+/*
+ * A GPU's nearest NIC (gp_rdma_nearest_nic()): the lowest path class,
+ * then the lowest BDF, whatever order the NICs come in. The two-node host
+ * with two more NICs on root ports of pci0000:00: 06:00.0 and 07:00.0.
+ */
+static void test_rdma_nearest_nic(void)
+{
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) t = NULL;
+    g_autoptr(GPtrArray) nics = g_ptr_array_new();
+    g_autoptr(GPtrArray) none = g_ptr_array_new();
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_add(sb, NULL, "0000:00:03.0", SB_ROOT_PORT, 0x8086, 0x2032, 0x060400,
+           0, 30, "pcieport");
+    sb_add(sb, "0000:00:03.0", "0000:06:00.0", SB_ENDPOINT, 0x15b3, 0x101d,
+           0x020700, 0, 31, "mlx5_core");
+    sb_add(sb, NULL, "0000:00:04.0", SB_ROOT_PORT, 0x8086, 0x2033, 0x060400,
+           0, 32, "pcieport");
+    sb_add(sb, "0000:00:04.0", "0000:07:00.0", SB_ENDPOINT, 0x15b3, 0x101d,
+           0x020700, 0, 33, "mlx5_core");
+    t = read_ok(sb_root(sb));
+    /* Highest BDF first: a tie must not go to the first listed. */
+    g_ptr_array_add(nics, gp_topo_find(t, "0000:07:00.0"));
+    g_ptr_array_add(nics, gp_topo_find(t, SB_NIC));
+    g_ptr_array_add(nics, gp_topo_find(t, "0000:06:00.0"));
+
+    /* PHB to 06:00.0 and 07:00.0, SYS to 82:00.0: the lower BDF. */
+    g_assert_cmpstr(gp_rdma_nearest_nic(gp_topo_find(t, SB_GPU_A),
+                                        nics)->bdf, ==, "0000:06:00.0");
+    /* NODE to 06:00.0 and 07:00.0, SYS to 82:00.0. */
+    g_assert_cmpstr(gp_rdma_nearest_nic(gp_topo_find(t, SB_GPU_F),
+                                        nics)->bdf, ==, "0000:06:00.0");
+    /* PHB to 82:00.0 beats the lower BDFs across the nodes. */
+    g_assert_cmpstr(gp_rdma_nearest_nic(gp_topo_find(t, SB_GPU_D),
+                                        nics)->bdf, ==, SB_NIC);
+    g_assert_null(gp_rdma_nearest_nic(gp_topo_find(t, SB_GPU_A), none));
 }
 
 static void test_pxb_switches(void)
@@ -1132,6 +1172,7 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/fixture/vhost-two-numa", test_vhost_fixture);
     g_test_add_func("/topo/switches", test_switch_topology);
     g_test_add_func("/topo/pxb", test_pxb_switches);
+    g_test_add_func("/topo/rdma-nearest-nic", test_rdma_nearest_nic);
     g_test_add_func("/topo/acs-redirect", test_acs_redirect);
     g_test_add_func("/topo/host-bridge-lists", test_host_bridge_lists);
     g_test_add_func("/topo/unprivileged", test_unprivileged_read);
