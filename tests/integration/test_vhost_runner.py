@@ -138,9 +138,10 @@ TIMER_STALL = ("if [ ! -e %(state)s/second ] || [ %(always)s = 1 ]; then "
                "sleep 150; fi; echo ran")
 
 
-def timer_faults(t):
-    """A timer the emulator did not deliver, while the command runs: one
-    retry, counted and named; twice is a failure with its evidence."""
+def counting_runs(command, **kw):
+    """Run @command (a %-template of state and always) on COUNTING_QEMU,
+    once as the first start only (always 0) and once on every start
+    (always 1); yield (always, rc, stdout, stderr, out, retries.log)."""
     base = os.path.join(PROJECT, "build", "vhost-runs")
     os.makedirs(base, exist_ok=True)
     for always in (0, 1):
@@ -155,25 +156,33 @@ def timer_faults(t):
             try:
                 rc, got, err, out = vhost_run(
                     "two-numa.json",
-                    TIMER_STALL % {"state": d, "always": always},
+                    command % {"state": d, "always": always},
                     timeout=120, out=os.path.join(d, "out"),
-                    extra=["--qemu", wrapper])
+                    extra=["--qemu", wrapper], **kw)
+                retries = read(os.path.join(out, "retries.log"))
             finally:
                 for k in ("FAULT_STATE", "VHOST_FAULT_INJECTED",
                           "FAULT_QEMU"):
                     del os.environ[k]
-            named = "did not deliver the virtual host's timer" in err and \
-                "timer wakeup didn't happen" in err
-            if not always:
-                t.ok(rc == 0 and "ran" in got and named and
-                     err.count("retrying once") == 1 and
-                     os.path.exists(out + ".attempt-1/console.log"),
-                     "a timer fault while the command runs: killed at "
-                     "once, named, retried once, the attempt kept", err)
-            else:
-                t.ok(rc == 125 and named and
-                     err.count("retrying once") == 1 and "again" in err,
-                     "a timer fault on the retry too: the run fails", err)
+            yield always, rc, got, err, out, retries
+
+
+def timer_faults(t):
+    """A timer the emulator did not deliver, while the command runs: one
+    retry, counted and named; twice is a failure with its evidence."""
+    for always, rc, got, err, out, _ in counting_runs(TIMER_STALL):
+        named = "did not deliver the virtual host's timer" in err and \
+            "timer wakeup didn't happen" in err
+        if not always:
+            t.ok(rc == 0 and "ran" in got and named and
+                 err.count("retrying once") == 1 and
+                 os.path.exists(out + ".attempt-1/console.log"),
+                 "a timer fault while the command runs: killed at "
+                 "once, named, retried once, the attempt kept", err)
+        else:
+            t.ok(rc == 125 and named and
+                 err.count("retrying once") == 1 and "again" in err,
+                 "a timer fault on the retry too: the run fails", err)
 
 
 # The command resets the virtual host (sysrq "b": an immediate reboot,
@@ -188,44 +197,24 @@ def host_deaths(t):
     a reset of the virtual host while it runs is retried once, counted
     and named; a second one fails the run. (Without the declaration a
     panic is never retried: test() below.)"""
-    base = os.path.join(PROJECT, "build", "vhost-runs")
-    os.makedirs(base, exist_ok=True)
-    for always in (0, 1):
-        with tempfile.TemporaryDirectory(dir=base) as d:
-            wrapper = os.path.join(d, "qemu")
-            with open(wrapper, "w") as f:
-                f.write(COUNTING_QEMU)
-            os.chmod(wrapper, 0o755)
-            os.environ.update(
-                FAULT_STATE=d, VHOST_FAULT_INJECTED="1",
-                FAULT_QEMU=os.environ.get("VHOST_QEMU", OUTER_QEMU))
-            try:
-                rc, got, err, out = vhost_run(
-                    "two-numa.json",
-                    HOST_RESET % {"state": d, "always": always},
-                    timeout=120, out=os.path.join(d, "out"),
-                    extra=["--qemu", wrapper], retry_host_death=True)
-                retries = read(os.path.join(out, "retries.log"))
-            finally:
-                for k in ("FAULT_STATE", "VHOST_FAULT_INJECTED",
-                          "FAULT_QEMU"):
-                    del os.environ[k]
-            named = "reset or powered off with no kernel panic" in err and \
-                "loads no module of ours" in err
-            if not always:
-                t.ok(rc == 0 and "ran" in got and named and
-                     err.count("retrying once") == 1 and
-                     len(retries.splitlines()) == 1 and
-                     os.path.exists(out + ".attempt-1/console.log"),
-                     "--retry-host-death: a reset of the virtual host "
-                     "while the command runs is named, retried once and "
-                     "kept in retries.log, the attempt's files beside", err)
-            else:
-                t.ok(rc == 125 and named and
-                     err.count("retrying once") == 1 and
-                     "status, again" in err,
-                     "--retry-host-death: a reset on the retry too fails "
-                     "the run", err)
+    for always, rc, got, err, out, retries in counting_runs(
+            HOST_RESET, retry_host_death=True):
+        named = "reset or powered off with no kernel panic" in err and \
+            "loads no module of ours" in err
+        if not always:
+            t.ok(rc == 0 and "ran" in got and named and
+                 err.count("retrying once") == 1 and
+                 len(retries.splitlines()) == 1 and
+                 os.path.exists(out + ".attempt-1/console.log"),
+                 "--retry-host-death: a reset of the virtual host while "
+                 "the command runs is named, retried once and kept in "
+                 "retries.log, the attempt's files beside", err)
+        else:
+            t.ok(rc == 125 and named and
+                 err.count("retrying once") == 1 and
+                 "status, again" in err,
+                 "--retry-host-death: a reset on the retry too fails the "
+                 "run", err)
 
 
 def read(path):
