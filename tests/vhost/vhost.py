@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -492,6 +493,10 @@ def cmd_run(args):
         die("run: the virtual host's emulator %s is missing; run "
             "'vhost.py prepare' (tests/vhost/outer-qemu.sh) first, or set "
             "VHOST_QEMU" % args.qemu)
+    if args.retry_host_death and any("gpup2p" in m for m in args.modules):
+        die("run: --retry-host-death says the command loads no module of "
+            "ours, but --module loads %s" % ", ".join(
+                m for m in args.modules if "gpup2p" in m))
     topo = Topology(args.topology)
 
     def setup():
@@ -626,9 +631,32 @@ def emulator_fault(returncode, qemu_out):
 
 def host_death_not_ours(args):
     """Whether the run's command was declared to load no kernel module of
-    ours (--retry-host-death), and none is loaded through --module."""
-    return getattr(args, "retry_host_death", False) and \
-        not any("gpup2p" in m for m in getattr(args, "modules", []))
+    ours (--retry-host-death; cmd_run refuses it beside --module gpup2p)."""
+    return getattr(args, "retry_host_death", False)
+
+
+def not_retried(why):
+    """Say why a death is not retried after all; pass @why on."""
+    if why:
+        log("the virtual host's end is not retried: %s" % why)
+    return why
+
+
+def ours_in_death(console):
+    """Why the end the console shows may be ours after all, or None: the
+    runner ended with the kernel alive (init went on to "vhost-init:
+    done", so the status was lost in user space: an OOM kill, a killed
+    runner), or the kernel's report lists an out-of-tree module ("O" in
+    its taint flags, or gpup2p among the modules linked in)."""
+    for line in read(console).splitlines():
+        if "vhost-init: done" in line:
+            return "the runner ended and init went on (vhost-init: done)"
+        if "Modules linked in:" in line and "gpup2p" in line:
+            return "gpup2p is among the modules linked in"
+        m = re.search(r"Tainted: ([A-Z ]+)", line)
+        if m and "O" in m.group(1):
+            return "the kernel was tainted by an out-of-tree module (O)"
+    return None
 
 
 def vhost_end(console):
@@ -715,7 +743,8 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
             # in early boot): as much a stalled boot as one that hangs.
             stalled = "the guest ended before the command started " \
                       "(QEMU exit %d)" % proc.returncode
-        elif not fault and host_death_not_ours(args):
+        elif not fault and host_death_not_ours(args) and \
+                not not_retried(ours_in_death(console)):
             # The virtual host's kernel is Debian's (or ours from Debian's
             # source) and the command runs only user-space code of ours:
             # a panic or reset then is the emulator's or that kernel's
@@ -754,9 +783,12 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
             fault, ", again" if attempt > 1 else ""))
         return evidence(outdir, console, qemu_out, 125)
     if not rc_text:
-        log("the virtual host ended without the command's status%s "
-            "(QEMU exit %d): %s" % (", again" if attempt > 1 else "",
-                                    proc.returncode, vhost_end(console)))
+        log("the virtual host ended without the command's status "
+            "(QEMU exit %d): %s%s" % (
+                proc.returncode, vhost_end(console),
+                "; on the retry, after the first attempt's %s" %
+                read(os.path.join(outdir, "retries.log")).strip()
+                .split("; retrying once")[0] if attempt > 1 else ""))
         return evidence(outdir, console, qemu_out, 125)
     rc = int(rc_text)
     crashed = emulator_fault(proc.returncode, qemu_out)
