@@ -62,10 +62,10 @@ G_STATIC_ASSERT(G_N_ELEMENTS(verify_health_link_counters) ==
 HealthVerdict verify_health_verdict(const VerifyHealthValue *v,
                                     const VerifyHealthCounterInfo *info)
 {
-    if (v->state != HEALTH_READ_BOTH) {
+    if (!verify_health_read_twice(v)) {
         return HEALTH_NOT_READ;
     }
-    if (v->after <= v->before) {
+    if (v->after == v->before) {
         return HEALTH_OK;
     }
     if (info->fail_per_second > 0 &&
@@ -73,6 +73,13 @@ HealthVerdict verify_health_verdict(const VerifyHealthValue *v,
         return HEALTH_WARNING;
     }
     return info->on_rise;
+}
+
+bool verify_health_read_twice(const VerifyHealthValue *v)
+{
+    /* A counter that went down was reset (volatile ECC counts reset with
+     * the GPU): what the run added is unknown, neither a pass nor a fail. */
+    return v->state == HEALTH_READ_BOTH && v->after >= v->before;
 }
 
 double verify_health_rise_per_second(const VerifyHealthValue *v)
@@ -107,8 +114,12 @@ char *verify_health_unread_reason(const VerifyHealthValue *v)
         return g_strdup_printf("NVML error %d", v->nvml_error);
     case HEALTH_READ_BEFORE:
         return g_strdup("not read after the run");
-    case HEALTH_UNREAD:
     case HEALTH_READ_BOTH:
+        if (v->after < v->before) {
+            return g_strdup("the counter went down: reset during the run?");
+        }
+        break;
+    case HEALTH_UNREAD:
         break;
     }
     return g_strdup("not read");

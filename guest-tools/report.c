@@ -156,7 +156,7 @@ static void health_unread(const VerifyGpu *g, GPtrArray *names,
                           GPtrArray *reasons)
 {
     for (int c = 0; c < HEALTH_GPU_COUNTERS; c++) {
-        if (g->health[c].state != HEALTH_READ_BOTH) {
+        if (!verify_health_read_twice(&g->health[c])) {
             g_ptr_array_add(names,
                             (char *)verify_health_gpu_counters[c].name);
             g_ptr_array_add(reasons,
@@ -168,7 +168,7 @@ static void health_unread(const VerifyGpu *g, GPtrArray *names,
             const VerifyHealthValue *v = &g->link_health[l][c];
 
             /* An inactive link was not asked (HEALTH_UNREAD). */
-            if (v->state != HEALTH_UNREAD && v->state != HEALTH_READ_BOTH) {
+            if (v->state != HEALTH_UNREAD && !verify_health_read_twice(v)) {
                 g_ptr_array_add(names,
                                 (char *)verify_health_link_counters[c].name);
                 g_ptr_array_add(reasons, verify_health_unread_reason(v));

@@ -359,6 +359,9 @@ void verify_nvml_health_after(VerifyReport *r);
 HealthVerdict verify_health_verdict(const VerifyHealthValue *v,
                                     const VerifyHealthCounterInfo *info);
 const char *verify_health_verdict_name(HealthVerdict v);
+/* Read before and after, and not gone down: a verdict other than
+ * "not read" is possible. */
+bool verify_health_read_twice(const VerifyHealthValue *v);
 /* A counter's rise per second between its two readings. */
 double verify_health_rise_per_second(const VerifyHealthValue *v);
 /* Why @v was not read ("not supported", "NVML error 15", ...). */

@@ -1396,6 +1396,59 @@ static void test_health_not_supported(void)
     }
 }
 
+/* GPU @g's health not_read list holds @want. */
+static bool health_not_read_has(const Res *r, int g, const char *want)
+{
+    JsonArray *list = json_object_get_array_member(health_of(r, g),
+                                                   "not_read");
+
+    for (guint i = 0; i < json_array_get_length(list); i++) {
+        if (!g_strcmp0(json_array_get_string_element(list, i), want)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * A counter that went down between its readings (a volatile ECC count
+ * resets with the GPU) is "not read", with why, and never a pass or a
+ * fail: its values stay in the JSON with the verdict "not read". Before:
+ * "ok", and nothing in not_read.
+ */
+static void test_health_went_down(void)
+{
+    static const char *const went_down =
+        "the counter went down: reset during the run?";
+    JsonObject *c;
+    Res r = { 0 };
+
+    run_with_nvml(&r, "ecc_uncorrected_volatile:0=3-3@1,"
+                  "nvlink_replay:1:1=4-1@1", "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    c = health_counter(&r, 0, -1, "ecc_uncorrected_volatile");
+    g_assert_nonnull(c);
+    g_assert_cmpint(json_object_get_int_member(c, "before"), ==, 3);
+    g_assert_cmpint(json_object_get_int_member(c, "after"), ==, 0);
+    g_assert_cmpstr(str_member(c, "verdict"), ==, "not read");
+    c = health_counter(&r, 1, 1, "nvlink_replay");
+    g_assert_nonnull(c);
+    g_assert_cmpstr(str_member(c, "verdict"), ==, "not read");
+    {
+        g_autofree char *ecc = g_strdup_printf(
+            "ecc_uncorrected_volatile: %s", went_down);
+        g_autofree char *replay = g_strdup_printf("nvlink_replay: %s",
+                                                  went_down);
+
+        g_assert_true(health_not_read_has(&r, 0, ecc));
+        g_assert_true(health_not_read_has(&r, 1, replay));
+    }
+    /* The GPUs' other counters were read and did not rise. */
+    g_assert_cmpstr(str_member(health_of(&r, 0), "verdict"), ==, "ok");
+    g_assert_cmpstr(str_member(health_of(&r, 1), "verdict"), ==, "ok");
+    res_clear(&r);
+}
+
 /* Without NVML the health section says why it was not read, in the text
  * and per GPU in the JSON; never a pass or a fail. */
 static void test_health_without_nvml(void)
@@ -1485,6 +1538,8 @@ int main(int argc, char **argv)
                     test_health_policy);
     g_test_add_func("/verify-cuda-standin/health-not-supported",
                     test_health_not_supported);
+    g_test_add_func("/verify-cuda-standin/health-went-down",
+                    test_health_went_down);
     g_test_add_func("/verify-cuda-standin/health-without-nvml",
                     test_health_without_nvml);
     g_test_add_func("/verify-cuda-standin/pci-only-verdicts",

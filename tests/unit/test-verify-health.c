@@ -79,6 +79,25 @@ static void test_read_once_is_neither(void)
                     HEALTH_NOT_READ);
 }
 
+/* A volatile ECC counter resets with the GPU: a reading that went down
+ * says nothing of what the run did, so it is neither a pass nor a fail.
+ * Before: "ok". */
+static void test_went_down_is_neither(void)
+{
+    VerifyHealthValue v = read_twice(5, 3, 1.0);
+    g_autofree char *why = verify_health_unread_reason(&v);
+
+    g_assert_cmpint(verify_health_verdict(
+                        &v, &verify_health_gpu_counters[HEALTH_ECC_CORRECTED]),
+                    ==, HEALTH_NOT_READ);
+    g_assert_cmpint(verify_health_verdict(
+                        &v, &verify_health_gpu_counters[
+                            HEALTH_ECC_UNCORRECTED]), ==, HEALTH_NOT_READ);
+    g_assert_cmpint(link_verdict(HEALTH_NVLINK_REPLAY, v), ==,
+                    HEALTH_NOT_READ);
+    g_assert_cmpstr(why, ==, "the counter went down: reset during the run?");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -87,5 +106,7 @@ int main(int argc, char **argv)
                     test_replay_recovery_any_rise);
     g_test_add_func("/verify-health/read-once-is-neither",
                     test_read_once_is_neither);
+    g_test_add_func("/verify-health/went-down-is-neither",
+                    test_went_down_is_neither);
     return g_test_run();
 }

@@ -23,6 +23,8 @@
  *                           on (the tool reads each counter twice:
  *                           before and after the run, so @1 is "rose
  *                           during the run"); LINK: one NVLink, else all.
+ *     NAME:GPU[:LINK]=VALUE-STEP@N  as +STEP@N, but the counter goes down
+ *                           by STEP (a counter reset with the GPU).
  *     NAME:GPU[:LINK]=unsupported  the call returns
  *                           NVML_ERROR_NOT_SUPPORTED (3).
  *     NAME:GPU[:LINK]=error:CODE  the call returns CODE.
@@ -135,6 +137,7 @@ static const char *const link_counter_names[C_LINK_COUNT] = {
 typedef struct {
     int rc;                     /* what the call returns */
     unsigned long long value, step;
+    bool step_down;             /* -STEP: the counter went down (a reset) */
     unsigned step_after;        /* reads before the step; 0: no step */
     unsigned reads;
 } FakeCounter;
@@ -166,7 +169,7 @@ static unsigned long long counter_read(FakeCounter *c)
     unsigned long long v = c->value;
 
     if (c->step_after && c->reads >= c->step_after) {
-        v += c->step;
+        v = c->step_down ? v - c->step : v + c->step;
     }
     c->reads++;
     return v;
@@ -186,7 +189,8 @@ static void parse_bus_ids(const char *list)
     free(copy);
 }
 
-/* "=VALUE[+STEP@N]", "=unsupported", "=error:CODE" into @c. */
+/* "=VALUE[+STEP@N]", "=VALUE-STEP@N", "=unsupported", "=error:CODE"
+ * into @c. */
 static void parse_setting(FakeCounter *c, const char *text, const char *spec)
 {
     char *end;
@@ -206,11 +210,13 @@ static void parse_setting(FakeCounter *c, const char *text, const char *spec)
     if (end == text) {
         die("counter value", spec);
     }
-    if (*end == '+') {
+    if (*end == '+' || *end == '-') {
         const char *step = end + 1;
 
+        c->step_down = *end == '-';
         c->step = strtoull(step, &end, 10);
-        if (end == step || *end != '@') {
+        if (end == step || *end != '@' ||
+            (c->step_down && c->step > c->value)) {
             die("counter step", spec);
         }
         step = end + 1;
