@@ -195,6 +195,13 @@ char *verify_health_unread_reason(const VerifyHealthValue *v)
         return g_strdup_printf("NVML error %d", v->nvml_error);
     case HEALTH_READ_BEFORE:
         return g_strdup("not read after the run");
+    case HEALTH_LOST_AFTER:
+        return g_strdup_printf("NVML could not find the GPU after the run "
+                               "(nvmlDeviceGetHandleByPciBusId_v2: NVML "
+                               "error %d)", v->nvml_error);
+    case HEALTH_UNATTRIBUTED:
+        return g_strdup("an Xid event came for a device that is none of "
+                        "the GPUs NVML named after the run");
     case HEALTH_READ_BOTH:
         if (v->after < v->before) {
             return g_strdup("the counter went down: reset during the run?");

@@ -159,6 +159,10 @@ typedef enum {
     HEALTH_READ_ERROR,          /* another NVML error, in nvml_error */
     HEALTH_READ_BEFORE,         /* read before the run, not yet after */
     HEALTH_READ_BOTH,           /* read before and after */
+    HEALTH_LOST_AFTER,          /* read before; NVML could not find the
+                                 * GPU after (lookup's error in nvml_error) */
+    HEALTH_UNATTRIBUTED,        /* xid_events: an Xid came for a device
+                                 * that is none of the GPUs */
 } HealthReadState;
 
 typedef struct {

@@ -1150,8 +1150,9 @@ static void test_pci_only_verdicts(void)
  * (tests/unit/fake-libnvml) beside the stand-in CUDA: two NVLinks per GPU
  * and the health counters @counters (GPUP2P_FAKE_NVML_COUNTERS) sets.
  */
-static void run_with_nvml_links(Res *r, const char *links,
-                                const char *counters, const char *args)
+static void run_with_nvml_env(Res *r, const char *links,
+                              const char *counters, const char *lost,
+                              const char *stray_xids, const char *args)
 {
     g_autofree char *libs = g_strdup_printf("%s:%s",
                                             g_getenv("FAKE_LIBCUDA_DIR"),
@@ -1160,10 +1161,18 @@ static void run_with_nvml_links(Res *r, const char *links,
         "LD_LIBRARY_PATH", libs,
         "GPUP2P_FAKE_NVML_NVLINKS", links,
         "GPUP2P_FAKE_NVML_COUNTERS", counters ? counters : "",
+        "GPUP2P_FAKE_NVML_LOST", lost ? lost : "",
+        "GPUP2P_FAKE_NVML_STRAY_XIDS", stray_xids ? stray_xids : "",
         NULL,
     };
 
     run_standin_env(r, fixture(), H200_BUS_IDS, NULL, NULL, args, env);
+}
+
+static void run_with_nvml_links(Res *r, const char *links,
+                                const char *counters, const char *args)
+{
+    run_with_nvml_env(r, links, counters, NULL, NULL, args);
 }
 
 static void run_with_nvml(Res *r, const char *counters, const char *args)
@@ -1555,6 +1564,77 @@ static void test_health_went_down(void)
     res_clear(&r);
 }
 
+/*
+ * Xid events are never a pass where they cannot be attributed: a GPU
+ * NVML cannot find after the run (it fell off the bus) has its counters
+ * "not read" with why, and an Xid for a device that is none of the GPUs
+ * NVML named makes every GPU's xid_events "not read", but for a GPU with
+ * Xids of its own, which still fails. Before: the lost GPU's xid_events
+ * read 0 and "ok", and the stray event was dropped.
+ */
+static void test_health_xid_unattributed(void)
+{
+    static const char *const lost_why =
+        "NVML could not find the GPU after the run "
+        "(nvmlDeviceGetHandleByPciBusId_v2: NVML error 15)";
+    static const char *const stray_why =
+        "an Xid event came for a device that is none of the GPUs NVML "
+        "named after the run";
+    g_autofree char *xid_lost = g_strdup_printf("xid_events: %s", lost_why);
+    g_autofree char *ecc_lost = g_strdup_printf("ecc_uncorrected_volatile: "
+                                                "%s", lost_why);
+    g_autofree char *xid_stray = g_strdup_printf("xid_events: %s",
+                                                 stray_why);
+    Res r = { 0 };
+
+    /* GPU 1 lost before its counters are read again: none is compared. */
+    run_with_nvml_env(&r, "2", NULL, "1@1", NULL, "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    g_assert_null(health_counter(&r, 1, -1, "xid_events"));
+    g_assert_true(health_not_read_has(&r, 1, xid_lost));
+    g_assert_true(health_not_read_has(&r, 1, ecc_lost));
+    g_assert_cmpstr(str_member(health_of(&r, 1), "verdict"), ==, "not read");
+    g_assert_cmpstr(str_member(health_of(&r, 0), "verdict"), ==, "ok");
+    res_clear(&r);
+
+    /* Lost only when its Xids are counted. */
+    run_with_nvml_env(&r, "2", NULL, "1@2", NULL, "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    g_assert_null(health_counter(&r, 1, -1, "xid_events"));
+    g_assert_true(health_not_read_has(&r, 1, xid_lost));
+    g_assert_false(health_not_read_has(&r, 1, ecc_lost));
+    g_assert_nonnull(health_counter(&r, 0, -1, "xid_events"));
+    res_clear(&r);
+
+    /* ... and it raised Xids: they are nobody's we can name. */
+    run_with_nvml_env(&r, "2", "xid_events:1=2", "1@2", NULL,
+                      "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    g_assert_null(health_counter(&r, 0, -1, "xid_events"));
+    g_assert_true(health_not_read_has(&r, 0, xid_stray));
+    g_assert_true(health_not_read_has(&r, 1, xid_lost));
+    g_assert_true(any_note(&r, "NVML delivered 2 Xid event(s) (last Xid "
+                           "79) for a device that is none of the GPUs"));
+    res_clear(&r);
+
+    /* A stray Xid: no GPU's xid_events is "ok"; GPU 0's own still fails. */
+    run_with_nvml_env(&r, "2", NULL, NULL, "1", "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    for (int g = 0; g < 2; g++) {
+        g_assert_null(health_counter(&r, g, -1, "xid_events"));
+        g_assert_true(health_not_read_has(&r, g, xid_stray));
+    }
+    res_clear(&r);
+    run_with_nvml_env(&r, "2", "xid_events:0=1", NULL, "3",
+                      "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    g_assert_cmpstr(str_member(health_counter(&r, 0, -1, "xid_events"),
+                               "verdict"), ==, "failed");
+    g_assert_true(health_not_read_has(&r, 1, xid_stray));
+    g_assert_true(any_note(&r, "NVML delivered 3 Xid event(s)"));
+    res_clear(&r);
+}
+
 /* Without NVML the health section says why it was not read, in the text
  * and per GPU in the JSON; never a pass or a fail. */
 static void test_health_without_nvml(void)
@@ -1648,6 +1728,8 @@ int main(int argc, char **argv)
                     test_health_crc_sum);
     g_test_add_func("/verify-cuda-standin/health-went-down",
                     test_health_went_down);
+    g_test_add_func("/verify-cuda-standin/health-xid-unattributed",
+                    test_health_xid_unattributed);
     g_test_add_func("/verify-cuda-standin/health-without-nvml",
                     test_health_without_nvml);
     g_test_add_func("/verify-cuda-standin/pci-only-verdicts",

@@ -37,6 +37,15 @@
  *   nvlink_crc_flit, nvlink_crc_data, and xid_events, whose VALUE is the
  *   number of Xid 79 events raised after nvmlDeviceRegisterEvents (one
  *   delivered per nvmlEventSetWait_v2; no +STEP@N).
+ *   GPUP2P_FAKE_NVML_LOST=GPU@N  from its (N+1)th handle lookup on
+ *                           (nvmlDeviceGetHandleByPciBusId_v2), GPU is not
+ *                           found: NVML_ERROR_GPU_IS_LOST (15), as a GPU
+ *                           that fell off the bus. The tool looks each GPU
+ *                           up once before the run, then once to read its
+ *                           counters after it and once to count its Xids:
+ *                           @1 loses it for both, @2 for the Xids only.
+ *   GPUP2P_FAKE_NVML_STRAY_XIDS=K  K Xid 79 events for a device that is
+ *                           none of the GPUs, delivered before theirs.
  *
  * The tests load it with LD_LIBRARY_PATH beside the stand-in libcuda.so.1
  * (the tool dlopens "libnvidia-ml.so.1" by name).
@@ -57,6 +66,7 @@
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_TIMEOUT 10
+#define NVML_ERROR_GPU_IS_LOST 15
 #define NVML_EVENT_TYPE_XID_CRITICAL_ERROR 0x0000000000000008ULL
 #define NVML_P2P_STATUS_OK 0
 #define NVML_P2P_STATUS_NOT_SUPPORTED 5
@@ -144,6 +154,8 @@ typedef struct {
 
 struct FakeGpu {
     char bdf[16];
+    unsigned lookups;           /* handle lookups so far */
+    unsigned lost_after;        /* lookups that find it; 0: never lost */
     FakeCounter gpu[C_GPU_COUNT];
     FakeCounter link[FAKE_MAX_LINKS][C_LINK_COUNT];
 };
@@ -151,9 +163,13 @@ struct FakeGpu {
 struct nvmlEventSet_st {
     bool registered[FAKE_MAX_GPUS];
     unsigned long long delivered[FAKE_MAX_GPUS];
+    unsigned long long stray_delivered;
 };
 
 static struct FakeGpu gpus[FAKE_MAX_GPUS];
+/* The device of the stray Xids: no GPU's handle. */
+static struct FakeGpu stray_device;
+static unsigned long long stray_xids;
 static int n_gpus;
 static unsigned n_links;
 
@@ -282,11 +298,30 @@ static void parse_counter(char *spec)
     }
 }
 
+/* GPUP2P_FAKE_NVML_LOST=GPU@N. */
+static void parse_lost(const char *spec)
+{
+    char *end;
+    long gpu = strtol(spec, &end, 10);
+    unsigned long after;
+
+    if (end == spec || *end != '@' || gpu < 0 || gpu >= n_gpus) {
+        die("GPUP2P_FAKE_NVML_LOST", spec);
+    }
+    after = strtoul(end + 1, &end, 10);
+    if (after == 0 || *end) {
+        die("GPUP2P_FAKE_NVML_LOST", spec);
+    }
+    gpus[gpu].lost_after = (unsigned)after;
+}
+
 nvmlReturn_t nvmlInit_v2(void)
 {
     const char *ids = getenv("GPUP2P_FAKE_NVML_BUS_IDS");
     const char *links = getenv("GPUP2P_FAKE_NVML_NVLINKS");
     const char *counters = getenv("GPUP2P_FAKE_NVML_COUNTERS");
+    const char *lost = getenv("GPUP2P_FAKE_NVML_LOST");
+    const char *stray = getenv("GPUP2P_FAKE_NVML_STRAY_XIDS");
 
     memset(gpus, 0, sizeof(gpus));
     n_gpus = 0;
@@ -309,6 +344,18 @@ nvmlReturn_t nvmlInit_v2(void)
         }
         free(copy);
     }
+    if (lost && *lost) {
+        parse_lost(lost);
+    }
+    stray_xids = 0;
+    if (stray && *stray) {
+        char *end;
+
+        stray_xids = strtoull(stray, &end, 10);
+        if (end == stray || *end) {
+            die("GPUP2P_FAKE_NVML_STRAY_XIDS", stray);
+        }
+    }
     return NVML_SUCCESS;
 }
 
@@ -325,6 +372,10 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id,
     /* NVML takes "0000:07:00.0" and "00000000:07:00.0" alike. */
     for (int i = 0; i < n_gpus && len >= 12; i++) {
         if (!strcasecmp(bus_id + len - 12, gpus[i].bdf)) {
+            if (gpus[i].lost_after &&
+                gpus[i].lookups++ >= gpus[i].lost_after) {
+                return NVML_ERROR_GPU_IS_LOST;
+            }
             *dev = &gpus[i];
             return NVML_SUCCESS;
         }
@@ -495,6 +546,15 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set,
                                  nvmlEventData_t *data, unsigned int timeout)
 {
     (void)timeout;
+    if (set->stray_delivered < stray_xids) {
+        set->stray_delivered++;
+        memset(data, 0, sizeof(*data));
+        data->device = &stray_device;
+        data->eventType = NVML_EVENT_TYPE_XID_CRITICAL_ERROR;
+        data->eventData = FAKE_XID;
+        data->gpuInstanceId = data->computeInstanceId = 0xffffffffu;
+        return NVML_SUCCESS;
+    }
     for (int i = 0; i < n_gpus; i++) {
         if (set->registered[i] &&
             set->delivered[i] < gpus[i].gpu[C_XID].value) {
