@@ -217,6 +217,31 @@ static void test_went_down_is_neither(void)
     g_assert_cmpstr(why, ==, "the counter went down: reset during the run?");
 }
 
+/* A GPU NVML lost after the run, and an Xid of no GPU: "not read", with
+ * why (test-verify-cuda-standin.c has the tool-level rows). */
+static void test_lost_and_unattributed_are_neither(void)
+{
+    VerifyHealthValue lost = read_twice(0, 0, 1.0);
+    VerifyHealthValue stray = read_twice(0, 0, 1.0);
+    g_autofree char *lost_why = NULL, *stray_why = NULL;
+
+    lost.state = HEALTH_LOST_AFTER;
+    lost.nvml_error = 15;
+    stray.state = HEALTH_UNATTRIBUTED;
+    lost_why = verify_health_unread_reason(&lost);
+    stray_why = verify_health_unread_reason(&stray);
+    g_assert_cmpint(verify_health_verdict(
+                        &lost, &verify_health_gpu_counters[HEALTH_XID_EVENTS]),
+                    ==, HEALTH_NOT_READ);
+    g_assert_cmpint(verify_health_verdict(
+                        &stray, &verify_health_gpu_counters[HEALTH_XID_EVENTS]),
+                    ==, HEALTH_NOT_READ);
+    g_assert_cmpstr(lost_why, ==, "NVML could not find the GPU after the run "
+                    "(nvmlDeviceGetHandleByPciBusId_v2: NVML error 15)");
+    g_assert_cmpstr(stray_why, ==, "an Xid event came for a device that is "
+                    "none of the GPUs NVML named after the run");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -231,5 +256,7 @@ int main(int argc, char **argv)
                     test_crc_sum_read_twice_only);
     g_test_add_func("/verify-health/went-down-is-neither",
                     test_went_down_is_neither);
+    g_test_add_func("/verify-health/lost-and-unattributed-are-neither",
+                    test_lost_and_unattributed_are_neither);
     return g_test_run();
 }
