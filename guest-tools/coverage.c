@@ -251,20 +251,19 @@ static void judge_health_total(VerifyReport *r, guint i, int t)
     const VerifyHealthCounterInfo *info = &verify_health_link_totals[t].info;
     VerifyHealthTotal sum;
     HealthVerdict verdict = verify_health_total_verdict(g, t, &sum);
-    g_autofree char *links = NULL;
-    g_autofree char *what = NULL;
+    g_autofree char *links = NULL, *rate = NULL, *what = NULL;
 
     if (verdict != HEALTH_FAILED && verdict != HEALTH_WARNING) {
         return;
     }
     links = verify_health_link_list(sum.links_rose);
+    rate = verify_health_rate_text(&sum.sum);
     what = g_strdup_printf("GPU %u (%s): health: %s rose from %llu to %llu "
-                           "during the run: %llu over its NVLinks, %.1f per "
-                           "second (fails at %.0f); NVLinks that rose: %s",
-                           i, g->bdf, info->name, sum.sum.before,
+                           "during the run: %llu over its NVLinks, %s "
+                           "(fails at %.0f per second); NVLinks that rose: "
+                           "%s", i, g->bdf, info->name, sum.sum.before,
                            sum.sum.after, sum.sum.after - sum.sum.before,
-                           verify_health_rise_per_second(&sum.sum),
-                           info->fail_per_second, links);
+                           rate, info->fail_per_second, links);
     if (verdict == HEALTH_FAILED) {
         verify_record_broken(r, "%s", what);
     } else {

@@ -151,6 +151,16 @@ void verify_health_total(const VerifyGpu *g, int total, VerifyHealthTotal *out)
     }
 }
 
+char *verify_health_rate_text(const VerifyHealthValue *v)
+{
+    /* G_MAXDOUBLE printed would be 309 digits. */
+    if (v->after_us <= v->before_us) {
+        return g_strdup("both readings in one microsecond");
+    }
+    return g_strdup_printf("%.1f per second",
+                           verify_health_rise_per_second(v));
+}
+
 char *verify_health_link_list(guint32 links)
 {
     GString *s = g_string_new(NULL);

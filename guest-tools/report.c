@@ -224,15 +224,14 @@ static void health_rises(const VerifyGpu *g, GString *out)
         VerifyHealthTotal sum;
         HealthVerdict h = verify_health_total_verdict(g, t, &sum);
         g_autofree char *links = verify_health_link_list(sum.links_rose);
+        g_autofree char *rate = verify_health_rate_text(&sum.sum);
 
         if (h == HEALTH_FAILED || h == HEALTH_WARNING) {
-            g_string_append_printf(out, "%s%s %llu -> %llu: %s (%.1f per "
-                                   "second; NVLinks %s)",
-                                   out->len ? ", " : "",
+            g_string_append_printf(out, "%s%s %llu -> %llu: %s (%s; NVLinks "
+                                   "%s)", out->len ? ", " : "",
                                    verify_health_link_totals[t].info.name,
                                    sum.sum.before, sum.sum.after,
-                                   verify_health_verdict_name(h),
-                                   verify_health_rise_per_second(&sum.sum),
+                                   verify_health_verdict_name(h), rate,
                                    links);
         }
     }

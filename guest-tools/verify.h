@@ -402,6 +402,8 @@ void verify_health_total(const VerifyGpu *g, int total,
                          VerifyHealthTotal *out);
 HealthVerdict verify_health_total_verdict(const VerifyGpu *g, int total,
                                           VerifyHealthTotal *out);
+/* "12.5 per second", or why there is no rate. */
+char *verify_health_rate_text(const VerifyHealthValue *v);
 /* "0, 3, 17": the links whose bits @links sets. */
 char *verify_health_link_list(guint32 links);
 /* The worst verdict over @g's counters; HEALTH_NOT_READ if none read. */

@@ -188,6 +188,14 @@ static void test_crc_sum_read_twice_only(void)
     g_assert_cmphex(sum.links_rose, ==, 0x9);
     list = verify_health_link_list(sum.links_rose);
     g_assert_cmpstr(list, ==, "0, 3");
+    {
+        g_autofree char *rate = verify_health_rate_text(&sum.sum);
+        VerifyHealthValue same = read_twice(3, 4, 0);
+        g_autofree char *none = verify_health_rate_text(&same);
+
+        g_assert_cmpstr(rate, ==, "60.0 per second");
+        g_assert_cmpstr(none, ==, "both readings in one microsecond");
+    }
 
     /* No link read twice: no total, and no verdict from it. */
     for (int l = 0; l < 4; l++) {
