@@ -242,6 +242,35 @@ static void judge_health_value(VerifyReport *r, guint i, int link,
     }
 }
 
+/* A link counter summed over GPU @i's links (DCGM's CRC totals): the
+ * sum fails the GPU or warns, in one note that names the links that
+ * rose; their own rises add no note. */
+static void judge_health_total(VerifyReport *r, guint i, int t)
+{
+    const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+    const VerifyHealthCounterInfo *info = &verify_health_link_totals[t].info;
+    VerifyHealthTotal sum;
+    HealthVerdict verdict = verify_health_total_verdict(g, t, &sum);
+    g_autofree char *links = NULL, *rate = NULL, *what = NULL;
+
+    if (verdict != HEALTH_FAILED && verdict != HEALTH_WARNING) {
+        return;
+    }
+    links = verify_health_link_list(sum.links_rose);
+    rate = verify_health_rate_text(&sum.sum);
+    what = g_strdup_printf("GPU %u (%s): health: %s rose from %llu to %llu "
+                           "during the run: %llu over its NVLinks, %s "
+                           "(fails at %.0f per second); NVLinks that rose: "
+                           "%s", i, g->bdf, info->name, sum.sum.before,
+                           sum.sum.after, sum.sum.after - sum.sum.before,
+                           rate, info->fail_per_second, links);
+    if (verdict == HEALTH_FAILED) {
+        verify_record_broken(r, "%s", what);
+    } else {
+        verify_note(r, "warning: %s", what);
+    }
+}
+
 /* NVML's health counters before and after the run (health.c's table). */
 static void judge_health(VerifyReport *r)
 {
@@ -254,9 +283,14 @@ static void judge_health(VerifyReport *r)
         }
         for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
             for (int c = 0; c < HEALTH_LINK_COUNTERS; c++) {
-                judge_health_value(r, i, l, &g->link_health[l][c],
-                                   &verify_health_link_counters[c]);
+                if (!verify_health_link_summed(c)) {
+                    judge_health_value(r, i, l, &g->link_health[l][c],
+                                       &verify_health_link_counters[c]);
+                }
             }
+        }
+        for (int t = 0; t < HEALTH_LINK_TOTALS; t++) {
+            judge_health_total(r, i, t);
         }
     }
 }

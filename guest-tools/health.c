@@ -6,6 +6,8 @@
  * coverage.c judges them, report.c prints them (docs/guest-tool.md,
  * "Health").
  */
+#include <string.h>
+
 #include "verify.h"
 
 /* Errors the hardware corrected warn; errors it could not correct, a
@@ -34,38 +36,56 @@ const VerifyHealthCounterInfo verify_health_gpu_counters[] = {
 
 /*
  * NVLink, as DCGM's health watch judges it: any replay or recovery fails
- * the link; CRC errors fail it at 100 or more per second and warn below
- * (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR: the driver's team told DCGM that CRC
- * errors matter only at such rates). Healthy H100s count CRC data errors
- * during every run of this tool (docs/gpu-results/h100x2-health).
+ * the link. CRC errors are judged on the GPU's total of each kind (the
+ * totals below); a link's own rise only warns.
  */
-#define NVLINK_CRC_FAIL_PER_SECOND 100.0
-
 const VerifyHealthCounterInfo verify_health_link_counters[] = {
     [HEALTH_NVLINK_REPLAY] = { "nvlink_replay", HEALTH_FAILED,
         "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_REPLAY" },
     [HEALTH_NVLINK_RECOVERY] = { "nvlink_recovery", HEALTH_FAILED,
         "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_RECOVERY" },
-    [HEALTH_NVLINK_CRC_FLIT] = { "nvlink_crc_flit", HEALTH_FAILED,
-        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_FLIT",
-        NVLINK_CRC_FAIL_PER_SECOND },
-    [HEALTH_NVLINK_CRC_DATA] = { "nvlink_crc_data", HEALTH_FAILED,
-        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_DATA",
-        NVLINK_CRC_FAIL_PER_SECOND },
+    [HEALTH_NVLINK_CRC_FLIT] = { "nvlink_crc_flit", HEALTH_WARNING,
+        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_FLIT" },
+    [HEALTH_NVLINK_CRC_DATA] = { "nvlink_crc_data", HEALTH_WARNING,
+        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_DATA" },
+};
+
+/*
+ * CRC errors fail the GPU at 100 or more per second and warn below
+ * (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR: the driver's team told DCGM that CRC
+ * errors matter only at such rates), counted as DCGM's watch counts them:
+ * DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL and ..._CRC_DATA_..._TOTAL
+ * sum all links, so 18 links at 60 a second are 1080 a second and fail.
+ * Healthy H100s count CRC data errors during every run of this tool
+ * (docs/gpu-results/h100x2-health).
+ */
+#define NVLINK_CRC_FAIL_PER_SECOND 100.0
+
+const VerifyHealthTotalInfo verify_health_link_totals[] = {
+    [HEALTH_NVLINK_CRC_FLIT_TOTAL] = { { "nvlink_crc_flit_total",
+        HEALTH_FAILED, "nvlink_crc_flit summed over the active links "
+        "(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL)",
+        NVLINK_CRC_FAIL_PER_SECOND }, HEALTH_NVLINK_CRC_FLIT },
+    [HEALTH_NVLINK_CRC_DATA_TOTAL] = { { "nvlink_crc_data_total",
+        HEALTH_FAILED, "nvlink_crc_data summed over the active links "
+        "(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL)",
+        NVLINK_CRC_FAIL_PER_SECOND }, HEALTH_NVLINK_CRC_DATA },
 };
 
 G_STATIC_ASSERT(G_N_ELEMENTS(verify_health_gpu_counters) ==
                 HEALTH_GPU_COUNTERS);
 G_STATIC_ASSERT(G_N_ELEMENTS(verify_health_link_counters) ==
                 HEALTH_LINK_COUNTERS);
+G_STATIC_ASSERT(G_N_ELEMENTS(verify_health_link_totals) ==
+                HEALTH_LINK_TOTALS);
 
 HealthVerdict verify_health_verdict(const VerifyHealthValue *v,
                                     const VerifyHealthCounterInfo *info)
 {
-    if (v->state != HEALTH_READ_BOTH) {
+    if (!verify_health_read_twice(v)) {
         return HEALTH_NOT_READ;
     }
-    if (v->after <= v->before) {
+    if (v->after == v->before) {
         return HEALTH_OK;
     }
     if (info->fail_per_second > 0 &&
@@ -75,12 +95,90 @@ HealthVerdict verify_health_verdict(const VerifyHealthValue *v,
     return info->on_rise;
 }
 
+bool verify_health_read_twice(const VerifyHealthValue *v)
+{
+    /* A counter that went down was reset (volatile ECC counts reset with
+     * the GPU): what the run added is unknown, neither a pass nor a fail. */
+    return v->state == HEALTH_READ_BOTH && v->after >= v->before;
+}
+
 double verify_health_rise_per_second(const VerifyHealthValue *v)
 {
     double seconds = (v->after_us - v->before_us) / 1e6;
 
     /* Two readings in the same microsecond: as fast as it gets. */
     return seconds > 0 ? (v->after - v->before) / seconds : G_MAXDOUBLE;
+}
+
+bool verify_health_link_summed(int counter)
+{
+    for (int t = 0; t < HEALTH_LINK_TOTALS; t++) {
+        if (verify_health_link_totals[t].link_counter == counter) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void verify_health_total(const VerifyGpu *g, int total, VerifyHealthTotal *out)
+{
+    int c = verify_health_link_totals[total].link_counter;
+
+    memset(out, 0, sizeof(*out));
+    out->sum.state = HEALTH_UNREAD;
+    for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+        const VerifyHealthValue *v = &g->link_health[l][c];
+
+        /* A link read once, or reset, adds nothing known to the sum. */
+        if (!(g->nvlinks_active & (1u << l)) || !verify_health_read_twice(v)) {
+            continue;
+        }
+        if (out->sum.state != HEALTH_READ_BOTH) {
+            out->sum.state = HEALTH_READ_BOTH;
+            out->sum.before_us = v->before_us;
+            out->sum.after_us = v->after_us;
+        }
+        /* The rises happened between the first reading before and the
+         * last after. */
+        out->sum.before_us = MIN(out->sum.before_us, v->before_us);
+        out->sum.after_us = MAX(out->sum.after_us, v->after_us);
+        out->sum.before += v->before;
+        out->sum.after += v->after;
+        out->links_summed |= 1u << l;
+        if (v->after > v->before) {
+            out->links_rose |= 1u << l;
+        }
+    }
+}
+
+char *verify_health_rate_text(const VerifyHealthValue *v)
+{
+    /* G_MAXDOUBLE printed would be 309 digits. */
+    if (v->after_us <= v->before_us) {
+        return g_strdup("both readings in one microsecond");
+    }
+    return g_strdup_printf("%.1f per second",
+                           verify_health_rise_per_second(v));
+}
+
+char *verify_health_link_list(guint32 links)
+{
+    GString *s = g_string_new(NULL);
+
+    for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+        if (links & (1u << l)) {
+            g_string_append_printf(s, "%s%d", s->len ? ", " : "", l);
+        }
+    }
+    return g_string_free(s, FALSE);
+}
+
+HealthVerdict verify_health_total_verdict(const VerifyGpu *g, int total,
+                                          VerifyHealthTotal *out)
+{
+    verify_health_total(g, total, out);
+    return verify_health_verdict(&out->sum,
+                                 &verify_health_link_totals[total].info);
 }
 
 const char *verify_health_verdict_name(HealthVerdict v)
@@ -107,8 +205,19 @@ char *verify_health_unread_reason(const VerifyHealthValue *v)
         return g_strdup_printf("NVML error %d", v->nvml_error);
     case HEALTH_READ_BEFORE:
         return g_strdup("not read after the run");
-    case HEALTH_UNREAD:
+    case HEALTH_LOST_AFTER:
+        return g_strdup_printf("NVML could not find the GPU after the run "
+                               "(nvmlDeviceGetHandleByPciBusId_v2: NVML "
+                               "error %d)", v->nvml_error);
+    case HEALTH_UNATTRIBUTED:
+        return g_strdup("an Xid event came for a device that is none of "
+                        "the GPUs NVML named after the run");
     case HEALTH_READ_BOTH:
+        if (v->after < v->before) {
+            return g_strdup("the counter went down: reset during the run?");
+        }
+        break;
+    case HEALTH_UNREAD:
         break;
     }
     return g_strdup("not read");
@@ -140,6 +249,11 @@ HealthVerdict verify_health_gpu_verdict(const VerifyGpu *g)
                                    &g->link_health[l][c],
                                    &verify_health_link_counters[c]));
         }
+    }
+    for (int t = 0; t < HEALTH_LINK_TOTALS; t++) {
+        VerifyHealthTotal sum;
+
+        worst = MAX(worst, verify_health_total_verdict(g, t, &sum));
     }
     return worst;
 }

@@ -266,6 +266,28 @@ static void xid_register(VerifyGpu *g, nvmlDevice_t dev)
     health_store(&g->health[HEALTH_XID_EVENTS], false, rc, 0);
 }
 
+/* A counter read before the run of a GPU that NVML cannot find after it
+ * (fell off the bus?): nothing to compare, and never a pass. */
+static void health_lost_after(VerifyHealthValue *v, nvmlReturn_t rc)
+{
+    if (v->state == HEALTH_READ_BEFORE) {
+        v->state = HEALTH_LOST_AFTER;
+        v->nvml_error = rc;
+    }
+}
+
+static void health_gpu_lost_after(VerifyGpu *g, nvmlReturn_t rc)
+{
+    for (int c = 0; c < HEALTH_GPU_COUNTERS; c++) {
+        health_lost_after(&g->health[c], rc);
+    }
+    for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+        for (int c = 0; c < HEALTH_LINK_COUNTERS; c++) {
+            health_lost_after(&g->link_health[l][c], rc);
+        }
+    }
+}
+
 /* Drains the Xid events without waiting and counts them per GPU. */
 static void xid_count(VerifyReport *r)
 {
@@ -273,18 +295,22 @@ static void xid_count(VerifyReport *r)
     g_autofree unsigned long long *count = g_new0(unsigned long long, n);
     g_autofree nvmlDevice_t *dev = g_new0(nvmlDevice_t, n);
     nvmlReturn_t failed = NVML_SUCCESS;
+    unsigned long long stray = 0, stray_xid = 0;
 
     for (guint i = 0; i < n; i++) {
         VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+        nvmlReturn_t rc;
 
-        if (g->nvml_seen && p_by_bus(g->bdf, &dev[i]) != 0) {
+        if (g->nvml_seen && (rc = p_by_bus(g->bdf, &dev[i])) != 0) {
             dev[i] = NULL;
+            health_lost_after(&g->health[HEALTH_XID_EVENTS], rc);
         }
     }
     /* Bounded: a GPU that raises Xids without end must not hold the run. */
     for (int e = 0; e < 4096; e++) {
         nvmlEventData_t data;
         nvmlReturn_t rc;
+        bool matched = false;
 
         memset(&data, 0, sizeof(data));
         rc = p_event_wait(xid_events, &data, 0);
@@ -295,19 +321,39 @@ static void xid_count(VerifyReport *r)
             failed = rc;
             break;
         }
+        if (!(data.eventType & NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) {
+            continue;
+        }
         for (guint i = 0; i < n; i++) {
-            if (dev[i] && dev[i] == data.device &&
-                (data.eventType & NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) {
+            if (dev[i] && dev[i] == data.device) {
                 count[i]++;
                 g_array_index(r->gpus, VerifyGpu, i).last_xid = data.eventData;
+                matched = true;
             }
         }
+        if (!matched) {
+            stray++;
+            stray_xid = data.eventData;
+        }
     }
-    /* Events counted before a failed wait are real: they still count. */
+    if (stray) {
+        verify_note(r, "NVML delivered %llu Xid event(s) (last Xid %llu) for "
+                    "a device that is none of the GPUs it named after the "
+                    "run: xid_events is not read on every GPU without Xids "
+                    "of its own", stray, stray_xid);
+    }
     for (guint i = 0; i < n; i++) {
-        health_store(&g_array_index(r->gpus, VerifyGpu, i).health[
-                         HEALTH_XID_EVENTS], true,
-                     count[i] ? NVML_SUCCESS : failed, count[i]);
+        VerifyHealthValue *v = &g_array_index(r->gpus, VerifyGpu, i).health[
+            HEALTH_XID_EVENTS];
+
+        /* Events counted before a failed wait, or beside one we cannot
+         * attribute, are real: they still count. */
+        if (stray && !count[i] && v->state == HEALTH_READ_BEFORE) {
+            /* It may have been this GPU's: never a pass. */
+            v->state = HEALTH_UNATTRIBUTED;
+            continue;
+        }
+        health_store(v, true, count[i] ? NVML_SUCCESS : failed, count[i]);
     }
     p_event_set_free(xid_events);
     xid_events = NULL;
@@ -321,9 +367,16 @@ void verify_nvml_health_after(VerifyReport *r)
     for (guint i = 0; i < r->gpus->len; i++) {
         VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
         nvmlDevice_t dev;
+        nvmlReturn_t rc;
 
-        if (g->nvml_seen && p_by_bus(g->bdf, &dev) == 0) {
+        if (!g->nvml_seen) {
+            continue;
+        }
+        rc = p_by_bus(g->bdf, &dev);
+        if (rc == NVML_SUCCESS) {
             health_read(g, dev, true);
+        } else {
+            health_gpu_lost_after(g, rc);
         }
     }
     if (xid_events) {

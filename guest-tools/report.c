@@ -156,7 +156,7 @@ static void health_unread(const VerifyGpu *g, GPtrArray *names,
                           GPtrArray *reasons)
 {
     for (int c = 0; c < HEALTH_GPU_COUNTERS; c++) {
-        if (g->health[c].state != HEALTH_READ_BOTH) {
+        if (!verify_health_read_twice(&g->health[c])) {
             g_ptr_array_add(names,
                             (char *)verify_health_gpu_counters[c].name);
             g_ptr_array_add(reasons,
@@ -168,7 +168,7 @@ static void health_unread(const VerifyGpu *g, GPtrArray *names,
             const VerifyHealthValue *v = &g->link_health[l][c];
 
             /* An inactive link was not asked (HEALTH_UNREAD). */
-            if (v->state != HEALTH_UNREAD && v->state != HEALTH_READ_BOTH) {
+            if (v->state != HEALTH_UNREAD && !verify_health_read_twice(v)) {
                 g_ptr_array_add(names,
                                 (char *)verify_health_link_counters[c].name);
                 g_ptr_array_add(reasons, verify_health_unread_reason(v));
@@ -209,13 +209,30 @@ static void health_rises(const VerifyGpu *g, GString *out)
             HealthVerdict h = verify_health_verdict(
                 v, &verify_health_link_counters[c]);
 
-            if (h == HEALTH_FAILED || h == HEALTH_WARNING) {
+            /* A CRC rise shows in its GPU's total, with the links. */
+            if ((h == HEALTH_FAILED || h == HEALTH_WARNING) &&
+                !verify_health_link_summed(c)) {
                 g_string_append_printf(out, "%sNVLink %d %s %llu -> %llu: "
                                        "%s", out->len ? ", " : "", l,
                                        verify_health_link_counters[c].name,
                                        v->before, v->after,
                                        verify_health_verdict_name(h));
             }
+        }
+    }
+    for (int t = 0; t < HEALTH_LINK_TOTALS; t++) {
+        VerifyHealthTotal sum;
+        HealthVerdict h = verify_health_total_verdict(g, t, &sum);
+        g_autofree char *links = verify_health_link_list(sum.links_rose);
+        g_autofree char *rate = verify_health_rate_text(&sum.sum);
+
+        if (h == HEALTH_FAILED || h == HEALTH_WARNING) {
+            g_string_append_printf(out, "%s%s %llu -> %llu: %s (%s; NVLinks "
+                                   "%s)", out->len ? ", " : "",
+                                   verify_health_link_totals[t].info.name,
+                                   sum.sum.before, sum.sum.after,
+                                   verify_health_verdict_name(h), rate,
+                                   links);
         }
     }
 }
@@ -402,6 +419,47 @@ static void json_health_counter(JsonBuilder *b, const char *name,
     json_builder_end_object(b);
 }
 
+/* Total @t of @g (a CRC kind over its links) as a per-GPU counter, with
+ * its rate and the links that rose; nothing where no link was read. */
+static void json_health_total(JsonBuilder *b, const VerifyGpu *g, int t)
+{
+    VerifyHealthTotal sum;
+    HealthVerdict h = verify_health_total_verdict(g, t, &sum);
+
+    if (sum.sum.state != HEALTH_READ_BOTH) {
+        return;
+    }
+    json_builder_begin_object(b);
+    gp_json_add_string_or_null(b, "counter",
+                               verify_health_link_totals[t].info.name);
+    json_builder_set_member_name(b, "before");
+    json_builder_add_int_value(b, (gint64)sum.sum.before);
+    json_builder_set_member_name(b, "after");
+    json_builder_add_int_value(b, (gint64)sum.sum.after);
+    /* Readings in one microsecond have no rate to give. */
+    add_double_or_null(b, "rate_per_second",
+                       verify_health_rise_per_second(&sum.sum),
+                       sum.sum.after_us > sum.sum.before_us);
+    gp_json_add_string_or_null(b, "verdict", verify_health_verdict_name(h));
+    json_builder_set_member_name(b, "links_summed");
+    json_builder_begin_array(b);
+    for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+        if (sum.links_summed & (1u << l)) {
+            json_builder_add_int_value(b, l);
+        }
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "links_rose");
+    json_builder_begin_array(b);
+    for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+        if (sum.links_rose & (1u << l)) {
+            json_builder_add_int_value(b, l);
+        }
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+}
+
 /* The links of @g with a counter read twice, each with those counters. */
 static void json_health_links(JsonBuilder *b, const VerifyGpu *g)
 {
@@ -474,6 +532,9 @@ static void json_health(JsonBuilder *b, const VerifyReport *r,
                                 verify_health_verdict(
                                     v, &verify_health_gpu_counters[c]));
         }
+    }
+    for (int t = 0; t < HEALTH_LINK_TOTALS && !gpu_not_read; t++) {
+        json_health_total(b, g, t);
     }
     json_builder_end_array(b);
     json_health_links(b, g);

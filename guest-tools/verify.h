@@ -138,12 +138,31 @@ extern const VerifyHealthCounterInfo
 extern const VerifyHealthCounterInfo
     verify_health_link_counters[HEALTH_LINK_COUNTERS];
 
+/* Per GPU: a link counter summed over the active links, judged on the
+ * sum (DCGM's NVLink CRC totals). */
+enum {
+    HEALTH_NVLINK_CRC_FLIT_TOTAL, HEALTH_NVLINK_CRC_DATA_TOTAL,
+    HEALTH_LINK_TOTALS
+};
+
+typedef struct {
+    VerifyHealthCounterInfo info;
+    int link_counter;           /* the HEALTH_NVLINK_* it sums */
+} VerifyHealthTotalInfo;
+
+extern const VerifyHealthTotalInfo
+    verify_health_link_totals[HEALTH_LINK_TOTALS];
+
 typedef enum {
     HEALTH_UNREAD,              /* not asked (no NVML view, link inactive) */
     HEALTH_UNSUPPORTED,         /* NVML_ERROR_NOT_SUPPORTED, or no symbol */
     HEALTH_READ_ERROR,          /* another NVML error, in nvml_error */
     HEALTH_READ_BEFORE,         /* read before the run, not yet after */
     HEALTH_READ_BOTH,           /* read before and after */
+    HEALTH_LOST_AFTER,          /* read before; NVML could not find the
+                                 * GPU after (lookup's error in nvml_error) */
+    HEALTH_UNATTRIBUTED,        /* xid_events: an Xid came for a device
+                                 * that is none of the GPUs */
 } HealthReadState;
 
 typedef struct {
@@ -152,6 +171,14 @@ typedef struct {
     unsigned long long before, after;
     gint64 before_us, after_us; /* g_get_monotonic_time() of each read */
 } VerifyHealthValue;
+
+typedef struct {
+    /* HEALTH_READ_BOTH where a link was read twice: the sums of the
+     * links' readings, timed from the first before to the last after. */
+    VerifyHealthValue sum;
+    guint32 links_summed;       /* bit per link read twice */
+    guint32 links_rose;         /* bit per link whose counter rose */
+} VerifyHealthTotal;
 
 /* nvbandwidth's method: 16 timed copies a sample after 4 warm-up ones. */
 #define VERIFY_LOOPS 16
@@ -359,12 +386,26 @@ void verify_nvml_health_after(VerifyReport *r);
 HealthVerdict verify_health_verdict(const VerifyHealthValue *v,
                                     const VerifyHealthCounterInfo *info);
 const char *verify_health_verdict_name(HealthVerdict v);
+/* Read before and after, and not gone down: a verdict other than
+ * "not read" is possible. */
+bool verify_health_read_twice(const VerifyHealthValue *v);
 /* A counter's rise per second between its two readings. */
 double verify_health_rise_per_second(const VerifyHealthValue *v);
 /* Why @v was not read ("not supported", "NVML error 15", ...). */
 char *verify_health_unread_reason(const VerifyHealthValue *v);
 /* Why no GPU's health was read, or NULL where it was. */
 const char *verify_health_not_read(const VerifyReport *r);
+/* Link counter @counter is judged on its GPU's total, not per link. */
+bool verify_health_link_summed(int counter);
+/* Total @total (HEALTH_NVLINK_*_TOTAL) of @g into @out; its verdict. */
+void verify_health_total(const VerifyGpu *g, int total,
+                         VerifyHealthTotal *out);
+HealthVerdict verify_health_total_verdict(const VerifyGpu *g, int total,
+                                          VerifyHealthTotal *out);
+/* "12.5 per second", or why there is no rate. */
+char *verify_health_rate_text(const VerifyHealthValue *v);
+/* "0, 3, 17": the links whose bits @links sets. */
+char *verify_health_link_list(guint32 links);
 /* The worst verdict over @g's counters; HEALTH_NOT_READ if none read. */
 HealthVerdict verify_health_gpu_verdict(const VerifyGpu *g);
 /* One way, GB/s per link: NCCL's figure for the NVLink generation NVML

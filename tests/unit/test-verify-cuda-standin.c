@@ -1150,19 +1150,34 @@ static void test_pci_only_verdicts(void)
  * (tests/unit/fake-libnvml) beside the stand-in CUDA: two NVLinks per GPU
  * and the health counters @counters (GPUP2P_FAKE_NVML_COUNTERS) sets.
  */
-static void run_with_nvml(Res *r, const char *counters, const char *args)
+static void run_with_nvml_env(Res *r, const char *links,
+                              const char *counters, const char *lost,
+                              const char *stray_xids, const char *args)
 {
     g_autofree char *libs = g_strdup_printf("%s:%s",
                                             g_getenv("FAKE_LIBCUDA_DIR"),
                                             g_getenv("FAKE_LIBNVML_DIR"));
     const char *const env[] = {
         "LD_LIBRARY_PATH", libs,
-        "GPUP2P_FAKE_NVML_NVLINKS", "2",
+        "GPUP2P_FAKE_NVML_NVLINKS", links,
         "GPUP2P_FAKE_NVML_COUNTERS", counters ? counters : "",
+        "GPUP2P_FAKE_NVML_LOST", lost ? lost : "",
+        "GPUP2P_FAKE_NVML_STRAY_XIDS", stray_xids ? stray_xids : "",
         NULL,
     };
 
     run_standin_env(r, fixture(), H200_BUS_IDS, NULL, NULL, args, env);
+}
+
+static void run_with_nvml_links(Res *r, const char *links,
+                                const char *counters, const char *args)
+{
+    run_with_nvml_env(r, links, counters, NULL, NULL, args);
+}
+
+static void run_with_nvml(Res *r, const char *counters, const char *args)
+{
+    run_with_nvml_links(r, "2", counters, args);
 }
 
 /* GPU @g's "health" object, which every GPU has. */
@@ -1261,16 +1276,17 @@ static void test_health_policy(void)
         { "nvlink_recovery:1:0=0+1@1", 1, 0, "nvlink_recovery", "failed", 0,
           1, 1, "GPU 1 (0000:00:07.0) NVLink 0: health: nvlink_recovery "
           "rose from 0 to 1" },
-        /* CRC errors by rate (test-verify-health.c has the boundary): a
-         * billion within one run of the tool is far past 100 a second. */
-        { "nvlink_crc_flit:1:0=7+1000000000@1", 1, 0, "nvlink_crc_flit",
-          "failed", 7, 1000000007, 1, "GPU 1 (0000:00:07.0) NVLink 0: "
-          "health: nvlink_crc_flit rose from 7 to 1000000007 during the run ("
-        },
-        { "nvlink_crc_data:0:1=0+1000000000@1", 0, 1, "nvlink_crc_data",
-          "failed", 0, 1000000000, 1, "GPU 0 (0000:00:06.0) NVLink 1: "
-          "health: nvlink_crc_data rose from 0 to 1000000000 during the run ("
-        },
+        /* CRC errors by the GPU's total rate (test-verify-health.c has
+         * the boundary and the sum): a billion within one run of the tool
+         * is far past 100 a second. */
+        { "nvlink_crc_flit:1:0=7+1000000000@1", 1, -1,
+          "nvlink_crc_flit_total", "failed", 7, 1000000007, 1,
+          "GPU 1 (0000:00:07.0): health: nvlink_crc_flit_total rose from 7 "
+          "to 1000000007 during the run: 1000000000 over its NVLinks, " },
+        { "nvlink_crc_data:0:1=0+1000000000@1", 0, -1,
+          "nvlink_crc_data_total", "failed", 0, 1000000000, 1,
+          "GPU 0 (0000:00:06.0): health: nvlink_crc_data_total rose from 0 "
+          "to 1000000000 during the run: 1000000000 over its NVLinks, " },
     };
 
     for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
@@ -1396,6 +1412,229 @@ static void test_health_not_supported(void)
     }
 }
 
+/* The integers of @o's array member @name, as "0, 1, 2". */
+static char *int_list(JsonObject *o, const char *name)
+{
+    JsonArray *a = json_object_get_array_member(o, name);
+    GString *s = g_string_new(NULL);
+
+    for (guint i = 0; i < json_array_get_length(a); i++) {
+        g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? ", " : "",
+                               json_array_get_int_element(a, i));
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* How many notes hold @part. */
+static unsigned notes_with(const Res *r, const char *part)
+{
+    JsonArray *notes = json_object_get_array_member(r->root, "notes");
+    unsigned n = 0;
+
+    for (guint i = 0; i < json_array_get_length(notes); i++) {
+        n += strstr(json_array_get_string_element(notes, i), part) != NULL;
+    }
+    return n;
+}
+
+/*
+ * NVLink CRC errors are judged on the GPU's total over its links, as
+ * DCGM's watch judges DCGM_FI_DEV_NVLINK_CRC_*_ERROR_COUNT_TOTAL: 18
+ * links that each rose are one "nvlink_crc_data_total" in the GPU's
+ * counters (before, after, rate, verdict, the links), one note naming
+ * the links, and each link's own counter a warning. A single error on
+ * one link: the verdict follows the total's rate as the JSON gives it.
+ * Before: no total; each link failed or warned on its own rate.
+ */
+static void test_health_crc_sum(void)
+{
+    JsonObject *c;
+    g_autofree char *rose = NULL, *summed = NULL;
+    Res r = { 0 };
+
+    run_with_nvml_links(&r, "18", "nvlink_crc_data:0=0+1000000000@1",
+                        "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    c = health_counter(&r, 0, -1, "nvlink_crc_data_total");
+    g_assert_nonnull(c);
+    g_assert_cmpint(json_object_get_int_member(c, "before"), ==, 0);
+    g_assert_cmpint(json_object_get_int_member(c, "after"), ==,
+                    18000000000LL);
+    g_assert_cmpstr(str_member(c, "verdict"), ==, "failed");
+    g_assert_cmpfloat(json_object_get_double_member(c, "rate_per_second"),
+                      >=, 100.0);
+    rose = int_list(c, "links_rose");
+    summed = int_list(c, "links_summed");
+    g_assert_cmpstr(rose, ==, "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, "
+                    "13, 14, 15, 16, 17");
+    g_assert_cmpstr(summed, ==, rose);
+    for (int l = 0; l < 18; l++) {
+        g_assert_cmpstr(str_member(health_counter(&r, 0, l,
+                                                  "nvlink_crc_data"),
+                                   "verdict"), ==, "warning");
+    }
+    g_assert_cmpstr(str_member(health_of(&r, 0), "verdict"), ==, "failed");
+    /* Read, no rise: the total is "ok". */
+    c = health_counter(&r, 0, -1, "nvlink_crc_flit_total");
+    g_assert_nonnull(c);
+    g_assert_cmpstr(str_member(c, "verdict"), ==, "ok");
+    g_assert_cmpstr(str_member(health_of(&r, 1), "verdict"), ==, "ok");
+    g_assert_cmpuint(notes_with(&r, "nvlink_crc_data"), ==, 1);
+    g_assert_true(any_note(&r, "GPU 0 (0000:00:06.0): health: "
+                           "nvlink_crc_data_total rose from 0 to "
+                           "18000000000 during the run: 18000000000 over "
+                           "its NVLinks, "));
+    g_assert_true(any_note(&r, " per second (fails at 100 per second); "
+                           "NVLinks that rose: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "
+                           "10, 11, 12, 13, 14, 15, 16, 17"));
+    res_clear(&r);
+
+    run_with_nvml_links(&r, "18", "nvlink_crc_flit:1:4=2+1@1",
+                        "--quick --size-mib 1");
+    c = health_counter(&r, 1, -1, "nvlink_crc_flit_total");
+    g_assert_nonnull(c);
+    g_assert_cmpint(json_object_get_int_member(c, "after") -
+                    json_object_get_int_member(c, "before"), ==, 1);
+    {
+        bool fails = json_object_get_double_member(c, "rate_per_second") >=
+                     100.0;
+
+        g_assert_cmpstr(str_member(c, "verdict"), ==,
+                        fails ? "failed" : "warning");
+        expect_exit(&r, fails ? 1 : 0);
+        g_assert_true(any_note(&r, fails ? "GPU 1 (0000:00:07.0): health: "
+                               "nvlink_crc_flit_total rose from 2 to 3" :
+                               "warning: GPU 1 (0000:00:07.0): health: "
+                               "nvlink_crc_flit_total rose from 2 to 3"));
+    }
+    g_assert_true(any_note(&r, "NVLinks that rose: 4"));
+    res_clear(&r);
+}
+
+/* GPU @g's health not_read list holds @want. */
+static bool health_not_read_has(const Res *r, int g, const char *want)
+{
+    JsonArray *list = json_object_get_array_member(health_of(r, g),
+                                                   "not_read");
+
+    for (guint i = 0; i < json_array_get_length(list); i++) {
+        if (!g_strcmp0(json_array_get_string_element(list, i), want)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * A counter that went down between its readings (a volatile ECC count
+ * resets with the GPU) is "not read", with why, and never a pass or a
+ * fail: its values stay in the JSON with the verdict "not read". Before:
+ * "ok", and nothing in not_read.
+ */
+static void test_health_went_down(void)
+{
+    static const char *const went_down =
+        "the counter went down: reset during the run?";
+    JsonObject *c;
+    Res r = { 0 };
+
+    run_with_nvml(&r, "ecc_uncorrected_volatile:0=3-3@1,"
+                  "nvlink_replay:1:1=4-1@1", "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    c = health_counter(&r, 0, -1, "ecc_uncorrected_volatile");
+    g_assert_nonnull(c);
+    g_assert_cmpint(json_object_get_int_member(c, "before"), ==, 3);
+    g_assert_cmpint(json_object_get_int_member(c, "after"), ==, 0);
+    g_assert_cmpstr(str_member(c, "verdict"), ==, "not read");
+    c = health_counter(&r, 1, 1, "nvlink_replay");
+    g_assert_nonnull(c);
+    g_assert_cmpstr(str_member(c, "verdict"), ==, "not read");
+    {
+        g_autofree char *ecc = g_strdup_printf(
+            "ecc_uncorrected_volatile: %s", went_down);
+        g_autofree char *replay = g_strdup_printf("nvlink_replay: %s",
+                                                  went_down);
+
+        g_assert_true(health_not_read_has(&r, 0, ecc));
+        g_assert_true(health_not_read_has(&r, 1, replay));
+    }
+    /* The GPUs' other counters were read and did not rise. */
+    g_assert_cmpstr(str_member(health_of(&r, 0), "verdict"), ==, "ok");
+    g_assert_cmpstr(str_member(health_of(&r, 1), "verdict"), ==, "ok");
+    res_clear(&r);
+}
+
+/*
+ * Xid events are never a pass where they cannot be attributed: a GPU
+ * NVML cannot find after the run (it fell off the bus) has its counters
+ * "not read" with why, and an Xid for a device that is none of the GPUs
+ * NVML named makes every GPU's xid_events "not read", but for a GPU with
+ * Xids of its own, which still fails. Before: the lost GPU's xid_events
+ * read 0 and "ok", and the stray event was dropped.
+ */
+static void test_health_xid_unattributed(void)
+{
+    static const char *const lost_why =
+        "NVML could not find the GPU after the run "
+        "(nvmlDeviceGetHandleByPciBusId_v2: NVML error 15)";
+    static const char *const stray_why =
+        "an Xid event came for a device that is none of the GPUs NVML "
+        "named after the run";
+    g_autofree char *xid_lost = g_strdup_printf("xid_events: %s", lost_why);
+    g_autofree char *ecc_lost = g_strdup_printf("ecc_uncorrected_volatile: "
+                                                "%s", lost_why);
+    g_autofree char *xid_stray = g_strdup_printf("xid_events: %s",
+                                                 stray_why);
+    Res r = { 0 };
+
+    /* GPU 1 lost before its counters are read again: none is compared. */
+    run_with_nvml_env(&r, "2", NULL, "1@1", NULL, "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    g_assert_null(health_counter(&r, 1, -1, "xid_events"));
+    g_assert_true(health_not_read_has(&r, 1, xid_lost));
+    g_assert_true(health_not_read_has(&r, 1, ecc_lost));
+    g_assert_cmpstr(str_member(health_of(&r, 1), "verdict"), ==, "not read");
+    g_assert_cmpstr(str_member(health_of(&r, 0), "verdict"), ==, "ok");
+    res_clear(&r);
+
+    /* Lost only when its Xids are counted. */
+    run_with_nvml_env(&r, "2", NULL, "1@2", NULL, "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    g_assert_null(health_counter(&r, 1, -1, "xid_events"));
+    g_assert_true(health_not_read_has(&r, 1, xid_lost));
+    g_assert_false(health_not_read_has(&r, 1, ecc_lost));
+    g_assert_nonnull(health_counter(&r, 0, -1, "xid_events"));
+    res_clear(&r);
+
+    /* ... and it raised Xids: they are nobody's we can name. */
+    run_with_nvml_env(&r, "2", "xid_events:1=2", "1@2", NULL,
+                      "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    g_assert_null(health_counter(&r, 0, -1, "xid_events"));
+    g_assert_true(health_not_read_has(&r, 0, xid_stray));
+    g_assert_true(health_not_read_has(&r, 1, xid_lost));
+    g_assert_true(any_note(&r, "NVML delivered 2 Xid event(s) (last Xid "
+                           "79) for a device that is none of the GPUs"));
+    res_clear(&r);
+
+    /* A stray Xid: no GPU's xid_events is "ok"; GPU 0's own still fails. */
+    run_with_nvml_env(&r, "2", NULL, NULL, "1", "--quick --size-mib 1");
+    expect_exit(&r, 0);
+    for (int g = 0; g < 2; g++) {
+        g_assert_null(health_counter(&r, g, -1, "xid_events"));
+        g_assert_true(health_not_read_has(&r, g, xid_stray));
+    }
+    res_clear(&r);
+    run_with_nvml_env(&r, "2", "xid_events:0=1", NULL, "3",
+                      "--quick --size-mib 1");
+    expect_exit(&r, 1);
+    g_assert_cmpstr(str_member(health_counter(&r, 0, -1, "xid_events"),
+                               "verdict"), ==, "failed");
+    g_assert_true(health_not_read_has(&r, 1, xid_stray));
+    g_assert_true(any_note(&r, "NVML delivered 3 Xid event(s)"));
+    res_clear(&r);
+}
+
 /* Without NVML the health section says why it was not read, in the text
  * and per GPU in the JSON; never a pass or a fail. */
 static void test_health_without_nvml(void)
@@ -1485,6 +1724,12 @@ int main(int argc, char **argv)
                     test_health_policy);
     g_test_add_func("/verify-cuda-standin/health-not-supported",
                     test_health_not_supported);
+    g_test_add_func("/verify-cuda-standin/health-crc-sum",
+                    test_health_crc_sum);
+    g_test_add_func("/verify-cuda-standin/health-went-down",
+                    test_health_went_down);
+    g_test_add_func("/verify-cuda-standin/health-xid-unattributed",
+                    test_health_xid_unattributed);
     g_test_add_func("/verify-cuda-standin/health-without-nvml",
                     test_health_without_nvml);
     g_test_add_func("/verify-cuda-standin/pci-only-verdicts",

@@ -23,6 +23,8 @@
  *                           on (the tool reads each counter twice:
  *                           before and after the run, so @1 is "rose
  *                           during the run"); LINK: one NVLink, else all.
+ *     NAME:GPU[:LINK]=VALUE-STEP@N  as +STEP@N, but the counter goes down
+ *                           by STEP (a counter reset with the GPU).
  *     NAME:GPU[:LINK]=unsupported  the call returns
  *                           NVML_ERROR_NOT_SUPPORTED (3).
  *     NAME:GPU[:LINK]=error:CODE  the call returns CODE.
@@ -35,6 +37,15 @@
  *   nvlink_crc_flit, nvlink_crc_data, and xid_events, whose VALUE is the
  *   number of Xid 79 events raised after nvmlDeviceRegisterEvents (one
  *   delivered per nvmlEventSetWait_v2; no +STEP@N).
+ *   GPUP2P_FAKE_NVML_LOST=GPU@N  from its (N+1)th handle lookup on
+ *                           (nvmlDeviceGetHandleByPciBusId_v2), GPU is not
+ *                           found: NVML_ERROR_GPU_IS_LOST (15), as a GPU
+ *                           that fell off the bus. The tool looks each GPU
+ *                           up once before the run, then once to read its
+ *                           counters after it and once to count its Xids:
+ *                           @1 loses it for both, @2 for the Xids only.
+ *   GPUP2P_FAKE_NVML_STRAY_XIDS=K  K Xid 79 events for a device that is
+ *                           none of the GPUs, delivered before theirs.
  *
  * The tests load it with LD_LIBRARY_PATH beside the stand-in libcuda.so.1
  * (the tool dlopens "libnvidia-ml.so.1" by name).
@@ -55,6 +66,7 @@
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_TIMEOUT 10
+#define NVML_ERROR_GPU_IS_LOST 15
 #define NVML_EVENT_TYPE_XID_CRITICAL_ERROR 0x0000000000000008ULL
 #define NVML_P2P_STATUS_OK 0
 #define NVML_P2P_STATUS_NOT_SUPPORTED 5
@@ -135,12 +147,15 @@ static const char *const link_counter_names[C_LINK_COUNT] = {
 typedef struct {
     int rc;                     /* what the call returns */
     unsigned long long value, step;
+    bool step_down;             /* -STEP: the counter went down (a reset) */
     unsigned step_after;        /* reads before the step; 0: no step */
     unsigned reads;
 } FakeCounter;
 
 struct FakeGpu {
     char bdf[16];
+    unsigned lookups;           /* handle lookups so far */
+    unsigned lost_after;        /* lookups that find it; 0: never lost */
     FakeCounter gpu[C_GPU_COUNT];
     FakeCounter link[FAKE_MAX_LINKS][C_LINK_COUNT];
 };
@@ -148,9 +163,13 @@ struct FakeGpu {
 struct nvmlEventSet_st {
     bool registered[FAKE_MAX_GPUS];
     unsigned long long delivered[FAKE_MAX_GPUS];
+    unsigned long long stray_delivered;
 };
 
 static struct FakeGpu gpus[FAKE_MAX_GPUS];
+/* The device of the stray Xids: no GPU's handle. */
+static struct FakeGpu stray_device;
+static unsigned long long stray_xids;
 static int n_gpus;
 static unsigned n_links;
 
@@ -166,7 +185,7 @@ static unsigned long long counter_read(FakeCounter *c)
     unsigned long long v = c->value;
 
     if (c->step_after && c->reads >= c->step_after) {
-        v += c->step;
+        v = c->step_down ? v - c->step : v + c->step;
     }
     c->reads++;
     return v;
@@ -186,7 +205,8 @@ static void parse_bus_ids(const char *list)
     free(copy);
 }
 
-/* "=VALUE[+STEP@N]", "=unsupported", "=error:CODE" into @c. */
+/* "=VALUE[+STEP@N]", "=VALUE-STEP@N", "=unsupported", "=error:CODE"
+ * into @c. */
 static void parse_setting(FakeCounter *c, const char *text, const char *spec)
 {
     char *end;
@@ -206,11 +226,13 @@ static void parse_setting(FakeCounter *c, const char *text, const char *spec)
     if (end == text) {
         die("counter value", spec);
     }
-    if (*end == '+') {
+    if (*end == '+' || *end == '-') {
         const char *step = end + 1;
 
+        c->step_down = *end == '-';
         c->step = strtoull(step, &end, 10);
-        if (end == step || *end != '@') {
+        if (end == step || *end != '@' ||
+            (c->step_down && c->step > c->value)) {
             die("counter step", spec);
         }
         step = end + 1;
@@ -276,11 +298,30 @@ static void parse_counter(char *spec)
     }
 }
 
+/* GPUP2P_FAKE_NVML_LOST=GPU@N. */
+static void parse_lost(const char *spec)
+{
+    char *end;
+    long gpu = strtol(spec, &end, 10);
+    unsigned long after;
+
+    if (end == spec || *end != '@' || gpu < 0 || gpu >= n_gpus) {
+        die("GPUP2P_FAKE_NVML_LOST", spec);
+    }
+    after = strtoul(end + 1, &end, 10);
+    if (after == 0 || *end) {
+        die("GPUP2P_FAKE_NVML_LOST", spec);
+    }
+    gpus[gpu].lost_after = (unsigned)after;
+}
+
 nvmlReturn_t nvmlInit_v2(void)
 {
     const char *ids = getenv("GPUP2P_FAKE_NVML_BUS_IDS");
     const char *links = getenv("GPUP2P_FAKE_NVML_NVLINKS");
     const char *counters = getenv("GPUP2P_FAKE_NVML_COUNTERS");
+    const char *lost = getenv("GPUP2P_FAKE_NVML_LOST");
+    const char *stray = getenv("GPUP2P_FAKE_NVML_STRAY_XIDS");
 
     memset(gpus, 0, sizeof(gpus));
     n_gpus = 0;
@@ -303,6 +344,18 @@ nvmlReturn_t nvmlInit_v2(void)
         }
         free(copy);
     }
+    if (lost && *lost) {
+        parse_lost(lost);
+    }
+    stray_xids = 0;
+    if (stray && *stray) {
+        char *end;
+
+        stray_xids = strtoull(stray, &end, 10);
+        if (end == stray || *end) {
+            die("GPUP2P_FAKE_NVML_STRAY_XIDS", stray);
+        }
+    }
     return NVML_SUCCESS;
 }
 
@@ -319,6 +372,10 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id,
     /* NVML takes "0000:07:00.0" and "00000000:07:00.0" alike. */
     for (int i = 0; i < n_gpus && len >= 12; i++) {
         if (!strcasecmp(bus_id + len - 12, gpus[i].bdf)) {
+            if (gpus[i].lost_after &&
+                gpus[i].lookups++ >= gpus[i].lost_after) {
+                return NVML_ERROR_GPU_IS_LOST;
+            }
             *dev = &gpus[i];
             return NVML_SUCCESS;
         }
@@ -489,6 +546,15 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set,
                                  nvmlEventData_t *data, unsigned int timeout)
 {
     (void)timeout;
+    if (set->stray_delivered < stray_xids) {
+        set->stray_delivered++;
+        memset(data, 0, sizeof(*data));
+        data->device = &stray_device;
+        data->eventType = NVML_EVENT_TYPE_XID_CRITICAL_ERROR;
+        data->eventData = FAKE_XID;
+        data->gpuInstanceId = data->computeInstanceId = 0xffffffffu;
+        return NVML_SUCCESS;
+    }
     for (int i = 0; i < n_gpus; i++) {
         if (set->registered[i] &&
             set->delivered[i] < gpus[i].gpu[C_XID].value) {
