@@ -226,9 +226,10 @@ static void judge_health_value(VerifyReport *r, guint i, int link,
                              g_strdup_printf(" NVLink %d", link);
     g_autofree char *xid = v == &g->health[HEALTH_XID_EVENTS] ?
         g_strdup_printf(" (last Xid %llu)", g->last_xid) : g_strdup("");
-    g_autofree char *rate = info->fail_per_second > 0 ?
-        g_strdup_printf(" (%.1f per second; fails at %.0f)",
-                        verify_health_rise_per_second(v),
+    g_autofree char *per = info->fail_per_second > 0 ?
+        verify_health_rate_text(v) : NULL;
+    g_autofree char *rate = per ?
+        g_strdup_printf(" (%s; fails at %.0f per second)", per,
                         info->fail_per_second) : g_strdup("");
 
     if (verdict == HEALTH_FAILED) {
@@ -242,9 +243,9 @@ static void judge_health_value(VerifyReport *r, guint i, int link,
     }
 }
 
-/* A link counter summed over GPU @i's links (DCGM's CRC totals): the
- * sum fails the GPU or warns, in one note that names the links that
- * rose; their own rises add no note. */
+/* A link counter summed over GPU @i's links (DCGM's CRC totals): one
+ * warning note with the rate and the links that rose (the links' own
+ * rates decide, judge_health_value). */
 static void judge_health_total(VerifyReport *r, guint i, int t)
 {
     const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
@@ -260,8 +261,10 @@ static void judge_health_total(VerifyReport *r, guint i, int t)
     rate = verify_health_rate_text(&sum.sum);
     what = g_strdup_printf("GPU %u (%s): health: %s rose from %llu to %llu "
                            "during the run: %llu over its NVLinks, %s "
-                           "(fails at %.0f per second); NVLinks that rose: "
-                           "%s", i, g->bdf, info->name, sum.sum.before,
+                           "(DCGM's watch fails a GPU's total at %.0f per "
+                           "second; this tool judges each link at that "
+                           "rate); NVLinks that rose: %s", i, g->bdf,
+                           info->name, sum.sum.before,
                            sum.sum.after, sum.sum.after - sum.sum.before,
                            rate, info->fail_per_second, links);
     if (verdict == HEALTH_FAILED) {
@@ -283,7 +286,11 @@ static void judge_health(VerifyReport *r)
         }
         for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
             for (int c = 0; c < HEALTH_LINK_COUNTERS; c++) {
-                if (!verify_health_link_summed(c)) {
+                /* A CRC link's warning is in its total's note. */
+                if (!verify_health_link_summed(c) ||
+                    verify_health_verdict(&g->link_health[l][c],
+                                          &verify_health_link_counters[c]) ==
+                    HEALTH_FAILED) {
                     judge_health_value(r, i, l, &g->link_health[l][c],
                                        &verify_health_link_counters[c]);
                 }

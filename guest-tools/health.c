@@ -35,39 +35,42 @@ const VerifyHealthCounterInfo verify_health_gpu_counters[] = {
 };
 
 /*
- * NVLink, as DCGM's health watch judges it: any replay or recovery fails
- * the link. CRC errors are judged on the GPU's total of each kind (the
- * totals below); a link's own rise only warns.
+ * NVLink: any replay or recovery fails the link, as in DCGM's health
+ * watch. CRC errors fail a link at 100 or more per second and warn below:
+ * DCGM's limit (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR; the driver's team told
+ * DCGM that CRC errors matter only at such rates), applied per link.
+ * DCGM applies it to the GPU's total over all links
+ * (DCGM_FI_DEV_NVLINK_CRC_*_ERROR_COUNT_TOTAL) over its watch's window;
+ * this tool's window is a burst at full bandwidth on every link, in which
+ * healthy H100s count 75 to 138 CRC data errors a second in total, 1.5 to
+ * 16 per link (docs/gpu-results/h100x2-health): DCGM's total rule would
+ * fail healthy GPUs in a good part of the runs. The totals are reported
+ * (below), as a warning.
  */
+#define NVLINK_CRC_FAIL_PER_SECOND 100.0
+
 const VerifyHealthCounterInfo verify_health_link_counters[] = {
     [HEALTH_NVLINK_REPLAY] = { "nvlink_replay", HEALTH_FAILED,
         "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_REPLAY" },
     [HEALTH_NVLINK_RECOVERY] = { "nvlink_recovery", HEALTH_FAILED,
         "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_RECOVERY" },
-    [HEALTH_NVLINK_CRC_FLIT] = { "nvlink_crc_flit", HEALTH_WARNING,
-        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_FLIT" },
-    [HEALTH_NVLINK_CRC_DATA] = { "nvlink_crc_data", HEALTH_WARNING,
-        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_DATA" },
+    [HEALTH_NVLINK_CRC_FLIT] = { "nvlink_crc_flit", HEALTH_FAILED,
+        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_FLIT",
+        NVLINK_CRC_FAIL_PER_SECOND },
+    [HEALTH_NVLINK_CRC_DATA] = { "nvlink_crc_data", HEALTH_FAILED,
+        "nvmlDeviceGetNvLinkErrorCounter, NVML_NVLINK_ERROR_DL_CRC_DATA",
+        NVLINK_CRC_FAIL_PER_SECOND },
 };
 
-/*
- * CRC errors fail the GPU at 100 or more per second and warn below
- * (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR: the driver's team told DCGM that CRC
- * errors matter only at such rates), counted as DCGM's watch counts them:
- * DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL and ..._CRC_DATA_..._TOTAL
- * sum all links, so 18 links at 60 a second are 1080 a second and fail.
- * Healthy H100s count CRC data errors during every run of this tool
- * (docs/gpu-results/h100x2-health).
- */
-#define NVLINK_CRC_FAIL_PER_SECOND 100.0
-
+/* The GPU's totals, as DCGM's watch counts them: a rise warns with its
+ * rate, whatever the rate (the links decide). */
 const VerifyHealthTotalInfo verify_health_link_totals[] = {
     [HEALTH_NVLINK_CRC_FLIT_TOTAL] = { { "nvlink_crc_flit_total",
-        HEALTH_FAILED, "nvlink_crc_flit summed over the active links "
+        HEALTH_WARNING, "nvlink_crc_flit summed over the active links "
         "(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL)",
         NVLINK_CRC_FAIL_PER_SECOND }, HEALTH_NVLINK_CRC_FLIT },
     [HEALTH_NVLINK_CRC_DATA_TOTAL] = { { "nvlink_crc_data_total",
-        HEALTH_FAILED, "nvlink_crc_data summed over the active links "
+        HEALTH_WARNING, "nvlink_crc_data summed over the active links "
         "(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL)",
         NVLINK_CRC_FAIL_PER_SECOND }, HEALTH_NVLINK_CRC_DATA },
 };
