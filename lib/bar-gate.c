@@ -247,10 +247,13 @@ static void space_clear(Space *s)
 }
 
 /*
- * Where the guest may place 64-bit BARs: above RAM (QEMU starts
- * pci-hole64 above the RAM above 4 GiB, 1 GiB aligned) up to the end of
- * pci-hole64 (SeaBIOS) or of the guest's address space (OVMF sizes its
- * aperture from the address bits and may place it at their top).
+ * Where the guest may place 64-bit BARs, as modelled: above RAM (4 GiB
+ * plus all of RAM, 1 GiB aligned) up to the end of pci-hole64 (SeaBIOS)
+ * or of the guest's address space (OVMF sizes its aperture from the
+ * address bits and may place it at their top). Only a model: q35 puts
+ * only the RAM above its below-4G part (2 GiB, or the lowmem split) over
+ * 4 GiB, adds hot-plug memory, and SeaBIOS may keep 64-bit BARs below
+ * 4 GiB; so nothing is proven from it.
  */
 static void space_window(Space *s, const GpBarGateVm *vm)
 {
@@ -391,7 +394,17 @@ static char *backend_why(const GpBarGateHost *host, const GpBarGateVm *vm,
     return NULL;
 }
 
-/* The IOVA space: width, the BAR, the window, reserved regions. */
+/* Why a verdict from the modelled window is no proof. */
+#define WINDOW_MODEL "the model (above 4 GiB plus all of RAM) is not " \
+    "where the guest puts it: q35 puts only the RAM above its below-4G " \
+    "part over 4 GiB and adds hot-plug memory, and SeaBIOS may keep " \
+    "64-bit BARs below 4 GiB"
+
+/*
+ * The IOVA space: width, the BAR, the window, reserved regions. Only a
+ * BAR larger than the IOMMU's whole address space is proven; what rests
+ * on the modelled window is unknown.
+ */
 static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
 {
     unsigned index = 0;
@@ -411,12 +424,15 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
             continue;
         }
         if (r->start <= s->win_start && r->end >= s->win_end) {
-            return g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
-                                   "-0x%" PRIx64 " lies inside IOMMU group "
-                                   "%d's reserved region 0x%" PRIx64 "-0x%"
-                                   PRIx64 " (%s), where nothing is mapped",
-                                   s->win_start, s->win_end, group, r->start,
-                                   r->end, r->type);
+            why = g_strdup_printf("the guest's 64-bit BAR window as "
+                                  "modelled, 0x%" PRIx64 "-0x%" PRIx64 ", "
+                                  "lies inside IOMMU group %d's reserved "
+                                  "region 0x%" PRIx64 "-0x%" PRIx64 " (%s), "
+                                  "where nothing is mapped; %s",
+                                  s->win_start, s->win_end, group, r->start,
+                                  r->end, r->type, WINDOW_MODEL);
+            add_unknown(u, why);
+            continue;
         }
         why = g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
                               "-0x%" PRIx64 " overlaps IOMMU group %d's "
@@ -441,12 +457,14 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
         return NULL;
     }
     if (s->win_start > top) {
-        return g_strdup_printf("the guest's 64-bit BAR window starts at 0x%"
-                               PRIx64 ", past the IOMMU's %u-bit address "
-                               "space (up to 0x%" PRIx64 ")", s->win_start,
-                               s->iommu_bits, top);
-    }
-    if (s->win_end > top) {
+        g_autofree char *why = g_strdup_printf(
+            "the guest's 64-bit BAR window as modelled, 0x%" PRIx64 "-0x%"
+            PRIx64 ", starts past the IOMMU's %u-bit address space (up to "
+            "0x%" PRIx64 "): a BAR placed there is not mapped; %s",
+            s->win_start, s->win_end, s->iommu_bits, top, WINDOW_MODEL);
+
+        add_unknown(u, why);
+    } else if (s->win_end > top) {
         g_autofree char *why = g_strdup_printf(
             "the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
             " reaches past the IOMMU's %u-bit address space (up to 0x%"
