@@ -92,51 +92,63 @@ static void decide_container(GpBarGateHost *h)
                                     "is under sys/module (not loaded yet, "
                                     "or a capture, which records no "
                                     "modules) and no kernel config is "
-                                    "readable (boot/config-RELEASE, "
-                                    "proc/config.gz)");
+                                    "readable (proc/config.gz, "
+                                    "boot/config-RELEASE)");
     }
 }
 
-/* VFIO dma-buf export: Linux 6.19 with CONFIG_VFIO_PCI_DMABUF. */
+/*
+ * VFIO dma-buf export: Linux 6.19 with CONFIG_VFIO_PCI_DMABUF. A readable
+ * config decides whatever the release says (a vendor kernel may backport
+ * the export to an older one); the release alone proves nothing.
+ */
 static void decide_dmabuf(GpBarGateHost *h)
 {
     unsigned major, minor;
+    const char *rel = h->release ? h->release : "(release not known)";
 
     g_free(h->dmabuf_why);
-    if (!gp_release_version(h->release, &major, &minor)) {
+    if (h->config && config_on(h->config, "CONFIG_VFIO_PCI_DMABUF")) {
+        h->dmabuf = GP_TRI_YES;
+        h->dmabuf_why = g_strdup_printf("Linux %s with "
+                                        "CONFIG_VFIO_PCI_DMABUF=y in %s",
+                                        rel, h->config_path);
+    } else if (h->config) {
+        h->dmabuf = GP_TRI_NO;
+        h->dmabuf_why = g_strdup_printf("Linux %s is built without "
+                                        "CONFIG_VFIO_PCI_DMABUF (%s; it "
+                                        "needs PCI_P2PDMA, and kernels "
+                                        "before 6.19 lack it), so it "
+                                        "exports no BAR as a dma-buf", rel,
+                                        h->config_path);
+    } else if (!gp_release_version(h->release, &major, &minor)) {
         h->dmabuf = GP_TRI_UNKNOWN;
-        h->dmabuf_why = g_strdup_printf("the kernel's release is %s, so its "
-                                        "VFIO dma-buf export (Linux 6.19+) "
-                                        "is not known", h->release ?
-                                        h->release : "not known (no "
+        h->dmabuf_why = g_strdup_printf("the kernel's release is %s and no "
+                                        "kernel config is readable, so its "
+                                        "VFIO dma-buf export (Linux 6.19+, "
+                                        "CONFIG_VFIO_PCI_DMABUF) is not "
+                                        "known", h->release ? h->release :
+                                        "not known (no "
                                         "proc/sys/kernel/osrelease)");
     } else if (major < GP_LINUX_DMABUF_MAJOR ||
                (major == GP_LINUX_DMABUF_MAJOR &&
                 minor < GP_LINUX_DMABUF_MINOR)) {
-        h->dmabuf = GP_TRI_NO;
-        h->dmabuf_why = g_strdup_printf("Linux %s has no VFIO dma-buf "
-                                        "export (added in 6.19)",
+        h->dmabuf = GP_TRI_UNKNOWN;
+        h->dmabuf_why = g_strdup_printf("Linux %s predates VFIO's dma-buf "
+                                        "export (6.19), but a vendor kernel "
+                                        "may backport it, and no kernel "
+                                        "config is readable (proc/"
+                                        "config.gz, boot/config-%s) to tell "
+                                        "CONFIG_VFIO_PCI_DMABUF", h->release,
                                         h->release);
-    } else if (!h->config) {
+    } else {
         h->dmabuf = GP_TRI_UNKNOWN;
         h->dmabuf_why = g_strdup_printf("Linux %s may export BARs as "
                                         "dma-bufs, but no kernel config is "
-                                        "readable (boot/config-%s, "
-                                        "proc/config.gz) to tell "
+                                        "readable (proc/config.gz, "
+                                        "boot/config-%s) to tell "
                                         "CONFIG_VFIO_PCI_DMABUF",
                                         h->release, h->release);
-    } else if (config_on(h->config, "CONFIG_VFIO_PCI_DMABUF")) {
-        h->dmabuf = GP_TRI_YES;
-        h->dmabuf_why = g_strdup_printf("Linux %s with "
-                                        "CONFIG_VFIO_PCI_DMABUF=y (%s)",
-                                        h->release, h->config_path);
-    } else {
-        h->dmabuf = GP_TRI_NO;
-        h->dmabuf_why = g_strdup_printf("Linux %s is built without "
-                                        "CONFIG_VFIO_PCI_DMABUF (%s; it "
-                                        "needs PCI_P2PDMA), so it exports "
-                                        "no BAR as a dma-buf", h->release,
-                                        h->config_path);
     }
 }
 

@@ -190,6 +190,22 @@ static void test_unknown_config(void)
     host_free(&h);
 }
 
+/* No release known, a config read elsewhere: the config decides. */
+static void test_config_without_release(void)
+{
+    Host h = host_new(NULL, NULL, false, CAP_48);
+    g_autoptr(GpBarGateHost) host = gp_bar_gate_host_read(sb_root(h.sb));
+
+    g_assert_cmpint(host->dmabuf, ==, GP_TRI_UNKNOWN);
+    gp_bar_gate_host_set_config(host, CONFIG_TYPE1, "/proc/config.gz");
+    g_assert_cmpint(host->dmabuf, ==, GP_TRI_YES);
+    g_assert_nonnull(strstr(host->dmabuf_why, "CONFIG_VFIO_PCI_DMABUF=y "
+                            "in /proc/config.gz"));
+    gp_bar_gate_host_set_config(host, CONFIG_NO_DMABUF, "/proc/config.gz");
+    g_assert_cmpint(host->dmabuf, ==, GP_TRI_NO);
+    host_free(&h);
+}
+
 static void test_iommufd(void)
 {
     static const struct {
@@ -207,13 +223,19 @@ static void test_iommufd(void)
           "on our QEMU (10.0)" },
         { REL, CONFIG_EMULATED, GP_VMM_STOCK, 0, 0, GP_BAR_GATE_UNKNOWN,
           "this QEMU's version is not known" },
+        /* An older release proves nothing: its config decides (a vendor
+         * kernel may backport the export), and without one, unknown. */
+        { "6.12.95+deb12-amd64", CONFIG_NO_DMABUF, GP_VMM_STOCK, 11, 1,
+          GP_BAR_GATE_NOT_MAPPED, "built without CONFIG_VFIO_PCI_DMABUF" },
         { "6.12.95+deb12-amd64", CONFIG_EMULATED, GP_VMM_STOCK, 11, 1,
-          GP_BAR_GATE_NOT_MAPPED, "has no VFIO dma-buf export (added in "
-          "6.19)" },
+          GP_BAR_GATE_MAPPED, "CONFIG_VFIO_PCI_DMABUF=y" },
+        { "6.12.95+deb12-amd64", NULL, GP_VMM_STOCK, 11, 1,
+          GP_BAR_GATE_UNKNOWN, "a vendor kernel may backport it, and no "
+          "kernel config is readable" },
         { REL, CONFIG_NO_DMABUF, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_NOT_MAPPED,
           "built without CONFIG_VFIO_PCI_DMABUF" },
         { REL, NULL, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_UNKNOWN,
-          "no kernel config is readable (boot/config-" REL },
+          "no kernel config is readable (proc/config.gz, boot/config-" REL },
         { NULL, NULL, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_UNKNOWN,
           "no proc/sys/kernel/osrelease" },
     };
@@ -406,6 +428,8 @@ int main(int argc, char **argv)
     g_test_add_func("/bar-gate/emulated-container", test_emulated_container);
     g_test_add_func("/bar-gate/emulated-unknown", test_emulated_unknown);
     g_test_add_func("/bar-gate/unknown-config", test_unknown_config);
+    g_test_add_func("/bar-gate/config-without-release",
+                    test_config_without_release);
     g_test_add_func("/bar-gate/iommufd", test_iommufd);
     g_test_add_func("/bar-gate/no-mmap", test_no_mmap);
     g_test_add_func("/bar-gate/viommu", test_viommu);

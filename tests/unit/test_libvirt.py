@@ -1038,6 +1038,10 @@ GATE_REL = "7.3.4+bpo-amd64"
 CONFIG_TYPE1 = ("CONFIG_VFIO=m\nCONFIG_VFIO_CONTAINER=y\n"
                 "CONFIG_VFIO_IOMMU_TYPE1=m\nCONFIG_IOMMUFD=m\n"
                 "CONFIG_VFIO_DEVICE_CDEV=y\nCONFIG_VFIO_PCI_DMABUF=y\n")
+# Linux 6.12's own config, which has no CONFIG_VFIO_PCI_DMABUF.
+CONFIG_612 = ("CONFIG_VFIO=m\nCONFIG_VFIO_CONTAINER=y\n"
+              "CONFIG_VFIO_IOMMU_TYPE1=m\nCONFIG_IOMMUFD=m\n"
+              "CONFIG_VFIO_DEVICE_CDEV=y\n")
 CONFIG_EMULATED = ("CONFIG_VFIO=m\nCONFIG_IOMMUFD=m\n"
                    "# CONFIG_VFIO_CONTAINER is not set\n"
                    "CONFIG_IOMMUFD_VFIO_CONTAINER=y\n")
@@ -1158,7 +1162,7 @@ def test_bar_gate(t, d):
     emulated = gate_host(NV_HOST, os.path.join(d, "gate-emul"), GATE_REL,
                          CONFIG_EMULATED, cap=CAP_48)
     old = gate_host(NV_HOST, os.path.join(d, "gate-6.12"),
-                    "6.12.95+deb12-amd64", CONFIG_TYPE1, type1=True,
+                    "6.12.95+deb12-amd64", CONFIG_612, type1=True,
                     cap=CAP_48)
     narrow = gate_host(NV_HOST, os.path.join(d, "gate-39"), GATE_REL,
                        CONFIG_TYPE1, type1=True, cap=CAP_39)
@@ -1190,7 +1194,8 @@ def test_bar_gate(t, d):
         ("iommufd on stock QEMU 10.2", real, {"hostdev_driver": iommufd},
          q10, "the iommufd backend on QEMU 10.2", 3),
         ("iommufd on Linux 6.12", old, {"hostdev_driver": iommufd}, q11,
-         "Linux 6.12.95+deb12-amd64 has no VFIO dma-buf export", 3),
+         "Linux 6.12.95+deb12-amd64 is built without "
+         "CONFIG_VFIO_PCI_DMABUF", 3),
         ("x-no-mmap on 0000:05:00.0", real, {"more": nommap}, q11,
          "0000:05:00.0: x-no-mmap=on", 1),
     )
@@ -1280,6 +1285,33 @@ def test_bar_gate(t, d):
          "gate: iommufd with Linux 7.3's dma-buf and QEMU 11.1: ids "
          "written, check ok", p.stderr + json.dumps(item))
 
+    # An older release with the export backported (its config says so):
+    # mapped; the release alone proves nothing.
+    backport = gate_host(NV_HOST, os.path.join(d, "gate-backport"),
+                         "6.12.95+deb12-amd64", CONFIG_TYPE1, type1=True,
+                         cap=CAP_48)
+    p = run("libvirt", "--sysfs-root", backport, "--qemu-stock", fd11)
+    ck, item = gate_item(backport, fd11, q11)
+    t.ok(p.returncode == 0 and stock_ids(p.stdout) == 2 and
+         "BARs" not in p.stderr and item.get("verdict") == "ok" and
+         "Linux 6.12.95+deb12-amd64 with CONFIG_VFIO_PCI_DMABUF=y" in
+         json.dumps(item.get("bar_gate")),
+         "gate: iommufd on Linux 6.12 whose config has "
+         "CONFIG_VFIO_PCI_DMABUF=y (a backport): ids written, check ok",
+         p.stderr + json.dumps(item))
+
+    # Both proc/config.gz and boot/config-RELEASE: the running kernel's
+    # own config wins.
+    both = gate_host(NV_HOST, os.path.join(d, "gate-both"), GATE_REL,
+                     CONFIG_TYPE1, cap=CAP_48)
+    with gzip.open(os.path.join(both, "proc", "config.gz"), "wt") as f:
+        f.write(CONFIG_EMULATED)
+    p = run("libvirt", "--sysfs-root", both, "--qemu-stock", plain)
+    t.ok(p.returncode == 0 and stock_ids(p.stdout) == 0 and
+         "CONFIG_IOMMUFD_VFIO_CONTAINER=y in %s/proc/config.gz" % both in
+         p.stderr, "gate: proc/config.gz wins over boot/config-RELEASE",
+         p.stdout[-600:] + p.stderr)
+
     # No boot/config-RELEASE: proc/config.gz (CONFIG_IKCONFIG_PROC) says.
     gz = gate_host(NV_HOST, os.path.join(d, "gate-gz"), GATE_REL, None,
                    cap=CAP_48)
@@ -1303,7 +1335,13 @@ def test_bar_gate(t, d):
              "window as modelled, 0x9700000000-0x9effffffff, starts past "
              "the IOMMU's 39-bit address space"),
             ("no kernel config or modules", NV_HOST, plain,
-             "no kernel config is readable")):
+             "no kernel config is readable"),
+            # A release before 6.19 proves no dma-buf without a config.
+            ("iommufd on Linux 6.12 without a config",
+             gate_host(NV_HOST, os.path.join(d, "gate-6.12-noconf"),
+                       "6.12.95+deb12-amd64", None, type1=True, cap=CAP_48),
+             fd11, "Linux 6.12.95+deb12-amd64 predates VFIO's dma-buf "
+             "export (6.19), but a vendor kernel may backport it")):
         p = run("libvirt", "--sysfs-root", host, "--qemu-stock", path)
         ck, item = gate_item(host, path, q11)
         t.ok(p.returncode == 0 and stock_ids(p.stdout) == 2 and
