@@ -507,6 +507,9 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
     } else if (backend) {
         add_unknown(u, backend);
     }
+    if (!no && g->no_mmap_why) {
+        add_unknown(u, g->no_mmap_why);
+    }
     if (!no && g->dev->iommu_group < 0) {
         add_unknown(u, "it is in no IOMMU group");
     }

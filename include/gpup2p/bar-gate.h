@@ -73,6 +73,8 @@ typedef struct GpBarGateGpu {
     const GpDevice *dev;
     bool iommufd;               /* the iommufd backend, not a container */
     bool no_mmap;               /* x-no-mmap=on */
+    const char *no_mmap_why;    /* non-NULL: x-no-mmap's value is not
+                                 * known, and why */
 } GpBarGateGpu;
 
 /* The VM's facts, from its domain or command line. */

@@ -267,6 +267,25 @@ static void test_no_mmap(void)
     host_free(&h);
 }
 
+/* x-no-mmap's value not known (a spelling QEMU does not read): unknown,
+ * with the front's reason. */
+static void test_no_mmap_unknown(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GpBarGateHost) host = gp_bar_gate_host_read(sb_root(h.sb));
+    GpBarGateGpu gpus[2] = {
+        { gp_topo_find(h.topo, GPU_A), false, false, NULL },
+        { gp_topo_find(h.topo, GPU_B), false, false,
+          "x-no-mmap='ON' is none of QEMU's bool spellings" },
+    };
+    g_autoptr(GPtrArray) g = gp_bar_gate_decide(host, &vm, gpus, 2);
+
+    assert_gate(g, 0, GP_BAR_GATE_MAPPED, "vfio_iommu_type1");
+    assert_gate(g, 1, GP_BAR_GATE_UNKNOWN, "x-no-mmap='ON' is none");
+    host_free(&h);
+}
+
 static void test_viommu(void)
 {
     Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
@@ -432,6 +451,7 @@ int main(int argc, char **argv)
                     test_config_without_release);
     g_test_add_func("/bar-gate/iommufd", test_iommufd);
     g_test_add_func("/bar-gate/no-mmap", test_no_mmap);
+    g_test_add_func("/bar-gate/no-mmap-unknown", test_no_mmap_unknown);
     g_test_add_func("/bar-gate/viommu", test_viommu);
     g_test_add_func("/bar-gate/window-beyond-iommu", test_window_beyond_iommu);
     g_test_add_func("/bar-gate/bar-beyond-iommu", test_bar_beyond_iommu);

@@ -1092,9 +1092,9 @@ def gate_props(cliques="", **more):
 
 
 def gate_domain(d, name, qemu, extra_dev="", hostdev_driver="",
-                memory="8", props=None, machine="q35"):
+                memory="8", props=None, machine="q35", cmdline=""):
     """gpu-vm.xml (three GPUs, KVM visible, aliases ua-gpu0-2) for the
-    gate's cases; @props: gate_props()."""
+    gate's cases; @props: gate_props(); @cmdline: <qemu:commandline>."""
     with open(STOCK_DOMAIN) as f:
         xml = f.read()
     override = ""
@@ -1120,7 +1120,7 @@ def gate_domain(d, name, qemu, extra_dev="", hostdev_driver="",
         "<memory unit='GiB'>8</memory>",
         "<memory unit='GiB'>%s</memory>" % memory).replace(
         "<source>", hostdev_driver + "<source>").replace(
-        "</devices>", extra_dev + "</devices>" + override)
+        "</devices>", extra_dev + "</devices>" + override + cmdline)
     path = os.path.join(d, name)
     with open(path, "w") as f:
         f.write(xml)
@@ -1252,6 +1252,31 @@ def test_bar_gate(t, d):
                  "gate, %s: check --domain fails peer BAR maps where the "
                  "domain gives %s, same reason" % (what, kind),
                  ck.stdout[-1500:] + ck.stderr)
+
+    # x-no-mmap in each of QEMU's bool spellings (qapi_bool_parse(),
+    # case-sensitive), by -global and by override; another spelling is
+    # unknown, a warning naming it, not "mapped".
+    cl = ("<qemu:commandline xmlns:qemu='%s'><qemu:arg value='-global'/>"
+          "<qemu:arg value='vfio-pci.x-no-mmap=%%s'/></qemu:commandline>"
+          % QEMU_NS)
+    for k, (value, want) in enumerate(
+            [(v, "not mapped") for v in ("on", "yes", "true", "y")] +
+            [(v, "mapped") for v in ("off", "no", "false", "n")] +
+            [(v, "unknown") for v in ("ON", "1", "enabled")]):
+        for how, kw in (
+                ("-global", {"cmdline": cl % value}),
+                ("<qemu:override>", {"props": gate_props("stock", x=(
+                    "ua-gpu1", "x-no-mmap", "string", value))})):
+            path = gate_domain(d, "nommap-%d-%s.xml" % (k, how[1]), q11,
+                               **kw)
+            ck, item = gate_item(real, path, q11)
+            gates = {g["bdf"]: g for g in item.get("bar_gate", [])}
+            g = gates.get("0000:05:00.0", {})
+            t.ok(g.get("verdict") == want and
+                 (want != "unknown" or "x-no-mmap='%s' (%s) is none of "
+                  "QEMU's bool spellings" % (value, how) in g["reason"]),
+                 "gate: x-no-mmap=%s by %s: %s" % (value, how, want),
+                 json.dumps(item))
 
     # On q35-gpup2p (auto by default) check fails; the transform turns a
     # gated GPU off, and check finds that ok.
