@@ -1149,12 +1149,13 @@ def stock_ids(out):
 def test_bar_gate(t, d):
     """The BAR gate through both fronts: where a GPU's BARs will not be
     mapped for its peers (the emulated container, iommufd without dma-buf
-    in the kernel or the QEMU, x-no-mmap), `libvirt --qemu-stock` writes no id for it and our QEMU's gets
-    x-gpu-p2p-clique=off, both saying why; `check --domain` fails the
-    item with the same reason where the domain gives the GPU a clique (an
-    id, auto), and finds both transforms' output ok. An unknown (a
-    vIOMMU, no kernel config, a modelled window past the IOMMU's width)
-    is a warning and the ids are written."""
+    in the kernel or the QEMU, x-no-mmap), `libvirt --qemu-stock` writes
+    no id for it and our QEMU's gets x-gpu-p2p-clique=off, both saying
+    why; `check --domain` fails the item with the same reason where the
+    domain gives the GPU a clique (an id, auto), and finds both
+    transforms' output ok. An unknown (a vIOMMU, no kernel config, a
+    modelled window past the IOMMU's width) is a warning and the ids are
+    written."""
     q11 = stock_standin(d, "11.1.3")
     q10 = stock_standin(d, "10.2.2")
     real = gate_host(NV_HOST, os.path.join(d, "gate-real"), GATE_REL,
