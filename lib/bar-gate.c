@@ -92,51 +92,63 @@ static void decide_container(GpBarGateHost *h)
                                     "is under sys/module (not loaded yet, "
                                     "or a capture, which records no "
                                     "modules) and no kernel config is "
-                                    "readable (boot/config-RELEASE, "
-                                    "proc/config.gz)");
+                                    "readable (proc/config.gz, "
+                                    "boot/config-RELEASE)");
     }
 }
 
-/* VFIO dma-buf export: Linux 6.19 with CONFIG_VFIO_PCI_DMABUF. */
+/*
+ * VFIO dma-buf export: Linux 6.19 with CONFIG_VFIO_PCI_DMABUF. A readable
+ * config decides whatever the release says (a vendor kernel may backport
+ * the export to an older one); the release alone proves nothing.
+ */
 static void decide_dmabuf(GpBarGateHost *h)
 {
     unsigned major, minor;
+    const char *rel = h->release ? h->release : "(release not known)";
 
     g_free(h->dmabuf_why);
-    if (!gp_release_version(h->release, &major, &minor)) {
+    if (h->config && config_on(h->config, "CONFIG_VFIO_PCI_DMABUF")) {
+        h->dmabuf = GP_TRI_YES;
+        h->dmabuf_why = g_strdup_printf("Linux %s with "
+                                        "CONFIG_VFIO_PCI_DMABUF=y in %s",
+                                        rel, h->config_path);
+    } else if (h->config) {
+        h->dmabuf = GP_TRI_NO;
+        h->dmabuf_why = g_strdup_printf("Linux %s is built without "
+                                        "CONFIG_VFIO_PCI_DMABUF (%s; it "
+                                        "needs PCI_P2PDMA, and kernels "
+                                        "before 6.19 lack it), so it "
+                                        "exports no BAR as a dma-buf", rel,
+                                        h->config_path);
+    } else if (!gp_release_version(h->release, &major, &minor)) {
         h->dmabuf = GP_TRI_UNKNOWN;
-        h->dmabuf_why = g_strdup_printf("the kernel's release is %s, so its "
-                                        "VFIO dma-buf export (Linux 6.19+) "
-                                        "is not known", h->release ?
-                                        h->release : "not known (no "
+        h->dmabuf_why = g_strdup_printf("the kernel's release is %s and no "
+                                        "kernel config is readable, so its "
+                                        "VFIO dma-buf export (Linux 6.19+, "
+                                        "CONFIG_VFIO_PCI_DMABUF) is not "
+                                        "known", h->release ? h->release :
+                                        "not known (no "
                                         "proc/sys/kernel/osrelease)");
     } else if (major < GP_LINUX_DMABUF_MAJOR ||
                (major == GP_LINUX_DMABUF_MAJOR &&
                 minor < GP_LINUX_DMABUF_MINOR)) {
-        h->dmabuf = GP_TRI_NO;
-        h->dmabuf_why = g_strdup_printf("Linux %s has no VFIO dma-buf "
-                                        "export (added in 6.19)",
+        h->dmabuf = GP_TRI_UNKNOWN;
+        h->dmabuf_why = g_strdup_printf("Linux %s predates VFIO's dma-buf "
+                                        "export (6.19), but a vendor kernel "
+                                        "may backport it, and no kernel "
+                                        "config is readable (proc/"
+                                        "config.gz, boot/config-%s) to tell "
+                                        "CONFIG_VFIO_PCI_DMABUF", h->release,
                                         h->release);
-    } else if (!h->config) {
+    } else {
         h->dmabuf = GP_TRI_UNKNOWN;
         h->dmabuf_why = g_strdup_printf("Linux %s may export BARs as "
                                         "dma-bufs, but no kernel config is "
-                                        "readable (boot/config-%s, "
-                                        "proc/config.gz) to tell "
+                                        "readable (proc/config.gz, "
+                                        "boot/config-%s) to tell "
                                         "CONFIG_VFIO_PCI_DMABUF",
                                         h->release, h->release);
-    } else if (config_on(h->config, "CONFIG_VFIO_PCI_DMABUF")) {
-        h->dmabuf = GP_TRI_YES;
-        h->dmabuf_why = g_strdup_printf("Linux %s with "
-                                        "CONFIG_VFIO_PCI_DMABUF=y (%s)",
-                                        h->release, h->config_path);
-    } else {
-        h->dmabuf = GP_TRI_NO;
-        h->dmabuf_why = g_strdup_printf("Linux %s is built without "
-                                        "CONFIG_VFIO_PCI_DMABUF (%s; it "
-                                        "needs PCI_P2PDMA), so it exports "
-                                        "no BAR as a dma-buf", h->release,
-                                        h->config_path);
     }
 }
 
@@ -247,10 +259,13 @@ static void space_clear(Space *s)
 }
 
 /*
- * Where the guest may place 64-bit BARs: above RAM (QEMU starts
- * pci-hole64 above the RAM above 4 GiB, 1 GiB aligned) up to the end of
- * pci-hole64 (SeaBIOS) or of the guest's address space (OVMF sizes its
- * aperture from the address bits and may place it at their top).
+ * Where the guest may place 64-bit BARs, as modelled: above RAM (4 GiB
+ * plus all of RAM, 1 GiB aligned) up to the end of pci-hole64 (SeaBIOS)
+ * or of the guest's address space (OVMF sizes its aperture from the
+ * address bits and may place it at their top). Only a model: q35 puts
+ * only the RAM above its below-4G part (2 GiB, or the lowmem split) over
+ * 4 GiB, adds hot-plug memory, and SeaBIOS may keep 64-bit BARs below
+ * 4 GiB; so nothing is proven from it.
  */
 static void space_window(Space *s, const GpBarGateVm *vm)
 {
@@ -391,7 +406,17 @@ static char *backend_why(const GpBarGateHost *host, const GpBarGateVm *vm,
     return NULL;
 }
 
-/* The IOVA space: width, the BAR, the window, reserved regions. */
+/* Why a verdict from the modelled window is no proof. */
+#define WINDOW_MODEL "the model (above 4 GiB plus all of RAM) is not " \
+    "where the guest puts it: q35 puts only the RAM above its below-4G " \
+    "part over 4 GiB and adds hot-plug memory, and SeaBIOS may keep " \
+    "64-bit BARs below 4 GiB"
+
+/*
+ * The IOVA space: width, the BAR, the window, reserved regions. Only a
+ * BAR larger than the IOMMU's whole address space is proven; what rests
+ * on the modelled window is unknown.
+ */
 static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
 {
     unsigned index = 0;
@@ -411,12 +436,15 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
             continue;
         }
         if (r->start <= s->win_start && r->end >= s->win_end) {
-            return g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
-                                   "-0x%" PRIx64 " lies inside IOMMU group "
-                                   "%d's reserved region 0x%" PRIx64 "-0x%"
-                                   PRIx64 " (%s), where nothing is mapped",
-                                   s->win_start, s->win_end, group, r->start,
-                                   r->end, r->type);
+            why = g_strdup_printf("the guest's 64-bit BAR window as "
+                                  "modelled, 0x%" PRIx64 "-0x%" PRIx64 ", "
+                                  "lies inside IOMMU group %d's reserved "
+                                  "region 0x%" PRIx64 "-0x%" PRIx64 " (%s), "
+                                  "where nothing is mapped; %s",
+                                  s->win_start, s->win_end, group, r->start,
+                                  r->end, r->type, WINDOW_MODEL);
+            add_unknown(u, why);
+            continue;
         }
         why = g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
                               "-0x%" PRIx64 " overlaps IOMMU group %d's "
@@ -441,12 +469,14 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
         return NULL;
     }
     if (s->win_start > top) {
-        return g_strdup_printf("the guest's 64-bit BAR window starts at 0x%"
-                               PRIx64 ", past the IOMMU's %u-bit address "
-                               "space (up to 0x%" PRIx64 ")", s->win_start,
-                               s->iommu_bits, top);
-    }
-    if (s->win_end > top) {
+        g_autofree char *why = g_strdup_printf(
+            "the guest's 64-bit BAR window as modelled, 0x%" PRIx64 "-0x%"
+            PRIx64 ", starts past the IOMMU's %u-bit address space (up to "
+            "0x%" PRIx64 "): a BAR placed there is not mapped; %s",
+            s->win_start, s->win_end, s->iommu_bits, top, WINDOW_MODEL);
+
+        add_unknown(u, why);
+    } else if (s->win_end > top) {
         g_autofree char *why = g_strdup_printf(
             "the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
             " reaches past the IOMMU's %u-bit address space (up to 0x%"
@@ -476,6 +506,9 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
         no = g_steal_pointer(&backend);
     } else if (backend) {
         add_unknown(u, backend);
+    }
+    if (!no && g->no_mmap_why) {
+        add_unknown(u, g->no_mmap_why);
     }
     if (!no && g->dev->iommu_group < 0) {
         add_unknown(u, "it is in no IOMMU group");

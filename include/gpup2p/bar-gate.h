@@ -39,7 +39,7 @@ typedef struct GpBarGateHost {
     char *release;              /* uname -r; NULL: unknown */
     /* The kernel config read (NULL: none readable); its path. */
     char *config, *config_path;
-    GpTri dmabuf;               /* VFIO dma-buf export (6.19+, VFIO_PCI_DMABUF) */
+    GpTri dmabuf;               /* VFIO dma-buf export (VFIO_PCI_DMABUF) */
     char *dmabuf_why;
 } GpBarGateHost;
 
@@ -47,13 +47,15 @@ typedef struct GpBarGateHost {
  * The host facts under @root: the kernel release (proc/sys/kernel/
  * osrelease), its config from boot/config-RELEASE when readable, the
  * container from the config, else sys/module (vfio_iommu_type1, iommufd).
- * Never fails: what cannot be read is unknown with its reason.
+ * Never fails: what cannot be read is unknown with its reason. A readable
+ * config decides the dma-buf export whatever the release; without one it
+ * is unknown (a vendor kernel may backport it to a release before 6.19).
  */
 GpBarGateHost *gp_bar_gate_host_read(const char *root);
 /*
  * Take a kernel config read elsewhere (@text, from @path: a front that
- * can decompress proc/config.gz) where boot/config-RELEASE was not
- * readable, and decide again what depends on it.
+ * can decompress proc/config.gz, the running kernel's own, which wins
+ * over boot/config-RELEASE), and decide again what depends on it.
  */
 void gp_bar_gate_host_set_config(GpBarGateHost *host, const char *text,
                                  const char *path);
@@ -71,6 +73,8 @@ typedef struct GpBarGateGpu {
     const GpDevice *dev;
     bool iommufd;               /* the iommufd backend, not a container */
     bool no_mmap;               /* x-no-mmap=on */
+    const char *no_mmap_why;    /* non-NULL: x-no-mmap's value is not
+                                 * known, and why */
 } GpBarGateGpu;
 
 /* The VM's facts, from its domain or command line. */

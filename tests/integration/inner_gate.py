@@ -4,7 +4,8 @@
 qemu_p2p_dma.sh: the host tool's BAR gate (`gpup2p check --domain`, the
 "peer BAR maps" item) on domains that say what those scenarios ran (our
 QEMU on type1, with x-no-mmap, on iommufd; Debian's QEMU 11.1 on
-iommufd), read from this kernel's own sysfs. The test outside holds each
+iommufd), each GPU given a clique (a proven-unmapped GPU without one is
+ok), read from this kernel's own sysfs. The test outside holds each
 verdict against what QEMU and the DMA did. Writes $VHOST_OUT/gate.json."""
 
 import json
@@ -18,34 +19,49 @@ GPUP2P = os.path.join(PROJECT, "build", "tools", "gpup2p", "gpup2p")
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 
 
-def hostdev(addr, driver="", alias=""):
+def hostdev(addr, driver, alias):
     dom, bus, rest = addr.split(":")
     slot, fn = rest.split(".")
     return ("<hostdev mode='subsystem' type='pci' managed='yes'>%s"
             "<source><address domain='0x%s' bus='0x%s' slot='0x%s' "
-            "function='0x%s'/></source>%s</hostdev>" % (
-                driver, dom, bus, slot, fn,
-                "<alias name='%s'/>" % alias if alias else ""))
+            "function='0x%s'/></source><alias name='%s'/></hostdev>" % (
+                driver, dom, bus, slot, fn, alias))
 
 
-def domain(path, qemu, gpus, iommufd=False, nommap=None):
-    """A domain assigning @gpus on @qemu; @nommap: the one hostdev (by
-    address) that gets x-no-mmap=on."""
+def prop(name, typ, value):
+    return ("<qemu:property name='%s' type='%s' value='%s'/>"
+            % (name, typ, value))
+
+
+def domain(path, qemu, gpus, clique, iommufd=False, nommap=None):
+    """A domain assigning @gpus on @qemu, each given a clique as a real
+    domain would, so that the gate's failure is what is judged: @clique
+    "auto" (our QEMU: x-gpu-p2p-clique=auto per hostdev alias, as `gpup2p
+    libvirt` writes it) or "id" (stock: x-nv-gpudirect-clique 0, the
+    stand-ins being one clique under the VM rule). Each also shows the
+    guest NVIDIA's vendor id (x-pci-vendor-id, as inner_backends.py runs
+    the bochs-display stand-ins), without which no QEMU gives a clique.
+    @nommap: the one hostdev (by address) that gets x-no-mmap=on."""
     driver = "<driver iommufd='yes'/>" if iommufd else ""
-    devs = "".join(hostdev(g, driver, "ua-nommap" if g == nommap else "")
-                   for g in gpus)
-    override = ""
-    if nommap:
-        override = ("<qemu:override><qemu:device alias='ua-nommap'>"
-                    "<qemu:frontend><qemu:property name='x-no-mmap' "
-                    "type='bool' value='true'/></qemu:frontend>"
-                    "</qemu:device></qemu:override>")
+    devs, fronts = "", ""
+    for i, g in enumerate(gpus):
+        alias = "ua-gpu%d" % i
+        devs += hostdev(g, driver, alias)
+        props = prop("x-pci-vendor-id", "unsigned", 0x10de)
+        props += (prop("x-gpu-p2p-clique", "string", "auto")
+                  if clique == "auto" else
+                  prop("x-nv-gpudirect-clique", "unsigned", 0))
+        if g == nommap:
+            props += prop("x-no-mmap", "bool", "true")
+        fronts += ("<qemu:device alias='%s'><qemu:frontend>%s"
+                   "</qemu:frontend></qemu:device>" % (alias, props))
     xml = ("<domain type='kvm' xmlns:qemu='%s'><name>gate</name>"
            "<memory unit='MiB'>512</memory><vcpu>1</vcpu>"
            "<os><type arch='x86_64' machine='q35'>hvm</type></os>"
            "<devices><emulator>%s</emulator>"
            "<controller type='pci' index='0' model='pcie-root'/>%s"
-           "</devices>%s</domain>" % (QEMU_NS, qemu, devs, override))
+           "</devices><qemu:override>%s</qemu:override></domain>"
+           % (QEMU_NS, qemu, devs, fronts))
     with open(path, "w") as f:
         f.write(xml)
 
@@ -69,11 +85,11 @@ def check(path, qemu):
 def main():
     ours, stock = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
     gpus = [bdf("gpu0"), bdf("gpu1")]
-    cases = {"type1": (ours, {}),
-             "nommap": (ours, {"nommap": gpus[1]}),
-             "iommufd-ours": (ours, {"iommufd": True})}
+    cases = {"type1": (ours, {"clique": "auto"}),
+             "nommap": (ours, {"clique": "auto", "nommap": gpus[1]}),
+             "iommufd-ours": (ours, {"clique": "auto", "iommufd": True})}
     if stock:
-        cases["iommufd-stock"] = (stock, {"iommufd": True})
+        cases["iommufd-stock"] = (stock, {"clique": "id", "iommufd": True})
     res = {"gpus": gpus}
     for name, (qemu, opts) in cases.items():
         path = "/run/gate-%s.xml" % name

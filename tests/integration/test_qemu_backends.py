@@ -196,17 +196,20 @@ def gate_checks(t, gate, res, mem, dmabuf):
          mem[0x4000:0x4000 + N] == pattern(11),
          "gate, type1 on our QEMU: check --domain says mapped, and the "
          "bytes arrived", c)
+    # The domains give each GPU a clique (inner_gate.py), so a GPU proven
+    # not mapped fails the item.
     c = gate.get("nommap", {})
-    t.ok(c.get("rc") == 5 and c.get("gpus") == {g0: "mapped",
-                                                g1: "not mapped"} and
+    t.ok(c.get("rc") == 5 and c.get("verdict") == "fail" and
+         c.get("gpus") == {g0: "mapped", g1: "not mapped"} and
          "x-no-mmap=on" in (c.get("detail") or "") and
          mem[0x5000:0x5000 + N] == bytes(N) and
          (res.get("nommap-auto", {}).get("in_effect") or {}).get("g1") == -1,
          "gate, x-no-mmap: check --domain says not mapped for that GPU, as "
          "our QEMU's gate and the DMA (nothing arrived) say", c)
     c = gate.get("iommufd-ours", {})
-    t.ok(c.get("rc") == 5 and set((c.get("gpus") or {}).values()) ==
-         {"not mapped"} and "our QEMU (10.0)" in (c.get("detail") or "") and
+    t.ok(c.get("rc") == 5 and c.get("verdict") == "fail" and
+         set((c.get("gpus") or {}).values()) == {"not mapped"} and
+         "our QEMU (10.0)" in (c.get("detail") or "") and
          mem[0x6000:0x6000 + N] == bytes(N) and
          res.get("iommufd-auto", {}).get("in_effect") == {"g0": -1,
                                                           "g1": -1},

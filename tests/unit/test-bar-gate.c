@@ -190,6 +190,22 @@ static void test_unknown_config(void)
     host_free(&h);
 }
 
+/* No release known, a config read elsewhere: the config decides. */
+static void test_config_without_release(void)
+{
+    Host h = host_new(NULL, NULL, false, CAP_48);
+    g_autoptr(GpBarGateHost) host = gp_bar_gate_host_read(sb_root(h.sb));
+
+    g_assert_cmpint(host->dmabuf, ==, GP_TRI_UNKNOWN);
+    gp_bar_gate_host_set_config(host, CONFIG_TYPE1, "/proc/config.gz");
+    g_assert_cmpint(host->dmabuf, ==, GP_TRI_YES);
+    g_assert_nonnull(strstr(host->dmabuf_why, "CONFIG_VFIO_PCI_DMABUF=y "
+                            "in /proc/config.gz"));
+    gp_bar_gate_host_set_config(host, CONFIG_NO_DMABUF, "/proc/config.gz");
+    g_assert_cmpint(host->dmabuf, ==, GP_TRI_NO);
+    host_free(&h);
+}
+
 static void test_iommufd(void)
 {
     static const struct {
@@ -207,13 +223,19 @@ static void test_iommufd(void)
           "on our QEMU (10.0)" },
         { REL, CONFIG_EMULATED, GP_VMM_STOCK, 0, 0, GP_BAR_GATE_UNKNOWN,
           "this QEMU's version is not known" },
+        /* An older release proves nothing: its config decides (a vendor
+         * kernel may backport the export), and without one, unknown. */
+        { "6.12.95+deb12-amd64", CONFIG_NO_DMABUF, GP_VMM_STOCK, 11, 1,
+          GP_BAR_GATE_NOT_MAPPED, "built without CONFIG_VFIO_PCI_DMABUF" },
         { "6.12.95+deb12-amd64", CONFIG_EMULATED, GP_VMM_STOCK, 11, 1,
-          GP_BAR_GATE_NOT_MAPPED, "has no VFIO dma-buf export (added in "
-          "6.19)" },
+          GP_BAR_GATE_MAPPED, "CONFIG_VFIO_PCI_DMABUF=y" },
+        { "6.12.95+deb12-amd64", NULL, GP_VMM_STOCK, 11, 1,
+          GP_BAR_GATE_UNKNOWN, "a vendor kernel may backport it, and no "
+          "kernel config is readable" },
         { REL, CONFIG_NO_DMABUF, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_NOT_MAPPED,
           "built without CONFIG_VFIO_PCI_DMABUF" },
         { REL, NULL, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_UNKNOWN,
-          "no kernel config is readable (boot/config-" REL },
+          "no kernel config is readable (proc/config.gz, boot/config-" REL },
         { NULL, NULL, GP_VMM_STOCK, 11, 1, GP_BAR_GATE_UNKNOWN,
           "no proc/sys/kernel/osrelease" },
     };
@@ -245,6 +267,25 @@ static void test_no_mmap(void)
     host_free(&h);
 }
 
+/* x-no-mmap's value not known (a spelling QEMU does not read): unknown,
+ * with the front's reason. */
+static void test_no_mmap_unknown(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GpBarGateHost) host = gp_bar_gate_host_read(sb_root(h.sb));
+    GpBarGateGpu gpus[2] = {
+        { gp_topo_find(h.topo, GPU_A), false, false, NULL },
+        { gp_topo_find(h.topo, GPU_B), false, false,
+          "x-no-mmap='ON' is none of QEMU's bool spellings" },
+    };
+    g_autoptr(GPtrArray) g = gp_bar_gate_decide(host, &vm, gpus, 2);
+
+    assert_gate(g, 0, GP_BAR_GATE_MAPPED, "vfio_iommu_type1");
+    assert_gate(g, 1, GP_BAR_GATE_UNKNOWN, "x-no-mmap='ON' is none");
+    host_free(&h);
+}
+
 static void test_viommu(void)
 {
     Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
@@ -264,11 +305,15 @@ static void test_window_beyond_iommu(void)
     GpBarGateVm vm = vm_default();
     g_autoptr(GPtrArray) g = NULL, g2 = NULL, g3 = NULL;
 
-    /* 600 GiB of RAM: the window starts past 2^39. */
+    /* 600 GiB of RAM: the modelled window starts past 2^39; a model of
+     * the guest's layout proves nothing, so unknown, naming it. */
     vm.memory = 600ULL << 30;
     g = decide(&h, &vm, false, false);
-    assert_gate(g, 0, GP_BAR_GATE_NOT_MAPPED, "past the IOMMU's 39-bit "
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "window as modelled, "
+                "0x9700000000-0x9effffffff, starts past the IOMMU's 39-bit "
                 "address space");
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "SeaBIOS may keep 64-bit BARs "
+                "below 4 GiB");
     /* OVMF may place BARs up to 2^46: partly beyond, not proven. */
     vm.memory = 8ULL << 30;
     vm.ovmf = true;
@@ -309,12 +354,14 @@ static void test_reserved_region(void)
     g = decide(&h, &vm, false, false);
     assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "overlaps IOMMU group 2's "
                 "reserved region 0xfd00000000-0xffffffffff (reserved)");
-    /* A window wholly inside a reserved region. */
+    /* A modelled window wholly inside a reserved region: unknown, as
+     * the model is not the guest's layout. */
     sb_write(h.sb, "sys/kernel/iommu_groups/1/reserved_regions",
              "0x0000100000000000 0x00001fffffffffff reserved\n");
     vm.memory = (16ULL << 40) - (4ULL << 30);
     g2 = decide(&h, &vm, false, false);
-    assert_gate(g2, 1, GP_BAR_GATE_NOT_MAPPED, "lies inside IOMMU group 1's "
+    assert_gate(g2, 1, GP_BAR_GATE_UNKNOWN, "window as modelled, "
+                "0x100000000000-0x1007ffffffff, lies inside IOMMU group 1's "
                 "reserved region");
     host_free(&h);
 }
@@ -400,8 +447,11 @@ int main(int argc, char **argv)
     g_test_add_func("/bar-gate/emulated-container", test_emulated_container);
     g_test_add_func("/bar-gate/emulated-unknown", test_emulated_unknown);
     g_test_add_func("/bar-gate/unknown-config", test_unknown_config);
+    g_test_add_func("/bar-gate/config-without-release",
+                    test_config_without_release);
     g_test_add_func("/bar-gate/iommufd", test_iommufd);
     g_test_add_func("/bar-gate/no-mmap", test_no_mmap);
+    g_test_add_func("/bar-gate/no-mmap-unknown", test_no_mmap_unknown);
     g_test_add_func("/bar-gate/viommu", test_viommu);
     g_test_add_func("/bar-gate/window-beyond-iommu", test_window_beyond_iommu);
     g_test_add_func("/bar-gate/bar-beyond-iommu", test_bar_beyond_iommu);

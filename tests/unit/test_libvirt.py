@@ -1038,6 +1038,10 @@ GATE_REL = "7.3.4+bpo-amd64"
 CONFIG_TYPE1 = ("CONFIG_VFIO=m\nCONFIG_VFIO_CONTAINER=y\n"
                 "CONFIG_VFIO_IOMMU_TYPE1=m\nCONFIG_IOMMUFD=m\n"
                 "CONFIG_VFIO_DEVICE_CDEV=y\nCONFIG_VFIO_PCI_DMABUF=y\n")
+# Linux 6.12's own config, which has no CONFIG_VFIO_PCI_DMABUF.
+CONFIG_612 = ("CONFIG_VFIO=m\nCONFIG_VFIO_CONTAINER=y\n"
+              "CONFIG_VFIO_IOMMU_TYPE1=m\nCONFIG_IOMMUFD=m\n"
+              "CONFIG_VFIO_DEVICE_CDEV=y\n")
 CONFIG_EMULATED = ("CONFIG_VFIO=m\nCONFIG_IOMMUFD=m\n"
                    "# CONFIG_VFIO_CONTAINER is not set\n"
                    "CONFIG_IOMMUFD_VFIO_CONTAINER=y\n")
@@ -1068,23 +1072,65 @@ def stock_standin(d, version):
     return path
 
 
+GATE_ALIASES = ("ua-gpu0", "ua-gpu1", "ua-gpu2")
+
+
+def gate_props(cliques="", **more):
+    """<qemu:override> properties per hostdev alias: @cliques "stock"
+    gives each GPU an x-nv-gpudirect-clique id (0000:03:00.0 its own),
+    "ours" x-gpu-p2p-clique=auto, as the transforms write them; @more
+    adds (alias, name, type, value) tuples by any key."""
+    props = {a: [] for a in GATE_ALIASES}
+    for alias, idv in zip(GATE_ALIASES, ("1", "0", "0")):
+        if cliques == "stock":
+            props[alias].append(("x-nv-gpudirect-clique", "unsigned", idv))
+        elif cliques == "ours":
+            props[alias].append(("x-gpu-p2p-clique", "string", "auto"))
+    for alias, name, typ, value in more.values():
+        props[alias].append((name, typ, value))
+    return props
+
+
 def gate_domain(d, name, qemu, extra_dev="", hostdev_driver="",
-                memory="8", override=""):
-    """gpu-vm.xml (three GPUs, KVM visible) for the gate's cases."""
+                memory="8", props=None, machine="q35", cmdline=""):
+    """gpu-vm.xml (three GPUs, KVM visible, aliases ua-gpu0-2) for the
+    gate's cases; @props: gate_props(); @cmdline: <qemu:commandline>."""
     with open(STOCK_DOMAIN) as f:
         xml = f.read()
+    override = ""
+    for alias, plist in sorted((props or {}).items()):
+        if plist:
+            override += ("<qemu:device alias='%s'><qemu:frontend>%s"
+                         "</qemu:frontend></qemu:device>" % (alias, "".join(
+                             "<qemu:property name='%s' type='%s' value='%s'/>"
+                             % p for p in plist)))
+    if override:
+        override = ("<qemu:override xmlns:qemu='%s'>%s</qemu:override>" %
+                    (QEMU_NS, override))
     # 0000:05:00.0 (ua-gpu1) and 0000:41:00.0 may pair; 0000:03:00.0 sits
     # behind a switch without ACS and gets no id in any case.
+    for bus, alias in (("0x03", "ua-gpu0"), ("0x41", "ua-gpu2")):
+        where = "bus='%s' slot='0x00' function='0x0'/>\n      </source>" % bus
+        assert where in xml
+        xml = xml.replace(where, where + "<alias name='%s'/>" % alias)
     xml = xml.replace("bus='0x04'", "bus='0x05'").replace(
         "/usr/bin/qemu-system-x86_64", qemu).replace(
         "<hidden state='on'/>", "").replace(
+        "machine='q35'", "machine='%s'" % machine).replace(
         "<memory unit='GiB'>8</memory>",
         "<memory unit='GiB'>%s</memory>" % memory).replace(
         "<source>", hostdev_driver + "<source>").replace(
-        "</devices>", extra_dev + "</devices>" + override)
+        "</devices>", extra_dev + "</devices>" + override + cmdline)
     path = os.path.join(d, name)
     with open(path, "w") as f:
         f.write(xml)
+    return path
+
+
+def write_out(d, name, text):
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(text)
     return path
 
 
@@ -1103,11 +1149,13 @@ def stock_ids(out):
 def test_bar_gate(t, d):
     """The BAR gate through both fronts: where a GPU's BARs will not be
     mapped for its peers (the emulated container, iommufd without dma-buf
-    in the kernel or the QEMU, x-no-mmap, a window past the IOMMU's
-    width), `libvirt --qemu-stock` writes no id for it and our QEMU's gets
-    x-gpu-p2p-clique=off, both saying why; `check --domain` fails the
-    item with the same reason. An unknown (a vIOMMU, no kernel config) is
-    a warning and the ids are written."""
+    in the kernel or the QEMU, x-no-mmap), `libvirt --qemu-stock` writes
+    no id for it and our QEMU's gets x-gpu-p2p-clique=off, both saying
+    why; `check --domain` fails the item with the same reason where the
+    domain gives the GPU a clique (an id, auto), and finds both
+    transforms' output ok. An unknown (a vIOMMU, no kernel config, a
+    modelled window past the IOMMU's width) is a warning and the ids are
+    written."""
     q11 = stock_standin(d, "11.1.3")
     q10 = stock_standin(d, "10.2.2")
     real = gate_host(NV_HOST, os.path.join(d, "gate-real"), GATE_REL,
@@ -1115,7 +1163,7 @@ def test_bar_gate(t, d):
     emulated = gate_host(NV_HOST, os.path.join(d, "gate-emul"), GATE_REL,
                          CONFIG_EMULATED, cap=CAP_48)
     old = gate_host(NV_HOST, os.path.join(d, "gate-6.12"),
-                    "6.12.95+deb12-amd64", CONFIG_TYPE1, type1=True,
+                    "6.12.95+deb12-amd64", CONFIG_612, type1=True,
                     cap=CAP_48)
     narrow = gate_host(NV_HOST, os.path.join(d, "gate-39"), GATE_REL,
                        CONFIG_TYPE1, type1=True, cap=CAP_39)
@@ -1133,55 +1181,112 @@ def test_bar_gate(t, d):
          "gate: check --domain: peer BAR maps ok, each GPU mapped",
          ck.stdout[-1500:] + ck.stderr)
 
-    # Each proven condition: no id (stock), off (ours), check fails; the
-    # same reason from all three.
+    # Each proven condition: no id (stock), off (ours), and check fails
+    # where the domain gives the GPUs a clique (ids, auto); the same
+    # reason from all. The transforms' output promises those GPUs no
+    # clique, and check finds it ok, saying why.
     iommufd = "<driver iommufd='yes'/>"
-    nommap = ("<qemu:override xmlns:qemu='%s'><qemu:device alias='ua-gpu1'>"
-              "<qemu:frontend><qemu:property name='x-no-mmap' type='bool' "
-              "value='true'/></qemu:frontend></qemu:device></qemu:override>"
-              % QEMU_NS)
+    nommap = {"nommap": ("ua-gpu1", "x-no-mmap", "bool", "true")}
+    spared = "no clique; its BARs are not mapped: "
     cases = (
-        ("the emulated container", emulated, plain, q11,
+        ("the emulated container", emulated, {}, q11,
          "iommufd's emulated type1 container (CONFIG_IOMMUFD_VFIO_CONTAINER"
          "=y", 3),
-        ("iommufd on stock QEMU 10.2", real,
-         gate_domain(d, "fd10.xml", q10, hostdev_driver=iommufd), q10,
-         "the iommufd backend on QEMU 10.2", 3),
-        ("iommufd on Linux 6.12", old,
-         gate_domain(d, "fd612.xml", q11, hostdev_driver=iommufd), q11,
-         "Linux 6.12.95+deb12-amd64 has no VFIO dma-buf export", 3),
-        ("x-no-mmap on 0000:05:00.0", real,
-         gate_domain(d, "nommap.xml", q11, override=nommap), q11,
+        ("iommufd on stock QEMU 10.2", real, {"hostdev_driver": iommufd},
+         q10, "the iommufd backend on QEMU 10.2", 3),
+        ("iommufd on Linux 6.12", old, {"hostdev_driver": iommufd}, q11,
+         "Linux 6.12.95+deb12-amd64 is built without "
+         "CONFIG_VFIO_PCI_DMABUF", 3),
+        ("x-no-mmap on 0000:05:00.0", real, {"more": nommap}, q11,
          "0000:05:00.0: x-no-mmap=on", 1),
-        ("a window past a 39-bit IOMMU", narrow,
-         gate_domain(d, "big-ram.xml", q11, memory="600"), q11,
-         "past the IOMMU's 39-bit address space", 3),
     )
-    for what, host, path, qemu, words, n in cases:
+    for k, (what, host, opts, qemu, words, n) in enumerate(cases):
+        more = opts.get("more", {})
+        kw = {key: v for key, v in opts.items() if key != "more"}
+        path = gate_domain(d, "case%d.xml" % k, qemu,
+                           props=gate_props("", **more), **kw)
+        with_ids = gate_domain(d, "case%d-ids.xml" % k, qemu,
+                               props=gate_props("stock", **more), **kw)
+        with_auto = gate_domain(d, "case%d-auto.xml" % k, qemu,
+                                props=gate_props("ours", **more), **kw)
+        ours_words = words if "iommufd" not in what else "on our QEMU (10.0)"
         p = run("libvirt", "--sysfs-root", host, "--qemu-stock", path)
         t.ok(p.returncode == 0 and "no clique id: peers' P2P writes would "
              "fault" in p.stderr and words in p.stderr and
              stock_ids(p.stdout) == 0,
              "gate, %s: stock writes no id for the %d GPU(s), saying why" %
              (what, n), p.stdout[-800:] + p.stderr)
+        ck, item = gate_item(host, write_out(d, "case%d-stock-out.xml" % k,
+                                             p.stdout), qemu)
+        t.ok(item.get("verdict") == "ok" and spared in item.get("detail", "")
+             and words in item.get("detail", "") and
+             sum(g["verdict"] == "not mapped" and not g.get("clique")
+                 for g in item.get("bar_gate", [])) == n,
+             "gate, %s: check --domain on the --qemu-stock output (no id): "
+             "peer BAR maps ok, saying why" % what,
+             ck.stdout[-1500:] + ck.stderr)
         ours = run("libvirt", "--sysfs-root", host, "--emulator",
                    QEMU_STANDIN, path)
         t.ok(ours.returncode == 0 and
              ours.stdout.count('name="x-gpu-p2p-clique" type="string" '
                                'value="off"') == n and
-             (words if "iommufd" not in what else "on our QEMU (10.0)")
-             in ours.stderr,
+             ours_words in ours.stderr,
              "gate, %s: our QEMU's x-gpu-p2p-clique is off on %d GPU(s)" %
              (what, n), ours.stdout[-800:] + ours.stderr)
-        ck, item = gate_item(host, path, qemu)
-        t.ok(ck.returncode == 5 and item.get("verdict") == "fail" and
-             words in item.get("detail", "") and
-             sum(g["verdict"] == "not mapped" for g in
-                 item.get("bar_gate", [])) == n,
-             "gate, %s: check --domain fails peer BAR maps, same reason" %
-             what, ck.stdout[-1500:] + ck.stderr)
+        ck, item = gate_item(host, write_out(d, "case%d-ours-out.xml" % k,
+                                             ours.stdout), QEMU_STANDIN)
+        t.ok(item.get("verdict") == "ok" and spared in item.get("detail", "")
+             and ours_words in item.get("detail", "") and
+             sum(g["verdict"] == "not mapped" and not g.get("clique")
+                 for g in item.get("bar_gate", [])) == n,
+             "gate, %s: check --domain on our output (x-gpu-p2p-clique="
+             "off): peer BAR maps ok, saying why" % what,
+             ck.stdout[-1500:] + ck.stderr)
+        for kind, dom, q, w in (("ids", with_ids, qemu, words),
+                                ("auto", with_auto, QEMU_STANDIN,
+                                 ours_words)):
+            ck, item = gate_item(host, dom, q)
+            t.ok(ck.returncode == 5 and item.get("verdict") == "fail" and
+                 w in item.get("detail", "") and
+                 sum(g["verdict"] == "not mapped" and bool(g.get("clique"))
+                     for g in item.get("bar_gate", [])) == n,
+                 "gate, %s: check --domain fails peer BAR maps where the "
+                 "domain gives %s, same reason" % (what, kind),
+                 ck.stdout[-1500:] + ck.stderr)
 
-    # On q35-gpup2p (auto by default), a gated GPU is turned off.
+    # x-no-mmap in each of QEMU's bool spellings (qapi_bool_parse(),
+    # case-sensitive), by -global and by override; another spelling is
+    # unknown, a warning naming it, not "mapped".
+    cl = ("<qemu:commandline xmlns:qemu='%s'><qemu:arg value='-global'/>"
+          "<qemu:arg value='vfio-pci.x-no-mmap=%%s'/></qemu:commandline>"
+          % QEMU_NS)
+    for k, (value, want) in enumerate(
+            [(v, "not mapped") for v in ("on", "yes", "true", "y")] +
+            [(v, "mapped") for v in ("off", "no", "false", "n")] +
+            [(v, "unknown") for v in ("ON", "1", "enabled")]):
+        for how, kw in (
+                ("-global", {"cmdline": cl % value}),
+                ("<qemu:override>", {"props": gate_props("stock", x=(
+                    "ua-gpu1", "x-no-mmap", "string", value))})):
+            path = gate_domain(d, "nommap-%d-%s.xml" % (k, how[1]), q11,
+                               **kw)
+            ck, item = gate_item(real, path, q11)
+            gates = {g["bdf"]: g for g in item.get("bar_gate", [])}
+            g = gates.get("0000:05:00.0", {})
+            t.ok(g.get("verdict") == want and
+                 (want != "unknown" or "x-no-mmap='%s' (%s) is none of "
+                  "QEMU's bool spellings" % (value, how) in g["reason"]),
+                 "gate: x-no-mmap=%s by %s: %s" % (value, how, want),
+                 json.dumps(item))
+
+    # On q35-gpup2p (auto by default) check fails; the transform turns a
+    # gated GPU off, and check finds that ok.
+    q35auto = gate_domain(d, "q35auto.xml", q11, machine="q35-gpup2p")
+    ck, item = gate_item(emulated, q35auto, QEMU_STANDIN)
+    t.ok(item.get("verdict") == "fail" and "auto (the default of machine "
+         "type q35-gpup2p)" in json.dumps(item.get("bar_gate")),
+         "gate: q35-gpup2p's auto default is a clique: check --domain fails",
+         ck.stdout[-1500:] + ck.stderr)
     p = run("libvirt", "--sysfs-root", emulated, "--qemu-default-auto",
             plain)
     t.ok(p.returncode == 0 and "machine='q35-gpup2p'" in p.stdout.replace(
@@ -1189,6 +1294,11 @@ def test_bar_gate(t, d):
                                      'type="string" value="off"') == 3,
          "gate, --qemu-default-auto: x-gpu-p2p-clique=off over the machine "
          "type's auto", p.stdout[-800:] + p.stderr)
+    ck, item = gate_item(emulated, write_out(d, "q35auto-out.xml", p.stdout),
+                         QEMU_STANDIN)
+    t.ok(item.get("verdict") == "ok" and spared in item.get("detail", ""),
+         "gate, --qemu-default-auto output: check --domain ok",
+         ck.stdout[-1500:] + ck.stderr)
 
     # iommufd where both kernel and QEMU map BARs as dma-bufs: ids.
     fd11 = gate_domain(d, "fd11.xml", q11, hostdev_driver=iommufd)
@@ -1200,6 +1310,33 @@ def test_bar_gate(t, d):
              item.get("bar_gate")),
          "gate: iommufd with Linux 7.3's dma-buf and QEMU 11.1: ids "
          "written, check ok", p.stderr + json.dumps(item))
+
+    # An older release with the export backported (its config says so):
+    # mapped; the release alone proves nothing.
+    backport = gate_host(NV_HOST, os.path.join(d, "gate-backport"),
+                         "6.12.95+deb12-amd64", CONFIG_TYPE1, type1=True,
+                         cap=CAP_48)
+    p = run("libvirt", "--sysfs-root", backport, "--qemu-stock", fd11)
+    ck, item = gate_item(backport, fd11, q11)
+    t.ok(p.returncode == 0 and stock_ids(p.stdout) == 2 and
+         "BARs" not in p.stderr and item.get("verdict") == "ok" and
+         "Linux 6.12.95+deb12-amd64 with CONFIG_VFIO_PCI_DMABUF=y" in
+         json.dumps(item.get("bar_gate")),
+         "gate: iommufd on Linux 6.12 whose config has "
+         "CONFIG_VFIO_PCI_DMABUF=y (a backport): ids written, check ok",
+         p.stderr + json.dumps(item))
+
+    # Both proc/config.gz and boot/config-RELEASE: the running kernel's
+    # own config wins.
+    both = gate_host(NV_HOST, os.path.join(d, "gate-both"), GATE_REL,
+                     CONFIG_TYPE1, cap=CAP_48)
+    with gzip.open(os.path.join(both, "proc", "config.gz"), "wt") as f:
+        f.write(CONFIG_EMULATED)
+    p = run("libvirt", "--sysfs-root", both, "--qemu-stock", plain)
+    t.ok(p.returncode == 0 and stock_ids(p.stdout) == 0 and
+         "CONFIG_IOMMUFD_VFIO_CONTAINER=y in %s/proc/config.gz" % both in
+         p.stderr, "gate: proc/config.gz wins over boot/config-RELEASE",
+         p.stdout[-600:] + p.stderr)
 
     # No boot/config-RELEASE: proc/config.gz (CONFIG_IKCONFIG_PROC) says.
     gz = gate_host(NV_HOST, os.path.join(d, "gate-gz"), GATE_REL, None,
@@ -1215,11 +1352,22 @@ def test_bar_gate(t, d):
     # Unknowns: a warning with the reason, the ids still written.
     viommu = gate_domain(d, "viommu.xml", q11,
                          extra_dev="<iommu model='intel'/>")
+    big_ram = gate_domain(d, "big-ram.xml", q11, memory="600")
     for what, host, path, words in (
             ("a vIOMMU", real, viommu, "a vIOMMU in the VM (<iommu "
              "model='intel'>)"),
+            # The window is a model of the guest's layout: no proof.
+            ("a window past a 39-bit IOMMU", narrow, big_ram,
+             "window as modelled, 0x9700000000-0x9effffffff, starts past "
+             "the IOMMU's 39-bit address space"),
             ("no kernel config or modules", NV_HOST, plain,
-             "no kernel config is readable")):
+             "no kernel config is readable"),
+            # A release before 6.19 proves no dma-buf without a config.
+            ("iommufd on Linux 6.12 without a config",
+             gate_host(NV_HOST, os.path.join(d, "gate-6.12-noconf"),
+                       "6.12.95+deb12-amd64", None, type1=True, cap=CAP_48),
+             fd11, "Linux 6.12.95+deb12-amd64 predates VFIO's dma-buf "
+             "export (6.19), but a vendor kernel may backport it")):
         p = run("libvirt", "--sysfs-root", host, "--qemu-stock", path)
         ck, item = gate_item(host, path, q11)
         t.ok(p.returncode == 0 and stock_ids(p.stdout) == 2 and

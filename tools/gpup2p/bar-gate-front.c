@@ -38,9 +38,8 @@ GpBarGateHost *gp_front_gate_host(const char *root)
     GpBarGateHost *host = gp_bar_gate_host_read(root);
     g_autofree char *path = NULL, *text = NULL;
 
-    if (host->config) {
-        return host;
-    }
+    /* The running kernel's own config wins over boot/config-RELEASE, a
+     * file a package may have left for another build of that release. */
     path = g_build_filename(root, "proc", "config.gz", NULL);
     text = read_config_gz(path);
     if (text) {

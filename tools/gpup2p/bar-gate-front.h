@@ -6,8 +6,8 @@
 #include "cli.h"
 #include "libvirt-domain.h"
 
-/* gp_bar_gate_host_read(@root), with proc/config.gz where boot/ has no
- * config of the running kernel. */
+/* gp_bar_gate_host_read(@root), its config from proc/config.gz (the
+ * running kernel's own) where readable, else boot/config-RELEASE. */
 GpBarGateHost *gp_front_gate_host(const char *root);
 
 /*

@@ -294,7 +294,61 @@ void check_domain_clique(Check *c)
 }
 
 #ifdef GP_HAVE_LIBVIRT
-static JsonNode *bar_gate_json(const GPtrArray *gates)
+/* Whether a GPU gets a clique in the guest, and how (or why not). */
+typedef struct {
+    bool has;
+    char *why;
+} Clique;
+
+static void clique_free(gpointer p)
+{
+    Clique *q = p;
+
+    g_free(q->why);
+    g_free(q);
+}
+
+/*
+ * Per GPU of d->gpus, the clique the domain gives it, read as "VM clique"
+ * reads it (gpu_clique()). Where the QEMU cannot be asked, as on a QEMU
+ * with the extension: a domain that sets x-gpu-p2p-clique or names
+ * q35-gpup2p starts on no other, and an x-nv-gpudirect-clique id or no
+ * setting reads the same on both.
+ */
+static GPtrArray *domain_cliques(const Check *c, const GpDomain *d)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(clique_free);
+    g_autofree char *machine = gp_domain_machine(d);
+    unsigned props = GP_QEMU_CLIQUE_AUTO;
+    guint i;
+
+    if (c->qemu && !gp_qemu_vfio_props(c->qemu, &props, NULL)) {
+        props = GP_QEMU_CLIQUE_AUTO;
+    }
+    for (i = 0; i < d->gpus->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+        Clique *q = g_new0(Clique, 1);
+        g_autofree char *how = NULL;
+        const char *why = NULL;
+
+        /* Neither QEMU gives another vendor's device a clique. */
+        if (!gp_domain_guest_nvidia(d, h)) {
+            q->why = g_strdup_printf("the guest sees vendor %04x, not "
+                                     "NVIDIA's: no clique",
+                                     gp_domain_guest_vendor(d, h));
+        } else if ((why = gpu_clique(h, props, machine, &how))) {
+            q->why = g_strdup(why);
+        } else {
+            q->has = true;
+            q->why = g_steal_pointer(&how);
+        }
+        g_ptr_array_add(out, q);
+    }
+    return out;
+}
+
+static JsonNode *bar_gate_json(const GPtrArray *gates,
+                               const GPtrArray *cliques)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     guint i;
@@ -302,6 +356,7 @@ static JsonNode *bar_gate_json(const GPtrArray *gates)
     json_builder_begin_array(b);
     for (i = 0; i < gates->len; i++) {
         const GpBarGate *g = g_ptr_array_index(gates, i);
+        const Clique *q = g_ptr_array_index(cliques, i);
 
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "bdf");
@@ -310,6 +365,10 @@ static JsonNode *bar_gate_json(const GPtrArray *gates)
         json_builder_add_string_value(b, gp_bar_gate_verdict_name(g->verdict));
         json_builder_set_member_name(b, "reason");
         json_builder_add_string_value(b, g->reason);
+        json_builder_set_member_name(b, "clique");
+        json_builder_add_boolean_value(b, q->has);
+        json_builder_set_member_name(b, "clique_reason");
+        json_builder_add_string_value(b, q->why);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -331,8 +390,9 @@ static GpVmmKind vmm_of(const char *qemu)
 /*
  * Will each GPU's BARs be mapped in the IOMMU for its peers? The BAR
  * gate (gpup2p/bar-gate.h), as `gpup2p libvirt` asks it: a GPU proven
- * unmapped fails (its clique would promise P2P that faults), an unknown
- * warns with its reason.
+ * unmapped fails where the domain gives it a clique (which would promise
+ * P2P that faults), and is ok without one (nothing is promised); an
+ * unknown warns with its reason.
  */
 void check_domain_bar_gate(Check *c)
 {
@@ -340,7 +400,10 @@ void check_domain_bar_gate(Check *c)
     g_autofree gchar *xml = NULL;
     g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
-    g_autoptr(GPtrArray) gates = NULL, no = NULL, unknown = NULL;
+    g_autoptr(GPtrArray) gates = NULL, cliques = NULL, no = NULL;
+    g_autoptr(GPtrArray) unknown = NULL, spared = NULL;
+    g_autoptr(GPtrArray) promised = g_ptr_array_new();
+    g_autoptr(GPtrArray) unpromised = g_ptr_array_new();
     g_autoptr(GString) detail = g_string_new(NULL);
     guint i;
 
@@ -352,7 +415,16 @@ void check_domain_bar_gate(Check *c)
         return;
     }
     gates = gp_front_domain_gate(d, c->topo, vmm_of(c->qemu), c->qemu);
-    no = gp_front_gate_lines(gates, GP_BAR_GATE_NOT_MAPPED);
+    cliques = domain_cliques(c, d);
+    /* The gate's verdicts are in d->gpus' order, as the cliques are. */
+    for (i = 0; i < gates->len && i < cliques->len; i++) {
+        const Clique *q = g_ptr_array_index(cliques, i);
+
+        g_ptr_array_add(q->has ? promised : unpromised,
+                        g_ptr_array_index(gates, i));
+    }
+    no = gp_front_gate_lines(promised, GP_BAR_GATE_NOT_MAPPED);
+    spared = gp_front_gate_lines(unpromised, GP_BAR_GATE_NOT_MAPPED);
     unknown = gp_front_gate_lines(gates, GP_BAR_GATE_UNKNOWN);
     for (i = 0; i < no->len; i++) {
         g_string_append_printf(detail, "%snot mapped: %s", detail->len ?
@@ -364,6 +436,11 @@ void check_domain_bar_gate(Check *c)
                                "; " : "",
                                (const char *)g_ptr_array_index(unknown, i));
     }
+    for (i = 0; i < spared->len; i++) {
+        g_string_append_printf(detail, "%sno clique; its BARs are not "
+                               "mapped: %s", detail->len ? "; " : "",
+                               (const char *)g_ptr_array_index(spared, i));
+    }
     if (!detail->len) {
         g_string_append(detail, gates->len ? "every GPU's BARs will be "
                         "mapped for its peers" : "no GPU");
@@ -374,7 +451,7 @@ void check_domain_bar_gate(Check *c)
                     "writes none); or remove the condition named" :
                     unknown->len ? "run on the host itself (modules, "
                     "kernel config, IOMMU registers), or see the reason" :
-                    NULL, "bar_gate", bar_gate_json(gates));
+                    NULL, "bar_gate", bar_gate_json(gates, cliques));
 #else
     (void)c;
 #endif

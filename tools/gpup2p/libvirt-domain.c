@@ -1417,21 +1417,53 @@ static bool hostdev_iommufd(xmlNodePtr hostdev)
     return fd && !prop_equals(fd, "enabled", "no");
 }
 
-/* QEMU's bool spellings. */
-static bool qemu_bool_on(const char *v)
+/*
+ * A bool property's value as QEMU reads it from text (qapi_bool_parse(),
+ * qapi/qapi-util.c: exactly these spellings, case-sensitive); unknown
+ * for any other, which QEMU refuses.
+ */
+static GpTri qemu_bool(const char *v)
 {
-    return v && (!strcmp(v, "true") || !strcmp(v, "on") ||
-                 !strcmp(v, "yes"));
+    static const char *const yes[] = { "on", "yes", "true", "y" };
+    static const char *const no[] = { "off", "no", "false", "n" };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(yes); i++) {
+        if (!strcmp(v, yes[i])) {
+            return GP_TRI_YES;
+        }
+        if (!strcmp(v, no[i])) {
+            return GP_TRI_NO;
+        }
+    }
+    return GP_TRI_UNKNOWN;
 }
 
-/* x-no-mmap on @h: its override, else a -global. */
-static bool hostdev_no_mmap(const GpDomain *d, const GpDomainHostdev *h)
+/*
+ * x-no-mmap on @h: its override, else a -global; unset is off. @why: set
+ * where the value is none of QEMU's spellings.
+ */
+static GpTri hostdev_no_mmap(const GpDomain *d, const GpDomainHostdev *h,
+                             char **why)
 {
     g_autofree xmlChar *own = frontend_value(override_frontend(d, h->alias),
                                              "x-no-mmap");
     g_autofree char *global = own ? NULL : global_value(d, "x-no-mmap");
+    const char *v = own ? (const char *)own : global;
+    GpTri t;
 
-    return qemu_bool_on(own ? (const char *)own : global);
+    if (!v) {
+        return GP_TRI_NO;
+    }
+    t = qemu_bool(v);
+    if (t == GP_TRI_UNKNOWN) {
+        *why = g_strdup_printf("x-no-mmap='%s' (%s) is none of QEMU's bool "
+                               "spellings (on, yes, true, y; off, no, "
+                               "false, n; case matters): whether its BARs "
+                               "are mmapped is not known", v,
+                               own ? "<qemu:override>" : "-global");
+    }
+    return t;
 }
 
 unsigned gp_domain_guest_phys_bits(const GpDomain *d, unsigned host_bits,
@@ -1476,14 +1508,20 @@ void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
     out->vm.pcihole64 = hole ? hole_kib(hole) * 1024 : 0;
     out->vm.ovmf = gp_domain_boots_ovmf(d);
     out->gpus = g_array_new(FALSE, TRUE, sizeof(GpBarGateGpu));
+    out->whys = g_ptr_array_new_with_free_func(g_free);
     for (i = 0; i < d->gpus->len; i++) {
         const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+        char *why = NULL;
         GpBarGateGpu g = {
             .dev = h->dev,
             .iommufd = hostdev_iommufd(h->hostdev),
-            .no_mmap = hostdev_no_mmap(d, h),
+            .no_mmap = hostdev_no_mmap(d, h, &why) == GP_TRI_YES,
         };
 
+        if (why) {
+            g_ptr_array_add(out->whys, why);
+            g.no_mmap_why = why;
+        }
         g_array_append_val(out->gpus, g);
     }
 }
@@ -1493,6 +1531,9 @@ void gp_domain_gate_clear(GpDomainGate *g)
     g_free(g->viommu);
     if (g->gpus) {
         g_array_unref(g->gpus);
+    }
+    if (g->whys) {
+        g_ptr_array_unref(g->whys);
     }
     memset(g, 0, sizeof(*g));
 }

@@ -128,6 +128,7 @@ typedef struct {
     GpBarGateVm vm;
     char *viommu;               /* vm.viommu points here */
     GArray *gpus;               /* GpBarGateGpu, in d->gpus' order */
+    GPtrArray *whys;            /* what gpus' no_mmap_why point to */
 } GpDomainGate;
 void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
                           GpDomainGate *out);
