@@ -231,7 +231,15 @@ def asan_env():
     """For a gpup2p built with AddressSanitizer: its runtime intercepts the
     XDR functions (xdrmem_create...) to forward them to glibc's SunRPC,
     which Debian 12's glibc no longer has, so libvirt's RPC (libtirpc)
-    calls a null pointer. libtirpc preloaded comes before the runtime."""
+    calls a null pointer. libtirpc preloaded comes before the runtime.
+
+    Leak checking is off here: at exit LeakSanitizer (Debian 12's GCC 12
+    runtime) stops the threads libvirt's client started and reads their
+    dynamic TLS, and it crashes there ("Tracer caught signal 11", a
+    garbage DTLS range) in some builds and not others, whatever our code
+    does; with use_tls=0 it reports what only TLS holds as leaks. Address
+    errors are still checked, and the same commands' leaks without the
+    daemon are checked by test_libvirt.py under ASan."""
     p = subprocess.run(["readelf", "-d", G], capture_output=True, text=True,
                        timeout=RUN_TIMEOUT)
     if "libasan" not in p.stdout:
@@ -239,7 +247,7 @@ def asan_env():
     opts = os.environ.get("ASAN_OPTIONS", "")
     return {"LD_PRELOAD": "libtirpc.so.3",
             "ASAN_OPTIONS": opts + (":" if opts else "") +
-            "verify_asan_link_order=0"}
+            "verify_asan_link_order=0:detect_leaks=0"}
 
 
 OVERRIDE = ("<qemu:device alias='%s'>\n      <qemu:frontend>\n        "
