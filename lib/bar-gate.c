@@ -173,18 +173,9 @@ static void host_decide(GpBarGateHost *h)
 GpBarGateHost *gp_bar_gate_host_read(const char *root)
 {
     GpBarGateHost *h = g_new0(GpBarGateHost, 1);
-    g_autofree char *rel_path = g_build_filename(root, "proc", "sys",
-                                                 "kernel", "osrelease",
-                                                 NULL);
-    char *text = NULL;
 
     h->root = g_strdup(root);
-    if (g_file_get_contents(rel_path, &text, NULL, NULL) &&
-        *g_strstrip(text)) {
-        h->release = text;
-    } else {
-        g_free(text);
-    }
+    h->release = gp_sysfs_kernel_release(root);
     if (h->release) {
         g_autofree char *name = g_strdup_printf("config-%s", h->release);
 

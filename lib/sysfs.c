@@ -1570,6 +1570,19 @@ unsigned gp_iommu_address_bits(const char *root, const GpDevice *dev,
     return VTD_CAP_MGAW(cap);
 }
 
+char *gp_sysfs_kernel_release(const char *root)
+{
+    g_autofree char *path = g_build_filename(root, "proc", "sys", "kernel",
+                                             "osrelease", NULL);
+    g_autofree char *text = NULL;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL) ||
+        !*g_strstrip(text)) {
+        return NULL;
+    }
+    return g_steal_pointer(&text);
+}
+
 bool gp_sysfs_module_loaded(const char *root, const char *module)
 {
     g_autofree char *path = g_build_filename(root, "sys", "module", module,

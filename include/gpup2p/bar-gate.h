@@ -143,6 +143,9 @@ unsigned gp_iommu_address_bits(const char *root, const GpDevice *dev,
 /* Whether sys/module/@module exists under @root (loaded, or built in
  * with parameters). */
 bool gp_sysfs_module_loaded(const char *root, const char *module);
+/* The kernel's release under @root (proc/sys/kernel/osrelease, as
+ * uname -r says it), NULL where there is none. */
+char *gp_sysfs_kernel_release(const char *root);
 /* Whether sys/class/vfio-dev exists (VFIO device cdevs, for iommufd). */
 bool gp_sysfs_has_vfio_cdevs(const char *root);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "check.h"
+#include "gpup2p/bar-gate.h"
 
 /*
  * Every check, in report order. Each family lives in a file of its own
@@ -63,20 +64,6 @@ static GPtrArray *select_gpus(const GpTopology *topo, char **bdfs,
         return out;
     }
     return gp_cli_select(topo, bdfs, gp_device_is_nvidia_gpu, errp);
-}
-
-/* The host's kernel release (uname -r), NULL where @root has none. */
-static char *kernel_release(const char *root)
-{
-    g_autofree char *path = g_build_filename(root, "proc", "sys", "kernel",
-                                             "osrelease", NULL);
-    g_autofree char *text = NULL;
-
-    if (!g_file_get_contents(path, &text, NULL, NULL) ||
-        !*g_strstrip(text)) {
-        return NULL;
-    }
-    return g_steal_pointer(&text);
 }
 
 static int report_end(Report *r, bool with_domain)
@@ -165,7 +152,7 @@ int gp_cmd_check(int argc, char **argv)
     c.gpus = gpus;
     c.captured = root != NULL;
     c.dom = dom;
-    kernel = kernel_release(topo->root);
+    kernel = gp_sysfs_kernel_release(topo->root);
     c.kernel = kernel;
     c.qemu = qemu ? qemu : dom && dom->emulator ? dom->emulator :
              root ? NULL : "qemu-system-x86_64";

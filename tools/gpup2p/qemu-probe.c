@@ -8,21 +8,42 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpup2p/bar-gate.h"
 
-bool gp_qemu_vfio_props(const char *qemu, unsigned *props, GError **errp)
+/* @qemu run with @args (NULL-terminated); its stdout into @out, false
+ * where it cannot run; @exited_ok: it exited 0. */
+static bool qemu_output(const char *qemu, const char *const *args,
+                        char **out, bool *exited_ok, GError **errp)
 {
-    const char *argv[] = { qemu, "-device", "vfio-pci,help", NULL };
-    g_autofree char *out = NULL;
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
     int status;
 
-    *props = 0;
-    if (!g_spawn_sync(NULL, (char **)argv, NULL,
+    g_ptr_array_add(argv, (gpointer)qemu);
+    for (; *args; args++) {
+        g_ptr_array_add(argv, (gpointer)*args);
+    }
+    g_ptr_array_add(argv, NULL);
+    if (!g_spawn_sync(NULL, (char **)argv->pdata, NULL,
                       G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
-                      NULL, NULL, &out, NULL, &status, errp)) {
+                      NULL, NULL, out, NULL, &status, errp)) {
         g_prefix_error(errp, "%s: ", qemu);
         return false;
     }
-    if (!g_spawn_check_wait_status(status, NULL)) {
+    *exited_ok = g_spawn_check_wait_status(status, NULL);
+    return true;
+}
+
+bool gp_qemu_vfio_props(const char *qemu, unsigned *props, GError **errp)
+{
+    static const char *const args[] = { "-device", "vfio-pci,help", NULL };
+    g_autofree char *out = NULL;
+    bool ok;
+
+    *props = 0;
+    if (!qemu_output(qemu, args, &out, &ok, errp)) {
+        return false;
+    }
+    if (!ok) {
         g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s: '-device "
                     "vfio-pci,help' failed (not a QEMU with VFIO?)", qemu);
         return false;
@@ -39,33 +60,19 @@ bool gp_qemu_vfio_props(const char *qemu, unsigned *props, GError **errp)
 bool gp_qemu_version(const char *qemu, unsigned *major, unsigned *minor,
                      GError **errp)
 {
-    const char *argv[] = { qemu, "-version", NULL };
+    static const char *const args[] = { "-version", NULL };
     const char *key = "QEMU emulator version ";
     g_autofree char *out = NULL;
     const char *v;
-    char *end;
-    guint64 a, b;
-    int status;
+    bool ok;
 
-    if (!g_spawn_sync(NULL, (char **)argv, NULL,
-                      G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
-                      NULL, NULL, &out, NULL, &status, errp)) {
-        g_prefix_error(errp, "%s: ", qemu);
+    if (!qemu_output(qemu, args, &out, &ok, errp)) {
         return false;
     }
-    v = out && g_spawn_check_wait_status(status, NULL) ? strstr(out, key) :
-        NULL;
-    if (v) {
-        v += strlen(key);
-        a = g_ascii_strtoull(v, &end, 10);
-        if (end != v && *end == '.' && g_ascii_isdigit(end[1])) {
-            b = g_ascii_strtoull(end + 1, NULL, 10);
-            if (a < 1000 && b < 1000) {
-                *major = (unsigned)a;
-                *minor = (unsigned)b;
-                return true;
-            }
-        }
+    v = out && ok ? strstr(out, key) : NULL;
+    /* "10.0.2 (Debian ...)": the same X.Y a kernel release starts with. */
+    if (v && gp_release_version(v + strlen(key), major, minor)) {
+        return true;
     }
     g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s: '-version' does "
                 "not say '%sX.Y'", qemu, key);
