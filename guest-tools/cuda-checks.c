@@ -8,29 +8,7 @@
  */
 #include "cuda-run.h"
 
-/* The first bad byte of @x, from its first bad word @w: the word is read
- * back and compared byte by byte (the offset of the word where it cannot
- * be read). */
-static int64_t first_bad_byte(Run *run, const Xfer *x, uint64_t w)
-{
-    Gpu *gd = &run->gpus[x->dst];
-    uint32_t want = host_pattern(w, pattern_seed(x->src)), got;
-    const unsigned char *a = (const unsigned char *)&want;
-    const unsigned char *b = (const unsigned char *)&got;
-
-    if (p_cuMemcpyDtoHAsync(&got, xfer_slot(run, x) + 4 * w, 4, gd->gate) ||
-        !wait_done(run, NULL, gd->gate, "bad word", NULL)) {
-        return (int64_t)(w * 4);
-    }
-    for (int k = 0; k < 4; k++) {
-        if (a[k] != b[k]) {
-            return (int64_t)(w * 4 + k);
-        }
-    }
-    return (int64_t)(w * 4);
-}
-
-/* Where @x's check writes its first bad word, on the host. */
+/* Where @x's check writes its first bad byte's offset, on the host. */
 static uint64_t *check_result(Run *run, const Xfer *x)
 {
     return &run->results[x->dst * (run->n + 2) + x->src];
@@ -45,7 +23,7 @@ bool queue_checks(Run *run, Xfer *x, int nx, GError **errp)
         CUdeviceptr word = gd->scratch + 8 * x[i].src;
         CUdeviceptr buf = xfer_slot(run, &x[i]);
         uint64_t words = xfer_len(run, &x[i]) / 4;
-        uint32_t seed = pattern_seed(x[i].src);
+        uint32_t seed = xfer_seed(&x[i]);
         void *args[] = { &buf, &words, &seed, &word };
 
         if (!m->checked_at_dst) {
@@ -55,7 +33,8 @@ bool queue_checks(Run *run, Xfer *x, int nx, GError **errp)
         if (m->check_reads_host) {
             /* What reached host memory, back into the GPU to be checked
              * there (the slot was poisoned, so nothing stale passes). */
-            CU_TRY(p_cuMemcpyHtoDAsync(buf, run->host, words * 4, gd->gate),
+            CU_TRY(p_cuMemcpyHtoDAsync(buf, run->host_in, words * 4,
+                                       gd->gate),
                    "GPU %d: reading back host memory", x[i].dst);
         }
         CU_TRY(p_cuMemsetD32Async(word, 0xffffffffu, 2, gd->gate), "memset");
@@ -79,7 +58,8 @@ bool read_checks(Run *run, Xfer *x, int nx, GError **errp)
         if (m->checked_at_dst) {
             USE_GPU(gd);
             WAIT(run, NULL, gd->gate, "GPU %d: check_pattern", x[i].dst);
-            x[i].bad = *res == ~0ull ? -1 : first_bad_byte(run, &x[i], *res);
+            /* The check kernel gives the first bad byte's offset. */
+            x[i].bad = *res == ~0ull ? -1 : (int64_t)*res;
         } else if (m->read_own_time && !m->read_own_time(run, &x[i], errp)) {
             return false;
         }

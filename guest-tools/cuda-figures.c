@@ -231,6 +231,7 @@ void measure_aggregates(Run *run, int k)
 
     for (int which = 0; which <= AGG_ONE_TO_ALL; which++) {
         g_autofree Xfer *x = NULL;
+        gint64 t0 = g_get_monotonic_time();
         double v[16];
         int nx;
 
@@ -245,6 +246,8 @@ void measure_aggregates(Run *run, int k)
         if (aggregate_samples(run, which, k, x, nx, v)) {
             figure_set(&vg->agg[which], v, run->o->samples);
         }
+        run->r->figure_s[FIG_PAIR_COUNT + which] +=
+            (g_get_monotonic_time() - t0) / 1e6;
     }
 }
 
@@ -262,12 +265,15 @@ void measure_host(Run *run, int k)
         const VerifyFigureInfo *f = &verify_gpu_figures[which];
         Xfer x = { .kind = f->kind, .src = k, .dst = k,
                    .warmup = run->warmup };
+        gint64 t0 = g_get_monotonic_time();
         double v[16];
         unsigned s;
 
         if (!verify_figure_wanted(run->o, FIG_PAIR_COUNT + which) ||
-            !run->host) {
-            continue;
+            (which == AGG_H2D ? !run->host ||
+                                (run->validate && !run->host_alt) :
+                                !run->host_in)) {
+            continue;   /* pinning failed, and the run said so */
         }
         for (s = 0; s < run->o->samples && !run->gone[k]; s++) {
             g_autoptr(GError) err = NULL;
@@ -285,5 +291,7 @@ void measure_host(Run *run, int k)
         if (s == run->o->samples) {
             figure_set(&vg->agg[which], v, s);
         }
+        run->r->figure_s[FIG_PAIR_COUNT + which] +=
+            (g_get_monotonic_time() - t0) / 1e6;
     }
 }

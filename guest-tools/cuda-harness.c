@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The harness every transfer goes through, timed or not, as
- * nvbandwidth's: the destination slot is poisoned, a spin kernel holds
- * each GPU's gate stream until all work is queued, events bracket the
- * loops on the executing GPU's own stream, and a kernel at the
- * destination checks every byte afterwards. Transfers of one batch run
- * at the same time; the schedule only puts pairs on independent links
- * into one batch. A batch that fails is retried pair by pair: the one
- * failure policy of every sample loop.
+ * The harness every batch of transfers goes through, timed or not. In
+ * the default validation run, kinds copied copy by copy go to
+ * cuda-validate.c; the rest, and all of --benchmark, run nvbandwidth's
+ * way: the destination slot is poisoned, a spin kernel holds each GPU's
+ * gate stream until all work is queued, events bracket the loops on the
+ * executing GPU's own stream, and a kernel at the destination checks
+ * every byte afterwards. Transfers of one batch run at the same time;
+ * the schedule only puts pairs on independent links into one batch. A
+ * batch that fails is retried pair by pair: the one failure policy of
+ * every sample loop, whichever harness ran it.
  */
 #include <string.h>
 
@@ -98,7 +100,7 @@ static bool hold_gpu(Run *run, int g, GError **errp)
 }
 
 /* Holds every executing GPU; gate_open fires at the release. */
-static bool hold_gpus(Run *run, const bool *used, GError **errp)
+bool hold_gpus(Run *run, const bool *used, GError **errp)
 {
     *run->flag = 0;
     __sync_synchronize();
@@ -301,68 +303,32 @@ static bool run_batch_once(Run *run, Xfer *x, int nx, unsigned loops,
 }
 
 /*
- * @x (one kind) with @loops copies each. Bulk copies run as @loops
- * batches of one copy, each timed on its own and checked at its
- * destination (poisoned before), so a bad copy cannot hide behind a good
- * one that overwrites it; times (and spans) are summed. Their warm-up
- * copies run first the same way, checked but not timed: a bad warm-up
- * copy is as bad as a timed one. x[i].bad is then the first bad copy's
- * first bad byte.
+ * nvbandwidth's method (--benchmark, and the kinds that are not copied
+ * copy by copy in any mode): @x's warm-up copies, then @loops copies
+ * between one pair of events, all queued behind the hold; the bytes the
+ * last copy left are checked at the destination (poisoned before). The
+ * data checks, which every run makes first, checked one copy per path.
  */
-bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
-                    double *span_ms, GError **errp)
+static bool run_batch_bracketed(Run *run, Xfer *x, int nx, unsigned loops,
+                                double *span_ms, GError **errp)
 {
-    bool one_by_one = xfer_method(x[0].kind)->copy_by_copy;
-    unsigned copies = one_by_one ? loops : 1, warm_rounds = 0;
-    g_autofree double *ms = g_new0(double, nx);
-    g_autofree int64_t *bad = g_new(int64_t, nx);
-    g_autofree unsigned *warm = g_new(unsigned, nx);
-    double span = 0;
-
     for (int i = 0; i < nx; i++) {
-        bad[i] = -1;
-        warm[i] = x[i].warmup;
-        warm_rounds = one_by_one ? MAX(warm_rounds, warm[i]) : 0;
-        x[i].copies = copies;
+        x[i].copies = 1;
         x[i].bad_copy = 0;
         x[i].bad_in_warmup = false;
     }
-    for (unsigned c = 0; c < warm_rounds + copies; c++) {
-        bool warming = c < warm_rounds;
-        double one = 0;
-        bool ok;
+    return run_batch_once(run, x, nx, loops, span_ms, errp);
+}
 
-        for (int i = 0; i < nx; i++) {
-            /* Copy by copy, every warm-up is a checked round of its own;
-             * otherwise they go unchecked before the first. */
-            x[i].warmup = one_by_one || c ? 0 : warm[i];
-        }
-        ok = run_batch_once(run, x, nx, one_by_one ? 1 : loops,
-                            span_ms ? &one : NULL, errp);
-        for (int i = 0; i < nx; i++) {
-            x[i].warmup = warm[i];
-        }
-        if (!ok) {
-            return false;
-        }
-        span += warming ? 0 : one;
-        for (int i = 0; i < nx; i++) {
-            ms[i] += warming ? 0 : x[i].ms;
-            if (bad[i] < 0 && x[i].bad >= 0) {
-                bad[i] = x[i].bad;
-                x[i].bad_in_warmup = warming;
-                x[i].bad_copy = warming ? c : c - warm_rounds;
-            }
-        }
+/* @x (one kind) with @loops copies each, in the run's mode: every copy
+ * validated in stream order (cuda-validate.c), or nvbandwidth's. */
+bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
+                    double *span_ms, GError **errp)
+{
+    if (run->validate && xfer_method(x[0].kind)->copy_by_copy) {
+        return run_batch_validated(run, x, nx, loops, span_ms, errp);
     }
-    for (int i = 0; i < nx; i++) {
-        x[i].ms = ms[i];
-        x[i].bad = bad[i];
-    }
-    if (span_ms) {
-        *span_ms = span;
-    }
-    return true;
+    return run_batch_bracketed(run, x, nx, loops, span_ms, errp);
 }
 
 bool run_batch(Run *run, Xfer *x, int nx, unsigned loops, GError **errp)

@@ -34,9 +34,16 @@ CU_APIS(CU_DECLARE_EXTERN)
 extern const unsigned char verify_kernels_fatbin[];
 #endif
 
+/* Pointer-chase hops: --benchmark's, and the validation run's. */
 #define CHASE_HOPS 20000u
+#define CHASE_HOPS_VALIDATE 5000u
 #define CE_LATENCY_REPS 100u
 #define STAGING_CHUNK ((gsize)32 << 20)
+/* Copies of one transfer in one sample, warm-ups included, at most. */
+#define MAX_COPIES 32u
+/* Scratch per GPU: chase sinks, the benchmark's check words, and from
+ * SCRATCH_COPY_WORDS one check word per (source, copy) of a sample. */
+#define SCRATCH_COPY_WORDS 4096u
 
 typedef struct {
     int ordinal;
@@ -49,6 +56,7 @@ typedef struct {
     CUevent gate_open;
     int sms;
     CUdeviceptr src, inbox, chain, scratch;
+    CUdeviceptr src_alt;        /* validation: the alternate pattern */
     gsize chain_bytes;
     void *staging;              /* pinned, 2 chunks */
     GError *open_error;         /* what gpu_open() met on its thread */
@@ -63,8 +71,14 @@ typedef struct {
     volatile int *flag;         /* pinned, mapped: releases the spins */
     CUdeviceptr flag_dev;
     uint64_t *results;          /* pinned: per GPU, n check words + chase */
-    void *host;                 /* pinned, the size: host <-> device */
-    int host_pattern;           /* whose pattern host holds, -1 none */
+    uint64_t *copy_results;     /* pinned: per (dst, src, copy) a check
+                                 * word of a validated sample */
+    void *host, *host_alt;      /* pinned, the size: host -> device sources
+                                 * (the host's patterns, filled once) */
+    void *host_in;              /* pinned, the size: device -> host lands */
+    bool validate;              /* every copy checked in stream order
+                                 * (default); else --benchmark's method */
+    uint32_t chase_hops;        /* per pointer chase */
     gsize bytes;
     unsigned loops, warmup;
     double watchdog_s;          /* longest wait for any GPU work */
@@ -77,6 +91,7 @@ typedef struct {
     XferKind kind;
     int src, dst;               /* ordinals */
     unsigned warmup;            /* untimed copies before the timed ones */
+    bool alt;                   /* this copy moves the alternate pattern */
     gsize off, len;             /* at dst's inbox; len 0: the full size */
     CUevent start, stop;
     CUevent down[2], up[2];     /* staged copies */
@@ -103,7 +118,8 @@ typedef struct {
     bool issued_by_dst;         /* reads: queued on the destination */
     bool checked_at_dst;        /* leaves bytes at the destination that a
                                  * kernel there checks */
-    bool copy_by_copy;          /* each copy timed and checked alone */
+    bool copy_by_copy;          /* validation: each copy timed and
+                                 * checked alone (cuda-validate.c) */
     bool host_path;             /* through host memory: no P2P verdict */
     bool one_gpu;               /* host <-> one GPU, no peer */
     bool both_ways;             /* a -> b and b -> a at once, summed */
@@ -197,6 +213,11 @@ CheckState *pair_path_state(VerifyPair *p, PairPath path);
 /* cuda-xfer.c; the table covers every XferKind. */
 uint32_t pattern_seed(int ordinal);
 uint32_t host_pattern(uint64_t i, uint32_t seed);
+/* The seed of what @x's copy moves, and where it reads it. */
+uint32_t xfer_seed(const Xfer *x);
+CUdeviceptr xfer_source(const Run *run, const Xfer *x);
+/* The host's own patterns (HOST_SEED, alternate), into pinned memory. */
+void fill_host_patterns(Run *run);
 CUdeviceptr xfer_slot(const Run *run, const Xfer *x);
 gsize xfer_len(const Run *run, const Xfer *x);
 int exec_gpu(const Xfer *x);
@@ -213,6 +234,9 @@ void data_checks(Run *run, GPtrArray *rounds);
 bool reader_has_access(const Run *run, int a, int b, XferKind k);
 
 /* cuda-harness.c */
+/* Every GPU marked in @used holds its gate stream with a spin kernel
+ * until the host sets run->flag; gate_open fires at the release. */
+bool hold_gpus(Run *run, const bool *used, GError **errp);
 bool run_batch_span(Run *run, Xfer *x, int nx, unsigned loops,
                     double *span_ms, GError **errp);
 bool run_batch(Run *run, Xfer *x, int nx, unsigned loops, GError **errp);
@@ -220,6 +244,10 @@ void retry_each(Run *run, Xfer *x, int nx, int per, unsigned loops,
                 const GError *err, bool *ok);
 void run_blamed(Run *run, Xfer *x, int nx, int per, unsigned loops,
                 bool *ok);
+
+/* cuda-validate.c */
+bool run_batch_validated(Run *run, Xfer *x, int nx, unsigned loops,
+                         double *span_ms, GError **errp);
 
 /* cuda-figures.c */
 void measure_pairs(Run *run, GPtrArray *rounds, int fig);

@@ -156,11 +156,18 @@ static bool gpu_fill_source(Run *run, Gpu *g, GError **errp)
 {
 #ifdef VERIFY_HAVE_KERNELS
     uint64_t words = run->bytes / 4;
-    uint32_t seed = pattern_seed(g->ordinal);
-    void *args[] = { &g->src, &words, &seed };
 
-    CU_TRY(launch(g->fill, g->sms * 4, 512, g->gate, args),
-           "GPU %d: fill_pattern", g->ordinal);
+    /* The alternate pattern (validation only) differs in every word, so
+     * a copy that leaves the other one in place is seen. */
+    for (int alt = 0; alt < (run->validate ? 2 : 1); alt++) {
+        Xfer x = { .src = g->ordinal, .alt = alt };
+        CUdeviceptr buf = xfer_source(run, &x);
+        uint32_t seed = xfer_seed(&x);
+        void *args[] = { &buf, &words, &seed };
+
+        CU_TRY(launch(g->fill, g->sms * 4, 512, g->gate, args),
+               "GPU %d: fill_pattern", g->ordinal);
+    }
     WAIT(run, NULL, g->gate, "GPU %d: fill_pattern", g->ordinal);
 #else
     (void)run; (void)g; (void)errp;
@@ -193,7 +200,13 @@ static bool gpu_open(Run *run, Gpu *g, GError **errp)
            G_GSIZE_FORMAT " bytes", g->ordinal, run->bytes);
     CU_TRY(p_cuMemAlloc(&g->inbox, inbox), "GPU %d: allocating %"
            G_GSIZE_FORMAT " bytes", g->ordinal, inbox);
-    CU_TRY(p_cuMemAlloc(&g->scratch, 4096), "GPU %d: scratch", g->ordinal);
+    if (run->validate) {
+        CU_TRY(p_cuMemAlloc(&g->src_alt, run->bytes), "GPU %d: allocating %"
+               G_GSIZE_FORMAT " bytes", g->ordinal, run->bytes);
+    }
+    CU_TRY(p_cuMemAlloc(&g->scratch, SCRATCH_COPY_WORDS +
+                        8 * (gsize)run->n * MAX_COPIES),
+           "GPU %d: scratch", g->ordinal);
     if (verify_figure_wanted(run->o, FIG_STAGED)) {
         /* Pinning takes time: only for the host-staged figure. */
         CU_TRY(p_cuMemHostAlloc(&g->staging, 2 * STAGING_CHUNK,
@@ -238,6 +251,25 @@ static bool open_all_gpus(Run *run, GError **errp)
     return ok;
 }
 
+/*
+ * Pinned, portable, the full size; one for all GPUs, measured one at a
+ * time, allocated in GPU 0's context with no NUMA placement (nvbandwidth
+ * pins its thread near each GPU first). Without it only the @what
+ * figure is missing, and the run says why.
+ */
+static void pin_host(Run *run, void **buf, const char *what)
+{
+    CUresult res = p_cuMemHostAlloc(buf, run->bytes,
+                                    CU_MEMHOSTALLOC_PORTABLE);
+
+    if (res) {
+        *buf = NULL;
+        verify_record_untested(run->r, "%s figures not measured: pinning %"
+                               G_GSIZE_FORMAT " bytes of host memory "
+                               "failed: %s", what, run->bytes, cu_err(res));
+    }
+}
+
 bool cuda_allocate(Run *run, GError **errp)
 {
     if (!open_all_gpus(run, errp)) {
@@ -252,28 +284,28 @@ bool cuda_allocate(Run *run, GError **errp)
     CU_TRY(p_cuMemHostAlloc((void **)&run->results,
                             sizeof(uint64_t) * run->n * (run->n + 2),
                             CU_MEMHOSTALLOC_PORTABLE), "pinned results");
-    if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_H2D) ||
-        verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_D2H)) {
-        /* Pinned, portable, the full size; one for all GPUs, measured
-         * one at a time, allocated in GPU 0's context with no NUMA
-         * placement (nvbandwidth pins its thread near each GPU first).
-         * Without it only the host figures are missing. */
-        CUresult res = p_cuMemHostAlloc(&run->host, run->bytes,
-                                        CU_MEMHOSTALLOC_PORTABLE);
-
-        if (res) {
-            run->host = NULL;
-            verify_record_untested(run->r, "host <-> device figures not "
-                                   "measured: pinning %" G_GSIZE_FORMAT
-                                   " bytes of host memory failed: %s",
-                                   run->bytes, cu_err(res));
+    CU_TRY(p_cuMemHostAlloc((void **)&run->copy_results,
+                            sizeof(uint64_t) * run->n * run->n * MAX_COPIES,
+                            CU_MEMHOSTALLOC_PORTABLE), "pinned results");
+    if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_H2D)) {
+        pin_host(run, &run->host, "host to device");
+        if (run->validate) {
+            pin_host(run, &run->host_alt, "host to device");
         }
+        if (run->host && (run->host_alt || !run->validate)) {
+            fill_host_patterns(run);
+        }
+    }
+    if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_D2H)) {
+        pin_host(run, &run->host_in, "device to host");
     }
     return true;
 }
 
-/* A random cycle over whole cache lines of @bytes, in pinned memory. */
-static bool make_chain(gsize bytes, uint32_t **chain, GError **errp)
+/* A cycle over whole 128-byte lines of @bytes, in pinned memory: in a
+ * random order, or (@random false) line after line, as nvbandwidth's. */
+static bool make_chain(gsize bytes, bool random, uint32_t **chain,
+                       GError **errp)
 {
     gsize entries = bytes / 4, lines = entries / 32, i;
     g_autofree uint32_t *order = g_new(uint32_t, lines);
@@ -282,7 +314,7 @@ static bool make_chain(gsize bytes, uint32_t **chain, GError **errp)
     for (i = 0; i < lines; i++) {
         order[i] = (uint32_t)(i * 32);
     }
-    for (i = lines - 1; i > 0; i--) {
+    for (i = lines - 1; random && i > 0; i--) {
         gsize j = g_rand_int_range(rnd, 0, (gint32)i + 1);
         uint32_t t = order[i];
 
@@ -320,13 +352,19 @@ static bool upload_chain(Run *run, Gpu *g, const uint32_t *chain, gsize bytes,
     return true;
 }
 
-/* The pointer-chase chain in every GPU's memory, built once. */
+/*
+ * The pointer-chase chain in every GPU's memory, built once. Validation:
+ * a random cycle over up to 64 MiB (uncached loads: on four H200s, 256
+ * MiB gave the same latency to 0.1%); --benchmark: nvbandwidth's
+ * footprint and walk, 2 MiB a line at a time.
+ */
 bool build_chains(Run *run, GError **errp)
 {
-    gsize bytes = MIN(run->bytes, (gsize)256 << 20);
+    gsize bytes = run->validate ? MIN(run->bytes, (gsize)64 << 20) :
+                  MIN(run->bytes, (gsize)2 << 20);
     uint32_t *chain = NULL;
 
-    if (!make_chain(bytes, &chain, errp)) {
+    if (!make_chain(bytes, run->validate, &chain, errp)) {
         return false;
     }
     for (int g = 0; g < run->n; g++) {
@@ -563,7 +601,8 @@ static void teardown_streams(Run *run, Gpu *g)
 
 static void gpu_free_memory(Gpu *g)
 {
-    CUdeviceptr *bufs[] = { &g->src, &g->inbox, &g->chain, &g->scratch };
+    CUdeviceptr *bufs[] = { &g->src, &g->src_alt, &g->inbox, &g->chain,
+                            &g->scratch };
 
     for (guint i = 0; i < G_N_ELEMENTS(bufs); i++) {
         if (*bufs[i]) {
@@ -605,9 +644,17 @@ void cuda_teardown(Run *run)
     if (run->results) {
         p_cuMemFreeHost(run->results);
     }
-    if (run->host && !run->r->gpu_lost) {
-        /* A hung GPU may still be copying into it: left to exit. */
-        p_cuMemFreeHost(run->host);
+    if (run->copy_results) {
+        p_cuMemFreeHost(run->copy_results);
+    }
+    for (int i = 0; i < 3 && !run->r->gpu_lost; i++) {
+        /* A hung GPU may still be copying: left to exit. */
+        void *buf = i == 0 ? run->host : i == 1 ? run->host_alt :
+                    run->host_in;
+
+        if (buf) {
+            p_cuMemFreeHost(buf);
+        }
     }
     g_free(run->gpus);
     g_free(run->report_of);

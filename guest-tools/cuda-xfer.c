@@ -16,6 +16,31 @@ uint32_t pattern_seed(int ordinal)
     return 0x5eed0000u | (uint32_t)ordinal;
 }
 
+/* The host's patterns, for host -> device: no GPU's. */
+#define HOST_SEED 0x40570000u
+/* Alternate patterns differ from every first one in the high half. */
+#define ALT_SEED_BIT 0x00008000u
+
+uint32_t xfer_seed(const Xfer *x)
+{
+    uint32_t seed = x->kind == XFER_H2D ? HOST_SEED : pattern_seed(x->src);
+
+    return x->alt ? seed | ALT_SEED_BIT : seed;
+}
+
+CUdeviceptr xfer_source(const Run *run, const Xfer *x)
+{
+    const Gpu *g = &run->gpus[x->src];
+
+    return x->alt ? g->src_alt : g->src;
+}
+
+/* Where a host -> device copy reads. */
+static void *host_source(const Run *run, const Xfer *x)
+{
+    return x->alt ? run->host_alt : run->host;
+}
+
 /* Word @i of the pattern for @seed: the kernels' pattern() (kernels.cu),
  * so that the host can fill a buffer and name an exact bad byte. */
 uint32_t host_pattern(uint64_t i, uint32_t seed)
@@ -76,11 +101,11 @@ static bool enqueue_peer_copy(Run *run, Xfer *x, CUstream s, unsigned loops,
                               GError **errp)
 {
     Gpu *gs = &run->gpus[x->src], *gd = &run->gpus[x->dst];
-    CUdeviceptr dst = xfer_slot(run, x);
+    CUdeviceptr dst = xfer_slot(run, x), src = xfer_source(run, x);
     gsize bytes = xfer_len(run, x);
 
     for (unsigned i = 0; i < loops; i++) {
-        CU_TRY(p_cuMemcpyPeerAsync(dst, gd->ctx, gs->src, gs->ctx, bytes, s),
+        CU_TRY(p_cuMemcpyPeerAsync(dst, gd->ctx, src, gs->ctx, bytes, s),
                "copy engine %d->%d", x->src, x->dst);
     }
     return true;
@@ -91,12 +116,12 @@ static bool enqueue_peer_copy(Run *run, Xfer *x, CUstream s, unsigned loops,
 static bool enqueue_sm_copy(Run *run, Xfer *x, CUstream s, unsigned loops,
                             GError **errp)
 {
-    Gpu *gs = &run->gpus[x->src], *ge = &run->gpus[exec_gpu(x)];
-    CUdeviceptr dst = xfer_slot(run, x);
+    Gpu *ge = &run->gpus[exec_gpu(x)];
+    CUdeviceptr dst = xfer_slot(run, x), src = xfer_source(run, x);
     uint64_t n = xfer_len(run, x) / 16;
 
     for (unsigned i = 0; i < loops; i++) {
-        void *args[] = { &gs->src, &dst, &n };
+        void *args[] = { &src, &dst, &n };
 
         CU_TRY(launch(ge->copy, ge->sms * 4, 1024, s, args),
                "SM copy %d->%d", x->src, x->dst);
@@ -131,10 +156,10 @@ static bool enqueue_chase(Run *run, Xfer *x, CUstream s, unsigned loops,
                           GError **errp)
 {
     Gpu *gs = &run->gpus[x->src], *gd = &run->gpus[x->dst];
-    uint32_t hops = CHASE_HOPS;
+    uint32_t hops = run->chase_hops, cached = !run->validate;
     CUdeviceptr sink = chase_sink(run, x->src, x->dst);
     CUdeviceptr ns = sink + 8;
-    void *args[] = { &gd->chain, &hops, &sink, &ns };
+    void *args[] = { &gd->chain, &hops, &sink, &ns, &cached };
 
     (void)loops;
     CU_TRY(launch(gs->chase, 1, 1, s, args), "pointer chase %d->%d",
@@ -198,7 +223,8 @@ static bool enqueue_h2d(Run *run, Xfer *x, CUstream s, unsigned loops,
     CUdeviceptr dst = xfer_slot(run, x);
 
     for (unsigned i = 0; i < loops; i++) {
-        CU_TRY(p_cuMemcpyHtoDAsync(dst, run->host, xfer_len(run, x), s),
+        CU_TRY(p_cuMemcpyHtoDAsync(dst, host_source(run, x),
+                                   xfer_len(run, x), s),
                "host to device copy into %d", x->dst);
     }
     return true;
@@ -207,10 +233,10 @@ static bool enqueue_h2d(Run *run, Xfer *x, CUstream s, unsigned loops,
 static bool enqueue_d2h(Run *run, Xfer *x, CUstream s, unsigned loops,
                         GError **errp)
 {
-    Gpu *gs = &run->gpus[x->src];
+    CUdeviceptr src = xfer_source(run, x);
 
     for (unsigned i = 0; i < loops; i++) {
-        CU_TRY(p_cuMemcpyDtoHAsync(run->host, gs->src, xfer_len(run, x), s),
+        CU_TRY(p_cuMemcpyDtoHAsync(run->host_in, src, xfer_len(run, x), s),
                "device to host copy out of %d", x->src);
     }
     return true;
@@ -218,38 +244,74 @@ static bool enqueue_d2h(Run *run, Xfer *x, CUstream s, unsigned loops,
 
 /* ---- host memory before a host <-> device copy ------------------------ */
 
-/* Filled by the CPU with the GPU's own pattern, so that host -> device
- * does not rest on device -> host; host -> device copies leave it as it
- * is, so it is filled once per GPU in a row. */
-static bool fill_host(Run *run, const Xfer *x, GError **errp)
-{
-    uint32_t *w = run->host, seed = pattern_seed(x->src);
+typedef struct {
+    uint32_t *words;
+    gsize n;
+    uint64_t first;
+    uint32_t seed;
+} FillJob;
 
-    (void)errp;
-    if (run->host_pattern == x->src) {
-        return true;
+static gpointer fill_range(gpointer data)
+{
+    FillJob *job = data;
+
+    for (gsize i = 0; i < job->n; i++) {
+        job->words[i] = host_pattern(job->first + i, job->seed);
     }
-    for (gsize i = 0; i < xfer_len(run, x) / 4; i++) {
-        w[i] = host_pattern(i, seed);
-    }
-    run->host_pattern = x->src;
-    return true;
+    return NULL;
 }
 
-/* Poisoned by the GPU, faster than the CPU: with unified addressing,
- * pinned memory has one address for host and GPU; where the driver
- * refuses, by the CPU. */
+/* @buf filled with the pattern of @seed by the CPU, so that host ->
+ * device does not rest on device -> host; in parallel, as it is the
+ * largest piece of CPU work in a run. */
+static void fill_host_buffer(void *buf, gsize bytes, uint32_t seed)
+{
+    guint nt = CLAMP(g_get_num_processors(), 1, 16);
+    gsize words = bytes / 4, per = (words + nt - 1) / nt;
+    GThread *t[16];
+    FillJob jobs[16];
+
+    for (guint i = 0; i < nt; i++) {
+        gsize first = MIN(words, i * per);
+
+        jobs[i] = (FillJob){ (uint32_t *)buf + first,
+                             MIN(per, words - first), first, seed };
+        t[i] = g_thread_new("host-fill", fill_range, &jobs[i]);
+    }
+    for (guint i = 0; i < nt; i++) {
+        g_thread_join(t[i]);
+    }
+}
+
+/* Once a run: host -> device copies only read these buffers. */
+void fill_host_patterns(Run *run)
+{
+    for (int alt = 0; alt < 2; alt++) {
+        Xfer x = { .kind = XFER_H2D, .alt = alt };
+        void *buf = host_source(run, &x);
+
+        if (buf) {
+            fill_host_buffer(buf, run->bytes, xfer_seed(&x));
+        }
+    }
+}
+
+/* Device -> host lands where a GPU poisoned it (faster than the CPU:
+ * with unified addressing, pinned memory has one address for host and
+ * GPU; where the driver refuses, the CPU does). The benchmark waits for
+ * it; a validated sample has it in stream order before its copies. */
 static bool poison_host(Run *run, const Xfer *x, GError **errp)
 {
     Gpu *g = &run->gpus[x->src];
 
     USE_GPU(g);
-    if (p_cuMemsetD32Async((CUdeviceptr)(uintptr_t)run->host, 0xdeadbeefu,
+    if (p_cuMemsetD32Async((CUdeviceptr)(uintptr_t)run->host_in, 0xdeadbeefu,
                            xfer_len(run, x) / 4, g->gate) != CUDA_SUCCESS) {
-        memset(run->host, 0xa5, xfer_len(run, x));
+        memset(run->host_in, 0xa5, xfer_len(run, x));
     }
-    WAIT(run, NULL, g->gate, "GPU %d: poisoning host memory", x->src);
-    run->host_pattern = -1;
+    if (!run->validate) {
+        WAIT(run, NULL, g->gate, "GPU %d: poisoning host memory", x->src);
+    }
     return true;
 }
 
@@ -275,8 +337,8 @@ static double us_per_ce_copy(const Run *run, const Xfer *x, unsigned loops)
 
 static double us_per_hop(const Run *run, const Xfer *x, unsigned loops)
 {
-    (void)run; (void)loops;
-    return x->ms * 1e3 / CHASE_HOPS;
+    (void)loops;
+    return x->ms * 1e3 / run->chase_hops;
 }
 
 /* ---- the table --------------------------------------------------------- */
@@ -331,7 +393,7 @@ static const XferMethod xfer_methods[XFER_KIND_COUNT] = {
     [XFER_H2D] = {
         .name = "host to device copy", .checked_at_dst = true,
         .copy_by_copy = true, .host_path = true, .one_gpu = true,
-        .path = PATH_CE, .enqueue = enqueue_h2d, .prepare_host = fill_host,
+        .path = PATH_CE, .enqueue = enqueue_h2d,
         .value = gbps_of_loops,
     },
     [XFER_D2H] = {

@@ -66,7 +66,8 @@ const VerifyFigureInfo verify_figures[VERIFY_FIGURE_COUNT] = {
         "device_to_device_latency_sm",
         "device_to_device_latency_sm",
         "a's pointer chase through b's memory: a random cycle over up to "
-        "256 MiB (nvbandwidth's: 2 MiB), loads bypass L1",
+        "64 MiB, uncached loads, 5000 hops; --benchmark: nvbandwidth's "
+        "2 MiB walked a 128-byte line at a time, plain loads, 20000 hops",
         "latency_sm_us", "Latency, SM pointer chase, loads bypass L1 (us)",
         XFER_SM_LATENCY, false, true, true, false },
     [FIG_PAIR_COUNT + AGG_ALL_TO_ONE] = {

@@ -22,15 +22,23 @@ extern "C" __global__ void fill_pattern(uint32_t *dst, uint64_t words,
     }
 }
 
-// The first word that differs from the pattern, or ~0 when none does.
+// The offset of the first byte that differs from the pattern, or ~0 when
+// none does: found here, so that a later copy into the same buffer cannot
+// hide which byte it was.
 extern "C" __global__ void check_pattern(const uint32_t *buf, uint64_t words,
                                          uint32_t seed,
                                          unsigned long long *first_bad)
 {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
          i < words; i += (uint64_t)gridDim.x * blockDim.x) {
-        if (buf[i] != pattern(i, seed)) {
-            atomicMin(first_bad, (unsigned long long)i);
+        uint32_t diff = buf[i] ^ pattern(i, seed);
+
+        if (diff) {
+            // Little-endian: the lowest differing bit is in the first
+            // differing byte.
+            unsigned byte = (unsigned)(__ffs((int)diff) - 1) / 8;
+
+            atomicMin(first_bad, (unsigned long long)(i * 4 + byte));
         }
     }
 }
@@ -69,17 +77,27 @@ extern "C" __global__ void spin(volatile int *flag, uint64_t max_ns)
 }
 
 // One thread follows a chain of indices through (peer) memory. Loads use
-// ld.global.cv so that no cache answers: each hop is a round trip.
+// ld.global.cv so that no cache answers: each hop is a round trip; with
+// @cached (--benchmark), plain loads, as nvbandwidth's chase.
 extern "C" __global__ void pointer_chase(const uint32_t *next, uint32_t hops,
-                                         uint32_t *sink, uint64_t *ns)
+                                         uint32_t *sink, uint64_t *ns,
+                                         uint32_t cached)
 {
     uint32_t at = 0;
     uint64_t t0, t1;
 
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    for (uint32_t h = 0; h < hops; h++) {
-        asm volatile("ld.global.cv.u32 %0, [%1];"
-                     : "=r"(at) : "l"(next + at) : "memory");
+    if (cached) {
+        // nvbandwidth's loads: the default caching of a plain load.
+        for (uint32_t h = 0; h < hops; h++) {
+            asm volatile("ld.global.u32 %0, [%1];"
+                         : "=r"(at) : "l"(next + at) : "memory");
+        }
+    } else {
+        for (uint32_t h = 0; h < hops; h++) {
+            asm volatile("ld.global.cv.u32 %0, [%1];"
+                         : "=r"(at) : "l"(next + at) : "memory");
+        }
     }
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
     *sink = at;

@@ -342,8 +342,10 @@ void verify_print_text(const VerifyOptions *o, const VerifyReport *r)
         printf("note: %s\n", (char *)g_ptr_array_index(r->notes, i));
     }
     if (r->loops) {
-        printf("\n%" G_GSIZE_FORMAT " MiB x %u loops, %u sample(s)%s\n",
-               o->bytes >> 20, r->loops, o->samples, r->concurrent ?
+        printf("\n%" G_GSIZE_FORMAT " MiB x %u loops, %u sample(s), %s%s\n",
+               o->bytes >> 20, r->loops, o->samples,
+               o->benchmark ? "nvbandwidth's method (--benchmark)" :
+               "every copy checked (validation)", r->concurrent ?
                "; pairs on independent links measured together" : "");
     }
     if (!verify_data_moved(r)) {
@@ -688,6 +690,10 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
     add_int_or_null(b, "samples", o->samples, true);
     json_builder_set_member_name(b, "quick");
     json_builder_add_boolean_value(b, o->quick);
+    /* "benchmark": the figures follow nvbandwidth's method, under the
+     * names of its tests; "validation": every copy checked, fewer. */
+    gp_json_add_string_or_null(b, "mode", o->benchmark ? "benchmark" :
+                               "validation");
     json_builder_set_member_name(b, "concurrent_pairs");
     json_builder_add_boolean_value(b, r->concurrent);
     /* Registry names (figures.c) asked for: --figures, else the mode's;
@@ -763,6 +769,15 @@ void verify_print_json(const VerifyOptions *o, const VerifyReport *r)
     json_builder_add_int_value(b, verify_exit_code(r));
     json_builder_set_member_name(b, "seconds");
     json_builder_add_double_value(b, r->seconds);
+    json_builder_set_member_name(b, "figure_seconds");
+    json_builder_begin_object(b);
+    for (i = 0; i < VERIFY_FIGURE_COUNT; i++) {
+        if (r->figure_s[i] > 0) {
+            json_builder_set_member_name(b, verify_figures[i].name);
+            json_builder_add_double_value(b, r->figure_s[i]);
+        }
+    }
+    json_builder_end_object(b);
     json_builder_set_member_name(b, "phase_seconds");
     if (r->loops && r->phase_s[0] > 0) {
         static const char *const phases[] = VERIFY_PHASES;

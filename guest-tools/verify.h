@@ -180,9 +180,13 @@ typedef struct {
     guint32 links_rose;         /* bit per link whose counter rose */
 } VerifyHealthTotal;
 
-/* nvbandwidth's method: 16 timed copies a sample after 4 warm-up ones. */
-#define VERIFY_LOOPS 16
-#define VERIFY_WARMUP 4
+/* --benchmark, nvbandwidth's counts: 16 timed copies a sample after 4
+ * warm-up ones. */
+#define VERIFY_BENCH_LOOPS 16
+#define VERIFY_BENCH_WARMUP 4
+/* The default validation run: every copy checked, fewer of them. */
+#define VERIFY_LOOPS 4
+#define VERIFY_WARMUP 1
 #define VERIFY_QUICK_LOOPS 2
 #define VERIFY_QUICK_WARMUP 1
 
@@ -321,6 +325,8 @@ typedef struct VerifyReport {
     double seconds;
     /* Wall time of the CUDA phases (VERIFY_PHASES). */
     double phase_s[7];
+    /* Wall time of each figure (registry order), 0: not measured. */
+    double figure_s[VERIFY_FIGURE_COUNT];
 } VerifyReport;
 
 typedef struct VerifyOptions {
@@ -328,6 +334,7 @@ typedef struct VerifyOptions {
     gboolean json, quick, pci_only, skip_rdma;  /* GOption writes gboolean */
     gboolean with_cuda;         /* CUDA checks on a --sysfs-root capture */
     gboolean concurrent;        /* time pairs on independent links at once */
+    gboolean benchmark;         /* nvbandwidth's method, not validation */
     double watchdog_s;          /* longest wait for GPU work */
     double min_bandwidth;       /* GB/s, 0: none */
     double max_latency;         /* us, 0: none */

@@ -236,8 +236,69 @@ static void test_healthy_h200(void)
                 json_object_get_array_member(r.root, "gpus"), a),
             "all_to_one_ce_gbps"));
     }
-    g_assert_cmpint(json_object_get_int_member(r.root, "loops"), ==, 16);
+    /* The default is the validation run: 4 timed copies a sample. */
+    g_assert_cmpint(json_object_get_int_member(r.root, "loops"), ==, 4);
+    g_assert_cmpstr(str_member(r.root, "mode"), ==, "validation");
     res_clear(&r);
+}
+
+/* --benchmark: nvbandwidth's 16 copies a sample, and says so. */
+static void test_benchmark_mode(void)
+{
+    Res r = { 0 };
+
+    run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL,
+                "--benchmark --size-mib 2 --samples 1");
+    expect_exit(&r, 0);
+    g_assert_cmpint(json_object_get_int_member(r.root, "loops"), ==, 16);
+    g_assert_cmpstr(str_member(r.root, "mode"), ==, "benchmark");
+    g_assert_nonnull(json_object_get_object_member(pair(&r, 0, 1),
+                                                   "unidirectional_ce_gbps"));
+    res_clear(&r);
+    /* The last copy of a bracket is checked: data checks are copies 1
+     * to 3, the figure's warm-ups 4 to 7, its timed copies 8 to 23. */
+    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0-1:100:23", NULL,
+                "--benchmark --size-mib 1 --samples 1 --figures "
+                "device_to_device_memcpy_write_ce");
+    expect_exit(&r, 1);
+    g_assert_nonnull(strstr(str_member(pair(&r, 0, 1), "problem"),
+                            "unidirectional_ce_gbps 0->1: first bad byte at "
+                            "offset 100"));
+    res_clear(&r);
+}
+
+/*
+ * A copy reported done that moved nothing, between good copies, in the
+ * validation run: data checks are copies 1 to 3, the figure's warm-up
+ * copy 4, its timed copies 5 to 8. The slot is poisoned once a sample,
+ * not once a copy, so only the alternating patterns show that copy 6
+ * left copy 5's bytes behind; copy 4, a warm-up, is checked as well.
+ */
+static void test_dropped_copy(void)
+{
+    static const struct { const char *fault, *problem; } cases[] = {
+        { "drop-copy:0-1:6", "(copy 2 of 4)" },
+        { "drop-copy:0-1:4", "(warm-up copy 1 of 1)" },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        Res r = { 0 };
+        JsonObject *p;
+
+        run_standin(&r, fixture(), H200_BUS_IDS, cases[i].fault, NULL,
+                    "--size-mib 1 --samples 1 --figures "
+                    "device_to_device_memcpy_write_ce");
+        expect_exit(&r, 1);
+        p = pair(&r, 0, 1);
+        g_assert_cmpstr(str_member(p, "verified_ce"), ==, "failed");
+        g_assert_nonnull(strstr(str_member(p, "problem"),
+                                "unidirectional_ce_gbps 0->1: first bad "
+                                "byte at offset"));
+        g_assert_nonnull(strstr(str_member(p, "problem"), cases[i].problem));
+        g_assert_true(json_object_get_null_member(p,
+                                                  "unidirectional_ce_gbps"));
+        res_clear(&r);
+    }
 }
 
 /* A corrupt byte on copies out of GPU 0 blames 0 -> 1 only. */
@@ -261,10 +322,10 @@ static void test_corrupt_byte(void)
 }
 
 /*
- * Copy 10 of those from GPU 0 into 1 comes back bad: the data checks are
- * copies 1 to 3 (CE, SM write, SM read), the figure's 4 warm-up copies 4
- * to 7, its 16 timed ones 8 to 23. The third timed copy is bad, and later
- * ones overwrite it with good bytes: only a check of every copy sees it
+ * Copy 6 of those from GPU 0 into 1 comes back bad: the data checks are
+ * copies 1 to 3 (CE, SM write, SM read), the figure's warm-up copy 4,
+ * its 4 timed ones 5 to 8. The second timed copy is bad, and later ones
+ * overwrite it with good bytes: only a check of every copy sees it
  * (issue 21: before, only the last copy was checked, and this passed).
  */
 static void test_corrupt_non_last_copy(void)
@@ -272,7 +333,7 @@ static void test_corrupt_non_last_copy(void)
     Res r = { 0 };
     JsonObject *p;
 
-    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0-1:100:10", NULL,
+    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0-1:100:6", NULL,
                 "--size-mib 1 --samples 1 --figures "
                 "device_to_device_memcpy_write_ce");
     expect_exit(&r, 1);
@@ -280,7 +341,7 @@ static void test_corrupt_non_last_copy(void)
     g_assert_cmpstr(str_member(p, "verified_ce"), ==, "failed");
     g_assert_nonnull(strstr(str_member(p, "problem"),
                             "unidirectional_ce_gbps 0->1: first bad byte at "
-                            "offset 100 (copy 3 of 16)"));
+                            "offset 100 (copy 2 of 4)"));
     g_assert_true(json_object_get_null_member(p, "unidirectional_ce_gbps"));
     g_assert_cmpstr(str_member(pair(&r, 1, 0), "verified_ce"), ==, "ok");
     res_clear(&r);
@@ -469,13 +530,14 @@ static void test_aggregate_span(void)
     res_clear(&r);
 }
 
-/* A bad byte in an aggregate's third copy fails the pair and leaves the
- * aggregate without a figure (it was kept, 226.9 GB/s, beside exit 1). */
+/* A bad byte in an aggregate's third copy (the data checks are copies 1
+ * to 3) fails the pair and leaves the aggregate without a figure (it was
+ * kept, 226.9 GB/s, beside exit 1). */
 static void test_aggregate_bad_bytes(void)
 {
     Res r = { 0 };
 
-    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0-1:100:10", NULL,
+    run_standin(&r, fixture(), H200_BUS_IDS, "corrupt-byte:0-1:100:6", NULL,
                 "--size-mib 1 --samples 1 --figures all_to_one_write_ce");
     expect_exit(&r, 1);
     g_assert_cmpfloat(median_or_none(gpu_of(&r, 1), "all_to_one_ce_gbps"),
@@ -634,9 +696,10 @@ static void test_nvlink_fault_sticky(void)
 }
 
 /*
- * Four GPUs with 25 MiB each, 8 MiB transfers: the tool needs 2 x 8 MiB
- * and the 8 MiB latency chain per GPU, not (n+1) x 8 MiB (40 MiB). All
- * figures, the aggregates included, are measured and all is good.
+ * Four GPUs with 33 MiB each, 8 MiB transfers: the tool needs 3 x 8 MiB
+ * (a source, its alternate pattern, one inbox) and the 8 MiB latency
+ * chain per GPU, not (n+2) x 8 MiB (48 MiB). All figures, the
+ * aggregates included, are measured and all is good.
  */
 static void test_memory_bound(void)
 {
@@ -645,7 +708,7 @@ static void test_memory_bound(void)
     JsonArray *gpus;
     Res r = { 0 };
 
-    g_setenv("STANDIN_MEM_MIB", "25", TRUE);
+    g_setenv("STANDIN_MEM_MIB", "33", TRUE);
     run_standin(&r, sb_root(sb), ids, NULL, NULL,
                 "--size-mib 8 --samples 1");
     g_unsetenv("STANDIN_MEM_MIB");
@@ -1680,6 +1743,9 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/verify-cuda-standin/healthy-h200", test_healthy_h200);
     g_test_add_func("/verify-cuda-standin/corrupt-byte", test_corrupt_byte);
+    g_test_add_func("/verify-cuda-standin/benchmark-mode",
+                    test_benchmark_mode);
+    g_test_add_func("/verify-cuda-standin/dropped-copy", test_dropped_copy);
     g_test_add_func("/verify-cuda-standin/untested", test_untested);
     g_test_add_func("/verify-cuda-standin/staged-48mib", test_staged_48mib);
     g_test_add_func("/verify-cuda-standin/corrupt-non-last-copy",

@@ -56,6 +56,9 @@
  *                           stream, and every stream that waits on it,
  *                           stays busy; synchronizing on it blocks forever
  *                           (as the driver does), querying says not ready.
+ *     drop-copy:GPU[:N]    a peer copy out of GPU is reported done and
+ *                           moves nothing (writes lost on the way); with
+ *                           N, only the Nth peer copy it matches.
  *     lost-gpu:GPU[:CODE]  GPU is lost at its first peer copy (it "falls
  *                           off the bus"): that call and every later call
  *                           on its context, streams, events or memory
@@ -153,7 +156,7 @@ static __thread CUcontext current;
 /* Fault injection, from the environment. */
 enum {
     F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_SLOW,
-    F_SLOW_ISSUER, F_PEER_QUERY, F_CTX_SET, F_KINDS
+    F_SLOW_ISSUER, F_PEER_QUERY, F_CTX_SET, F_DROP, F_KINDS
 };
 typedef struct {
     int kind, src, dst;         /* dst -1: any peer */
@@ -227,7 +230,7 @@ static void parse_fault(const char *var, const char *v, const char *item)
         [F_HANG] = "hang-copy:", [F_LOSE] = "lost-gpu:",
         [F_CORRUPT_HOST] = "corrupt-host:", [F_SLOW] = "slow-copy:",
         [F_SLOW_ISSUER] = "slow-issuer:", [F_PEER_QUERY] = "peer-query:",
-        [F_CTX_SET] = "ctx-set:",
+        [F_CTX_SET] = "ctx-set:", [F_DROP] = "drop-copy:",
     };
     Fault f = { .kind = -1, .arg = -1 };
     const char *at = NULL;
@@ -243,13 +246,16 @@ static void parse_fault(const char *var, const char *v, const char *item)
         die(var, v, "each fault is corrupt-byte:GPU:OFFSET[:N], "
             "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU,"
             " lost-gpu:GPU[:CODE], slow-copy:GPU:FACTOR, "
-            "slow-issuer:GPU:FACTOR, peer-query:S-D[:CODE] or "
-            "ctx-set:GPU[:CODE[:N]] (at most 8)");
+            "slow-issuer:GPU:FACTOR, peer-query:S-D[:CODE], "
+            "ctx-set:GPU[:CODE[:N]] or drop-copy:GPU[:N] (at most 8)");
     }
     if (!(at = parse_gpus(at, &f.src, &f.dst))) {
         die(var, v, "GPU must be a CUDA ordinal (or S-D) of a stand-in GPU");
     }
-    if (*at == ':' && f.kind != F_HANG) {
+    if (*at == ':' && f.kind == F_DROP) {
+        f.nth = strtoll(at + 1, &end, 0);
+        at = end;
+    } else if (*at == ':' && f.kind != F_HANG) {
         f.arg = strtoll(at + 1, &end, 0);
         at = end;
     }
@@ -441,6 +447,11 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
     if (peer && (f = fault(F_SLOW_ISSUER, s->dev, -1))) {
         gbps /= (double)f->arg;
     }
+    if (peer && (f = fault(F_DROP, sd, dd)) &&
+        (++f->seen == f->nth || !f->nth)) {
+        advance(bytes, gbps, 2000);
+        return CUDA_SUCCESS;    /* said done, moved nothing */
+    }
     memmove(dst, src, bytes);
     if (peer && (f = fault(F_CORRUPT, sd, dd)) &&
         (++f->seen == f->nth || !f->nth) &&
@@ -499,9 +510,12 @@ static CUresult run_kernel(int kind, struct CUstream_st *s, void **args)
         if (!a || !f || a->dev != dev || f->dev != dev) {
             return FAKE_ERROR_ILLEGAL_ADDRESS;
         }
-        for (uint64_t i = 0; i < words && i < *first; i++) {
-            if (buf[i] != pattern(i, seed)) {
-                *first = i;
+        /* The first bad byte's offset, as the kernel gives it. */
+        for (uint64_t i = 0; i < words && i * 4 < *first; i++) {
+            uint32_t diff = buf[i] ^ pattern(i, seed);
+
+            if (diff) {
+                *first = i * 4 + (uint64_t)__builtin_ctz(diff) / 8;
                 break;
             }
         }
@@ -533,10 +547,11 @@ static CUresult run_kernel(int kind, struct CUstream_st *s, void **args)
         uint32_t hops = *(uint32_t *)args[1];
         uint32_t *sink = *(uint32_t **)args[2];
         uint64_t *ns = *(uint64_t **)args[3];
+        uint32_t cached = *(uint32_t *)args[4];     /* plain loads: 1 */
         Alloc *a = find_alloc(next, 4);
         uint32_t at = 0;
 
-        if (!a || !find_alloc(sink, 4) || !find_alloc(ns, 8) ||
+        if (!a || !find_alloc(sink, 4) || !find_alloc(ns, 8) || cached > 1 ||
             (a->dev != dev && !peer_enabled[dev][a->dev])) {
             return FAKE_ERROR_ILLEGAL_ADDRESS;
         }
