@@ -274,6 +274,54 @@ void sb_iommu_groups(SysfsBuilder *sb)
     }
 }
 
+void sb_gate_host(SysfsBuilder *sb, const char *release, const char *config,
+                  bool type1, const char *cap)
+{
+    GHashTableIter it;
+    gpointer bdf, rel;
+
+    g_hash_table_iter_init(&it, sb->paths);
+    while (g_hash_table_iter_next(&it, &bdf, &rel)) {
+        g_autofree char *dir = sb_device_dir(sb, bdf);
+        g_autofree char *group_link = g_build_filename(dir, "iommu_group",
+                                                       NULL);
+        g_autofree char *text = g_file_read_link(group_link, NULL);
+        g_autofree char *group = NULL, *rr = NULL, *link = NULL;
+        g_autofree char *target = NULL;
+
+        if (!text) {
+            continue;
+        }
+        group = g_path_get_basename(text);
+        rr = g_build_filename("sys", "kernel", "iommu_groups", group,
+                              "reserved_regions", NULL);
+        sb_write(sb, rr, "0x00000000fee00000 0x00000000feefffff msi\n");
+        if (cap) {
+            /* The gate reads the link's last component, as Linux names
+             * the IOMMU. */
+            link = g_build_filename(dir, "iommu", NULL);
+            target = g_build_filename(sb->root, "sys", "devices", "virtual",
+                                      "iommu", "dmar0", NULL);
+            g_assert_cmpint(symlink(target, link), ==, 0);
+        }
+    }
+    if (cap) {
+        sb_write(sb, "sys/class/iommu/dmar0/intel-iommu/cap", cap);
+    }
+    if (release) {
+        g_autofree char *path = g_strdup_printf("boot/config-%s", release);
+
+        sb_write(sb, "proc/sys/kernel/osrelease", release);
+        if (config) {
+            sb_write(sb, path, config);
+        }
+    }
+    if (type1) {
+        sb_write(sb, "sys/module/vfio_iommu_type1/parameters/"
+                 "dma_entry_limit", "65535\n");
+    }
+}
+
 void sb_remove_tree(const char *path)
 {
     gp_remove_tree(path);

@@ -1142,6 +1142,11 @@ def gate_item(host, path, qemu):
     return p, items.get("peer BAR maps", {})
 
 
+# check --domain's words for GPUs given a clique whose gate is unknown.
+UNCHECKED = ("not checked (a clique, but whether the BARs will be mapped for "
+             "peers is unknown): ")
+
+
 def stock_ids(out):
     return out.count('name="x-nv-gpudirect-clique"')
 
@@ -1155,7 +1160,8 @@ def test_bar_gate(t, d):
     domain gives the GPU a clique (an id, auto), and finds both
     transforms' output ok. An unknown (a vIOMMU, no kernel config, a
     modelled window past the IOMMU's width) is a warning and the ids are
-    written."""
+    written; check --domain says untested (exit 6) where the domain gives
+    the GPU a clique, a warning where it gives none."""
     q11 = stock_standin(d, "11.1.3")
     q10 = stock_standin(d, "10.2.2")
     real = gate_host(NV_HOST, os.path.join(d, "gate-real"), GATE_REL,
@@ -1349,25 +1355,29 @@ def test_bar_gate(t, d):
          p.stderr, "gate: the kernel config read from proc/config.gz",
          p.stderr)
 
-    # Unknowns: a warning with the reason, the ids still written.
-    viommu = gate_domain(d, "viommu.xml", q11,
-                         extra_dev="<iommu model='intel'/>")
-    big_ram = gate_domain(d, "big-ram.xml", q11, memory="600")
-    for what, host, path, words in (
+    # Unknowns: a warning with the reason, the ids still written. check
+    # --domain: a warning for a GPU the domain gives no clique, and
+    # "untested" (exit 6, counted) for one it gives a clique: that clique
+    # promises P2P nobody could check.
+    viommu = {"extra_dev": "<iommu model='intel'/>"}
+    big_ram = {"memory": "600"}
+    for what, host, kw, words in (
             ("a vIOMMU", real, viommu, "a vIOMMU in the VM (<iommu "
              "model='intel'>)"),
             # The window is a model of the guest's layout: no proof.
             ("a window past a 39-bit IOMMU", narrow, big_ram,
              "window as modelled, 0x9700000000-0x9effffffff, starts past "
              "the IOMMU's 39-bit address space"),
-            ("no kernel config or modules", NV_HOST, plain,
+            ("no kernel config or modules", NV_HOST, {},
              "no kernel config is readable"),
             # A release before 6.19 proves no dma-buf without a config.
             ("iommufd on Linux 6.12 without a config",
              gate_host(NV_HOST, os.path.join(d, "gate-6.12-noconf"),
                        "6.12.95+deb12-amd64", None, type1=True, cap=CAP_48),
-             fd11, "Linux 6.12.95+deb12-amd64 predates VFIO's dma-buf "
-             "export (6.19), but a vendor kernel may backport it")):
+             {"hostdev_driver": iommufd}, "Linux 6.12.95+deb12-amd64 "
+             "predates VFIO's dma-buf export (6.19), but a vendor kernel "
+             "may backport it")):
+        path = gate_domain(d, "unknown.xml", q11, **kw)
         p = run("libvirt", "--sysfs-root", host, "--qemu-stock", path)
         ck, item = gate_item(host, path, q11)
         t.ok(p.returncode == 0 and stock_ids(p.stdout) == 2 and
@@ -1377,6 +1387,38 @@ def test_bar_gate(t, d):
                                                                  ""),
              "gate, %s: unknown, a warning naming it; ids written" % what,
              p.stdout[-600:] + p.stderr + json.dumps(item))
+        untested = json.loads(ck.stdout).get("untested")
+        ids = gate_domain(d, "unknown-ids.xml", q11,
+                          props=gate_props("stock"), **kw)
+        ck, item = gate_item(host, ids, q11)
+        report = json.loads(ck.stdout) if ck.stdout.startswith("{") else {}
+        t.ok(ck.returncode == 6 and item.get("verdict") == "untested" and
+             report.get("untested") == untested + 1 and
+             report.get("ready") == "not fully checked" and
+             UNCHECKED + "0000:03:00.0, 0000:05:00.0, 0000:41:00.0: " in
+             item.get("detail", "") and words in item.get("detail", "") and
+             all(g["verdict"] == "unknown" and g["clique"]
+                 for g in item.get("bar_gate", [])),
+             "gate, %s, the domain giving ids: check --domain: peer BAR "
+             "maps untested, naming it; exit 6" % what,
+             "exit %d; %s" % (ck.returncode, json.dumps(item)))
+        text = run("check", "--sysfs-root", host, "--domain", ids, "--qemu",
+                   q11)
+        t.ok(text.returncode == 6 and re.search(
+            r"\nuntested +peer BAR maps +not checked \(a clique", text.stdout),
+             "... and its text says untested", text.stdout[-1500:])
+
+    # A proven unmapped GPU with a clique beside an unknown one: the
+    # failure decides (exit 5), both said.
+    mixed = gate_domain(d, "mixed.xml", q11, extra_dev=viommu["extra_dev"],
+                        props=gate_props("stock", **nommap))
+    ck, item = gate_item(real, mixed, q11)
+    t.ok(ck.returncode == 5 and item.get("verdict") == "fail" and
+         "not mapped: 0000:05:00.0: " in item.get("detail", "") and
+         "x-no-mmap=on" in item.get("detail", "") and
+         UNCHECKED + "0000:03:00.0, 0000:41:00.0: " in item.get("detail", ""),
+         "gate: a proven unmapped GPU beside unknown ones fails, naming "
+         "both", "exit %d; %s" % (ck.returncode, json.dumps(item)))
 
 
 def test_all(t):

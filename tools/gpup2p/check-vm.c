@@ -387,12 +387,26 @@ static GpVmmKind vmm_of(const char *qemu)
 }
 #endif
 
+/* "; " between them, each line of @lines after @label. */
+static void append_gate_lines(GString *detail, const char *label,
+                              const GPtrArray *lines)
+{
+    guint i;
+
+    for (i = 0; i < lines->len; i++) {
+        g_string_append_printf(detail, "%s%s%s", detail->len ? "; " : "",
+                               label,
+                               (const char *)g_ptr_array_index(lines, i));
+    }
+}
+
 /*
  * Will each GPU's BARs be mapped in the IOMMU for its peers? The BAR
  * gate (gpup2p/bar-gate.h), as `gpup2p libvirt` asks it: a GPU proven
  * unmapped fails where the domain gives it a clique (which would promise
- * P2P that faults), and is ok without one (nothing is promised); an
- * unknown warns with its reason.
+ * P2P that faults), and is ok without one (nothing is promised). An
+ * unknown for a GPU with a clique is untested: that promise could not be
+ * checked; for one without, a warning with its reason.
  */
 void check_domain_bar_gate(Check *c)
 {
@@ -401,10 +415,11 @@ void check_domain_bar_gate(Check *c)
     g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
     g_autoptr(GPtrArray) gates = NULL, cliques = NULL, no = NULL;
-    g_autoptr(GPtrArray) unknown = NULL, spared = NULL;
+    g_autoptr(GPtrArray) unchecked = NULL, unknown = NULL, spared = NULL;
     g_autoptr(GPtrArray) promised = g_ptr_array_new();
     g_autoptr(GPtrArray) unpromised = g_ptr_array_new();
     g_autoptr(GString) detail = g_string_new(NULL);
+    ItemState st;
     guint i;
 
     if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
@@ -424,34 +439,27 @@ void check_domain_bar_gate(Check *c)
                         g_ptr_array_index(gates, i));
     }
     no = gp_front_gate_lines(promised, GP_BAR_GATE_NOT_MAPPED);
+    unchecked = gp_front_gate_lines(promised, GP_BAR_GATE_UNKNOWN);
+    unknown = gp_front_gate_lines(unpromised, GP_BAR_GATE_UNKNOWN);
     spared = gp_front_gate_lines(unpromised, GP_BAR_GATE_NOT_MAPPED);
-    unknown = gp_front_gate_lines(gates, GP_BAR_GATE_UNKNOWN);
-    for (i = 0; i < no->len; i++) {
-        g_string_append_printf(detail, "%snot mapped: %s", detail->len ?
-                               "; " : "",
-                               (const char *)g_ptr_array_index(no, i));
-    }
-    for (i = 0; i < unknown->len; i++) {
-        g_string_append_printf(detail, "%sunknown: %s", detail->len ?
-                               "; " : "",
-                               (const char *)g_ptr_array_index(unknown, i));
-    }
-    for (i = 0; i < spared->len; i++) {
-        g_string_append_printf(detail, "%sno clique; its BARs are not "
-                               "mapped: %s", detail->len ? "; " : "",
-                               (const char *)g_ptr_array_index(spared, i));
-    }
+    append_gate_lines(detail, "not mapped: ", no);
+    append_gate_lines(detail, "not checked (a clique, but whether the BARs "
+                      "will be mapped for peers is unknown): ", unchecked);
+    append_gate_lines(detail, "unknown: ", unknown);
+    append_gate_lines(detail, "no clique; its BARs are not mapped: ",
+                      spared);
     if (!detail->len) {
         g_string_append(detail, gates->len ? "every GPU's BARs will be "
                         "mapped for its peers" : "no GPU");
     }
-    check_item_data(c->r, no->len ? ITEM_FAIL : unknown->len ? ITEM_WARN :
-                    ITEM_OK, "peer BAR maps", detail->str,
-                    no->len ? "no clique for those GPUs ('gpup2p libvirt' "
-                    "writes none); or remove the condition named" :
-                    unknown->len ? "run on the host itself (modules, "
-                    "kernel config, IOMMU registers), or see the reason" :
-                    NULL, "bar_gate", bar_gate_json(gates, cliques));
+    st = no->len ? ITEM_FAIL : unchecked->len ? ITEM_UNTESTED :
+         unknown->len ? ITEM_WARN : ITEM_OK;
+    check_item_data(c->r, st, "peer BAR maps", detail->str,
+                    st == ITEM_FAIL ? "no clique for those GPUs ('gpup2p "
+                    "libvirt' writes none); or remove the condition named" :
+                    "run on the host itself (modules, kernel config, IOMMU "
+                    "registers), or see the reason",
+                    "bar_gate", bar_gate_json(gates, cliques));
 #else
     (void)c;
 #endif
