@@ -120,6 +120,23 @@ void check_domain_firmware(Check *c)
          "'gpup2p libvirt' sets <pcihole64> on the root controller");
 }
 
+#ifdef GP_HAVE_LIBVIRT
+/* The domain as libvirt-domain.h reads it; with @gpus, its GPUs found on
+ * the host (gp_domain_find_gpus()). NULL with @errp. */
+static GpDomain *read_gp_domain(const Check *c, bool gpus, GError **errp)
+{
+    g_autofree gchar *xml = NULL;
+    g_autoptr(GpDomain) d = NULL;
+
+    if (!g_file_get_contents(c->dom->path, &xml, NULL, errp) ||
+        !(d = gp_domain_parse(xml, c->dom->path, errp)) ||
+        (gpus && !gp_domain_find_gpus(d, c->topo, errp))) {
+        return NULL;
+    }
+    return g_steal_pointer(&d);
+}
+#endif
+
 /*
  * The domain's explicit clique ids, judged by the one check the hook and
  * `gpup2p libvirt` run (gp_domain_check_ids()): every way an id can be
@@ -129,14 +146,12 @@ void check_domain_firmware(Check *c)
 void check_domain_ids(Check *c)
 {
 #ifdef GP_HAVE_LIBVIRT
-    g_autofree gchar *xml = NULL;
-    g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
+    g_autoptr(GpDomain) d = read_gp_domain(c, false, &err);
     g_autoptr(GPtrArray) doubts = g_ptr_array_new_with_free_func(g_free);
     g_autofree char *joined = NULL;
 
-    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
-        !(d = gp_domain_parse(xml, c->dom->path, &err))) {
+    if (!d) {
         check_item(c->r, ITEM_FAIL, "clique ids", err->message,
              "fix the domain XML");
         return;
@@ -230,19 +245,16 @@ void check_domain_clique(Check *c)
                       "x-gpu-p2p-clique=auto per GPU ('gpup2p libvirt'), "
                       "or planned ids for stock QEMU ('gpup2p libvirt "
                       "--qemu-stock')";
-    g_autofree gchar *xml = NULL;
     g_autofree char *machine = NULL;
-    g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
+    g_autoptr(GpDomain) d = read_gp_domain(c, true, &err);
     g_autoptr(GString) got = g_string_new(NULL);
     g_autoptr(GString) none = g_string_new(NULL);
     g_autoptr(GPtrArray) nvidia = g_ptr_array_new();
     unsigned props;
     guint i;
 
-    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
-        !(d = gp_domain_parse(xml, c->dom->path, &err)) ||
-        !gp_domain_find_gpus(d, c->topo, &err)) {
+    if (!d) {
         check_item(c->r, ITEM_FAIL, "VM clique", err->message,
                    "fix the domain XML");
         return;
@@ -411,9 +423,8 @@ static void append_gate_lines(GString *detail, const char *label,
 void check_domain_bar_gate(Check *c)
 {
 #ifdef GP_HAVE_LIBVIRT
-    g_autofree gchar *xml = NULL;
-    g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
+    g_autoptr(GpDomain) d = read_gp_domain(c, true, &err);
     g_autoptr(GPtrArray) gates = NULL, cliques = NULL, no = NULL;
     g_autoptr(GPtrArray) unchecked = NULL, unknown = NULL, spared = NULL;
     g_autoptr(GPtrArray) promised = g_ptr_array_new();
@@ -422,9 +433,7 @@ void check_domain_bar_gate(Check *c)
     ItemState st;
     guint i;
 
-    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
-        !(d = gp_domain_parse(xml, c->dom->path, &err)) ||
-        !gp_domain_find_gpus(d, c->topo, &err)) {
+    if (!d) {
         check_item(c->r, ITEM_FAIL, "peer BAR maps", err->message,
                    "fix the domain XML");
         return;
