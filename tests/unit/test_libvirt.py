@@ -835,7 +835,7 @@ def test_start_cost(t, d):
     """check --domain predicts the VM's start cost from the GPUs' BARs
     (two H200s: 2 x (256 GiB + 16 MiB + 32 MiB)) and the host kernel,
     naming the figure and where docs/results.md has it; a kernel without
-    a figure is unknown."""
+    a figure is unknown, and so is iommufd's dma-buf path, not measured."""
     section = ('docs/results.md, "Linux 6.12 against 7.3: huge pfnmap '
                'mappings"')
     path = h200_domain(d, "cost.xml")
@@ -864,9 +864,37 @@ def test_start_cost(t, d):
              data.get("known") == (seconds is not None) and
              (seconds is None and data.get("seconds") is None or
               abs(data.get("seconds", 0) - seconds) < 1e-6) and
-             (seconds is None or data.get("source", "").startswith(section)),
-             "... and its JSON: kernel, BAR bytes, seconds, figure, source",
-             data)
+             (seconds is None or data.get("source", "").startswith(section))
+             and data.get("backend") == "type1",
+             "... and its JSON: kernel, BAR bytes, seconds, figure, source, "
+             "backend", data)
+    # iommufd maps BARs as dma-bufs (where it can), a path with no
+    # measured figure: the cost is unknown, saying so, never type1's
+    # figure, on either kernel.
+    fd = "<driver iommufd='yes'/><source>"
+    with open(path) as f:
+        xml = f.read()
+    both = write_out(d, "cost-iommufd.xml", xml.replace("<source>", fd))
+    one = write_out(d, "cost-iommufd-one.xml", xml.replace("<source>", fd, 1))
+    for release in ("6.12.95+deb12-amd64", "7.3.4+bpo-amd64"):
+        host = os.path.join(d, "h200-%s" % release)
+        for dom, gpus in ((both, "0000:00:06.0, 0000:00:07.0"),
+                          (one, "0000:00:06.0")):
+            item = check_items(host, dom).get("VM start cost", {})
+            data = item.get("start_cost", {})
+            detail = item.get("detail", "")
+            t.ok(item.get("verdict") == "warn" and
+                 detail.startswith("unknown: ") and
+                 "%s: the iommufd backend" % gpus in detail and
+                 "dma-buf" in detail and "no measured start cost" in detail
+                 and "through type1 on" not in detail and
+                 "about" not in detail and data.get("known") is False and
+                 data.get("seconds") is None and
+                 data.get("backend") == "iommufd" and
+                 data.get("bar_bytes") == bars,
+                 "start cost, iommufd (%s) on Linux %s: unknown, the "
+                 "dma-buf path named, no type1 figure" % (gpus, release),
+                 item)
     host = os.path.join(d, "h200-6.12.95+deb12-amd64")
     p = run("check", "--sysfs-root", host, "--domain", path, "--qemu",
             QEMU_STANDIN)

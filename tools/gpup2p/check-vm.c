@@ -492,8 +492,42 @@ static guint64 mapped_bar_bytes(const GPtrArray *gpus)
     return sum;
 }
 
+/*
+ * The domain's GPUs on the iommufd backend, as the BAR gate reads them
+ * (gp_domain_gate_facts()): "BDF, BDF", "" for none; NULL with @errp
+ * where the domain cannot be read.
+ */
+static char *iommufd_gpus(const Check *c, GError **errp)
+{
+#ifdef GP_HAVE_LIBVIRT
+    g_autoptr(GpDomain) d = read_gp_domain(c, true, errp);
+    g_autoptr(GString) out = g_string_new(NULL);
+    GpDomainGate facts;
+    guint i;
+
+    if (!d) {
+        return NULL;
+    }
+    gp_domain_gate_facts(d, c->topo->cpu_phys_bits, &facts);
+    for (i = 0; i < facts.gpus->len; i++) {
+        const GpBarGateGpu *g = &g_array_index(facts.gpus, GpBarGateGpu, i);
+
+        if (g->iommufd) {
+            g_string_append_printf(out, "%s%s", out->len ? ", " : "",
+                                   g->dev->bdf);
+        }
+    }
+    gp_domain_gate_clear(&facts);
+    return g_string_free(g_steal_pointer(&out), FALSE);
+#else
+    (void)c;
+    (void)errp;
+    return g_strdup("");        /* no --domain without libvirt */
+#endif
+}
+
 static JsonNode *start_cost_json(const char *kernel, guint64 bar_bytes,
-                                 const GpStartCost *cost)
+                                 bool iommufd, const GpStartCost *cost)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -504,6 +538,8 @@ static JsonNode *start_cost_json(const char *kernel, guint64 bar_bytes,
     } else {
         json_builder_add_null_value(b);
     }
+    json_builder_set_member_name(b, "backend");
+    json_builder_add_string_value(b, iommufd ? "iommufd" : "type1");
     json_builder_set_member_name(b, "bar_bytes");
     json_builder_add_int_value(b, (gint64)bar_bytes);
     json_builder_set_member_name(b, "known");
@@ -524,34 +560,55 @@ static JsonNode *start_cost_json(const char *kernel, guint64 bar_bytes,
     return json_builder_get_root(b);
 }
 
+/* Why no figure predicts the start cost, for check_domain_start_cost(). */
+static char *start_cost_unknown(const Check *c, const char *iommufd,
+                                const GpStartCost *cost, const char *size)
+{
+    if (*iommufd) {
+        return g_strdup_printf("unknown: %s: %s, so no figure for the "
+                               "GPUs' %s of BARs", iommufd, cost->why,
+                               size);
+    }
+    if (c->kernel) {
+        return g_strdup_printf("unknown: docs/results.md has no figure for "
+                               "Linux %s (only 6.12 and 7.x) to predict the "
+                               "type1 mapping of the GPUs' %s of BARs from",
+                               c->kernel, size);
+    }
+    return g_strdup_printf("unknown: the host kernel's release is not "
+                           "known (no proc/sys/kernel/osrelease), so no "
+                           "figure for the type1 mapping of the GPUs' %s "
+                           "of BARs", size);
+}
+
 /*
- * What mapping the GPUs' BARs through type1 adds to the VM's start, from
- * the host kernel and the figure docs/results.md measured for it; a
- * kernel without a figure is said to be unknown, never guessed.
+ * What mapping the GPUs' BARs adds to the VM's start, from the host
+ * kernel and the figure docs/results.md measured for it (type1); a kernel
+ * without a figure, or the iommufd backend (its dma-buf path is not
+ * measured), is said to be unknown, never guessed.
  */
 void check_domain_start_cost(Check *c)
 {
     guint64 bytes = mapped_bar_bytes(c->gpus);
     g_autofree char *size = check_size_text(bytes);
-    g_autofree char *detail = NULL;
+    g_autofree char *detail = NULL, *iommufd = NULL;
+    g_autoptr(GError) err = NULL;
     GpStartCost cost;
 
-    gp_start_cost_predict(c->kernel, bytes, &cost);
+    iommufd = iommufd_gpus(c, &err);
+    if (!iommufd) {
+        check_item(c->r, ITEM_FAIL, "VM start cost", err->message,
+                   "fix the domain XML");
+        return;
+    }
+    gp_start_cost_predict(c->kernel, bytes, *iommufd, &cost);
     if (!cost.known) {
-        detail = c->kernel ?
-            g_strdup_printf("unknown: docs/results.md has no figure for "
-                            "Linux %s (only 6.12 and 7.x) to predict the "
-                            "type1 mapping of the GPUs' %s of BARs from",
-                            c->kernel, size) :
-            g_strdup_printf("unknown: the host kernel's release is not "
-                            "known (no proc/sys/kernel/osrelease), so no "
-                            "figure for the type1 mapping of the GPUs' %s "
-                            "of BARs", size);
+        detail = start_cost_unknown(c, iommufd, &cost, size);
         check_item_data(c->r, ITEM_WARN, "VM start cost", detail,
-                        "run on the host, or capture with 'gpup2p "
-                        "snapshot', which copies the kernel's release",
-                        "start_cost", start_cost_json(c->kernel, bytes,
-                                                      &cost));
+                        *iommufd ? NULL : "run on the host, or capture with "
+                        "'gpup2p snapshot', which copies the kernel's "
+                        "release", "start_cost",
+                        start_cost_json(c->kernel, bytes, *iommufd, &cost));
         return;
     }
     if (cost.per_gib) {
@@ -573,5 +630,5 @@ void check_domain_start_cost(Check *c)
                     "VM start cost", detail, "a Linux 7.x host kernel "
                     "(Debian's trixie-backports), whose type1 maps aligned "
                     "huge pfnmaps at once", "start_cost",
-                    start_cost_json(c->kernel, bytes, &cost));
+                    start_cost_json(c->kernel, bytes, false, &cost));
 }
