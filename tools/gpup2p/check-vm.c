@@ -387,16 +387,6 @@ static JsonNode *bar_gate_json(const GPtrArray *gates,
     return json_builder_get_root(b);
 }
 
-/* Ours where vfio-pci has x-gpu-p2p-clique, else stock, else unknown. */
-static GpVmmKind vmm_of(const char *qemu)
-{
-    unsigned props;
-
-    if (!qemu || !gp_qemu_vfio_props(qemu, &props, NULL)) {
-        return GP_VMM_UNKNOWN;
-    }
-    return props & GP_QEMU_CLIQUE_AUTO ? GP_VMM_OURS : GP_VMM_STOCK;
-}
 #endif
 
 /* "; " between them, each line of @lines after @label. */
@@ -438,7 +428,8 @@ void check_domain_bar_gate(Check *c)
                    "fix the domain XML");
         return;
     }
-    gates = gp_front_domain_gate(d, c->topo, vmm_of(c->qemu), c->qemu);
+    gates = gp_front_domain_gate(d, c->topo, gp_front_vmm_of(c->qemu),
+                                 c->qemu);
     cliques = domain_cliques(c, d);
     /* The gate's verdicts are in d->gpus' order, as the cliques are. */
     for (i = 0; i < gates->len && i < cliques->len; i++) {
