@@ -1449,6 +1449,53 @@ def test_bar_gate(t, d):
          "both", "exit %d; %s" % (ck.returncode, json.dumps(item)))
 
 
+
+def test_check_gate(t, d):
+    """libvirt --check (the hook) consults the BAR gate for the GPUs that
+    have an explicit id: a GPU proven unmapped, or one the gate cannot
+    tell, is named with the reason in a warning; never a refusal (exit 0,
+    the VM starts). Ids the host proves wrong are still refused (2)."""
+    q11 = stock_standin(d, "11.1.3")
+    real = gate_host(NV_HOST, os.path.join(d, "ck-real"), GATE_REL,
+                     CONFIG_TYPE1, type1=True, cap=CAP_48)
+    emulated = gate_host(NV_HOST, os.path.join(d, "ck-emul"), GATE_REL,
+                         CONFIG_EMULATED, cap=CAP_48)
+    nommap = {"nommap": ("ua-gpu1", "x-no-mmap", "bool", "true")}
+    three = "0000:03:00.0, 0000:05:00.0, 0000:41:00.0: "
+    for what, host, kw, words in (
+            ("the emulated container", emulated, {},
+             "will not be mapped in the IOMMU: " + three +
+             "/dev/vfio/vfio is iommufd's emulated type1 container"),
+            ("x-no-mmap on 0000:05:00.0", real, {"more": nommap},
+             "will not be mapped in the IOMMU: 0000:05:00.0: "),
+            ("a vIOMMU", real, {"extra_dev": "<iommu model='intel'/>"},
+             "is unknown: " + three + "a vIOMMU in the VM")):
+        more = kw.pop("more", {})
+        path = gate_domain(d, "ck.xml", q11, props=gate_props("stock", **more),
+                           **kw)
+        p = run("libvirt", "--check", "--sysfs-root", host, path)
+        t.ok(p.returncode == 0 and "domain 'gpu-vm' starts" in p.stderr and
+             words in p.stderr,
+             "--check, %s: the gate's reason said, the domain starts "
+             "(exit 0)" % what, p.stderr)
+    # Every fact known and mapped: nothing said.
+    path = gate_domain(d, "ck-plain.xml", q11, props=gate_props("stock"))
+    p = run("libvirt", "--check", "--sysfs-root", real, path)
+    t.ok(p.returncode == 0 and "BARs" not in p.stderr,
+         "--check, type1 and all known: the gate says nothing", p.stderr)
+    # No explicit id: the hook has nothing to promise, and reads nothing.
+    path = gate_domain(d, "ck-none.xml", q11)
+    p = run("libvirt", "--check", "--sysfs-root", emulated, path)
+    t.ok(p.returncode == 0 and not p.stderr,
+         "--check without ids: no gate, nothing said", p.stderr)
+    # Ids the host proves wrong: refused as before, the gate aside.
+    bad = gate_domain(d, "ck-bad.xml", q11, props={
+        a: [("x-nv-gpudirect-clique", "unsigned", "2")]
+        for a in GATE_ALIASES})
+    p = run("libvirt", "--check", "--sysfs-root", emulated, bad)
+    t.ok(p.returncode == 2 and "refusing domain 'gpu-vm'" in p.stderr,
+         "--check: ids the host proves wrong are still refused", p.stderr)
+
 def test_all(t):
     test(t)
     test_stock_nvidia_only(t)
@@ -1464,6 +1511,7 @@ def test_all(t):
         test_split_group(t, d)
         test_shapes_front_ends(t, d)
         test_bar_gate(t, d)
+        test_check_gate(t, d)
 
 
 if __name__ == "__main__":
