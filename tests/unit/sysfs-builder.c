@@ -246,6 +246,16 @@ void sb_truncate_config(SysfsBuilder *sb, const char *bdf, size_t len)
     edit_config(sb, bdf, cfg, &n, true);
 }
 
+/* The IOMMU group @bdf's iommu_group link names, NULL without one. */
+static char *device_group(const SysfsBuilder *sb, const char *bdf)
+{
+    g_autofree char *dir = sb_device_dir(sb, bdf);
+    g_autofree char *link = g_build_filename(dir, "iommu_group", NULL);
+    g_autofree char *text = g_file_read_link(link, NULL);
+
+    return text ? g_path_get_basename(text) : NULL;
+}
+
 void sb_iommu_groups(SysfsBuilder *sb)
 {
     g_autofree char *groups = g_build_filename(sb->root, "sys", "kernel",
@@ -256,21 +266,62 @@ void sb_iommu_groups(SysfsBuilder *sb)
     g_assert_cmpint(g_mkdir_with_parents(groups, 0755), ==, 0);
     g_hash_table_iter_init(&it, sb->paths);
     while (g_hash_table_iter_next(&it, &bdf, &rel)) {
-        g_autofree char *dir = sb_device_dir(sb, bdf);
-        g_autofree char *link = g_build_filename(dir, "iommu_group", NULL);
-        g_autofree char *text = g_file_read_link(link, NULL);
-        g_autofree char *group = NULL, *members = NULL, *member = NULL;
-        g_autofree char *target = NULL;
+        g_autofree char *group = device_group(sb, bdf);
+        g_autofree char *members = NULL, *member = NULL, *target = NULL;
 
-        if (!text) {
+        if (!group) {
             continue;
         }
-        group = g_path_get_basename(text);
         members = g_build_filename(groups, group, "devices", NULL);
         g_assert_cmpint(g_mkdir_with_parents(members, 0755), ==, 0);
         member = g_build_filename(members, bdf, NULL);
         target = g_strdup_printf("../../../../%s", (const char *)rel);
         g_assert_cmpint(symlink(target, member), ==, 0);
+    }
+}
+
+void sb_gate_host(SysfsBuilder *sb, const char *release, const char *config,
+                  bool type1, const char *cap)
+{
+    GHashTableIter it;
+    gpointer bdf;
+
+    g_hash_table_iter_init(&it, sb->paths);
+    while (g_hash_table_iter_next(&it, &bdf, NULL)) {
+        g_autofree char *group = device_group(sb, bdf);
+        g_autofree char *rr = NULL, *dir = NULL, *link = NULL;
+        g_autofree char *target = NULL;
+
+        if (!group) {
+            continue;
+        }
+        rr = g_build_filename("sys", "kernel", "iommu_groups", group,
+                              "reserved_regions", NULL);
+        sb_write(sb, rr, "0x00000000fee00000 0x00000000feefffff msi\n");
+        if (cap) {
+            /* The gate reads the link's last component, as Linux names
+             * the IOMMU. */
+            dir = sb_device_dir(sb, bdf);
+            link = g_build_filename(dir, "iommu", NULL);
+            target = g_build_filename(sb->root, "sys", "devices", "virtual",
+                                      "iommu", "dmar0", NULL);
+            g_assert_cmpint(symlink(target, link), ==, 0);
+        }
+    }
+    if (cap) {
+        sb_write(sb, "sys/class/iommu/dmar0/intel-iommu/cap", cap);
+    }
+    if (release) {
+        g_autofree char *path = g_strdup_printf("boot/config-%s", release);
+
+        sb_write(sb, "proc/sys/kernel/osrelease", release);
+        if (config) {
+            sb_write(sb, path, config);
+        }
+    }
+    if (type1) {
+        sb_write(sb, "sys/module/vfio_iommu_type1/parameters/"
+                 "dma_entry_limit", "65535\n");
     }
 }
 

@@ -8,6 +8,7 @@
 #ifndef SYSFS_BUILDER_H
 #define SYSFS_BUILDER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <glib.h>
 
@@ -59,6 +60,17 @@ void sb_add_rdma_device(SysfsBuilder *sb, const char *name, const char *bdf);
 void sb_iommu_groups(SysfsBuilder *sb);
 /* Path of @bdf's device directory. */
 char *sb_device_dir(const SysfsBuilder *sb, const char *bdf);
+/*
+ * What the BAR gate (gpup2p/bar-gate.h) reads of a host, as Linux shows
+ * it: Linux @release (proc/sys/kernel/osrelease; NULL: none) with
+ * boot/config-@release holding @config (NULL: none), the type1 module
+ * where @type1, and, for each device in an IOMMU group, an `iommu`
+ * link to Intel IOMMU dmar0 whose
+ * Capability register is @cap (NULL: no link) and its group's reserved
+ * regions (the MSI window).
+ */
+void sb_gate_host(SysfsBuilder *sb, const char *release, const char *config,
+                  bool type1, const char *cap);
 void sb_free(SysfsBuilder *sb);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SysfsBuilder, sb_free)

@@ -41,8 +41,6 @@ static Host host_new(const char *release, const char *config, bool type1,
 {
     Host h = { sb_new(), NULL };
     g_autoptr(GError) err = NULL;
-    const char *gpus[] = { GPU_A, GPU_B };
-    unsigned i;
 
     sb_add(h.sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
            0x060000, 0, -1, NULL);
@@ -55,33 +53,7 @@ static Host host_new(const char *release, const char *config, bool type1,
     sb_add(h.sb, "0000:00:02.0", GPU_B, SB_ENDPOINT, 0x10de, 0x2335,
            0x030200, 0, 2, "vfio-pci");
     sb_iommu_groups(h.sb);
-    for (i = 0; i < G_N_ELEMENTS(gpus); i++) {
-        g_autofree char *dir = sb_device_dir(h.sb, gpus[i]);
-        g_autofree char *link = g_build_filename(dir, "iommu", NULL);
-        g_autofree char *rr = g_strdup_printf(
-            "sys/kernel/iommu_groups/%u/reserved_regions", i + 1);
-
-        if (cap) {
-            g_assert_cmpint(symlink("../../../virtual/iommu/dmar0", link),
-                            ==, 0);
-        }
-        sb_write(h.sb, rr, "0x00000000fee00000 0x00000000feefffff msi\n");
-    }
-    if (cap) {
-        sb_write(h.sb, "sys/class/iommu/dmar0/intel-iommu/cap", cap);
-    }
-    if (release) {
-        g_autofree char *path = g_strdup_printf("boot/config-%s", release);
-
-        sb_write(h.sb, "proc/sys/kernel/osrelease", release);
-        if (config) {
-            sb_write(h.sb, path, config);
-        }
-    }
-    if (type1) {
-        sb_write(h.sb, "sys/module/vfio_iommu_type1/parameters/"
-                 "dma_entry_limit", "65535\n");
-    }
+    sb_gate_host(h.sb, release, config, type1, cap);
     h.topo = gp_topo_read(sb_root(h.sb), &err);
     g_assert_no_error(err);
     return h;

@@ -903,6 +903,11 @@ static void ready_host(SysfsBuilder *sb, uint16_t hb_device)
     sb_write(sb, "proc/interrupts", "           CPU0\n 24:  0  IR-PCI-MSI "
              "1-edge  vfio-msi[0]\n");
     sb_write(sb, "sys/module/gpup2p/refcnt", "0\n");
+    /* VFIO's own type1 on Linux 7.3, a 48-bit Intel IOMMU: every GPU's
+     * BARs are mapped for its peers (the BAR gate can tell). */
+    sb_gate_host(sb, "7.3.4+bpo-amd64", "CONFIG_VFIO=m\n"
+                 "CONFIG_VFIO_CONTAINER=y\nCONFIG_VFIO_IOMMU_TYPE1=m\n"
+                 "CONFIG_VFIO_PCI_DMABUF=y\n", true, "d2008c406f0462");
 }
 
 static void test_check_advice(void)

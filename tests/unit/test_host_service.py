@@ -22,6 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
 from taplib import Tap  # noqa: E402
 
+from fixture_copy import gate_host  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 FIX = os.path.join(HERE, "..", "fixtures")
@@ -467,11 +469,34 @@ def test_hook(t, d):
          "ports", p.stderr)
     # 05:00.0 and 41:00.0 sit on root ports of the AMD Zen virtual host,
     # whose root complex forwards P2P: one clique passes.
-    p = run_hook((DOMAIN % (QEMU_NS, "41",
-                            override("x-gpu-p2p-clique", "3", "3")))
-                 .replace("bus='0x03'", "bus='0x05'"))
-    t.ok(p.returncode == 0 and not p.stderr,
-         "hook: one clique for GPUs under root ports passes", p.stderr)
+    # The BAR gate is consulted and never stops the VM: the capture
+    # records no modules or kernel config, so whether the BARs will be
+    # mapped is unknown, and the hook says so.
+    root_ports = (DOMAIN % (QEMU_NS, "41",
+                            override("x-gpu-p2p-clique", "3", "3"))
+                  ).replace("bus='0x03'", "bus='0x05'")
+    p = run_hook(root_ports)
+    t.ok(p.returncode == 0 and "refusing" not in p.stderr and
+         "domain 'ids-vm' starts; whether the BARs of GPUs with a clique id "
+         "will be mapped in the IOMMU for peers is unknown: 0000:05:00.0, "
+         "0000:41:00.0: the VFIO container is not known" in p.stderr,
+         "hook: one clique for GPUs under root ports passes, the BAR "
+         "gate's unknown said", p.stderr)
+    # Proven unmapped (iommufd's emulated container): said, and it starts.
+    emul = gate_host(HOST, os.path.join(d, "emulated"), "7.3.4+bpo-amd64",
+                     "CONFIG_VFIO=m\nCONFIG_IOMMUFD=m\n# CONFIG_VFIO_CONTAINER "
+                     "is not set\nCONFIG_IOMMUFD_VFIO_CONTAINER=y\n")
+    on_emul = executable_copy(wrapper, os.path.join(d, "gpup2p-on-emul"),
+                              [(HOST, emul)])
+    emul_hook = executable_copy(hook, os.path.join(d, "hook-emul"),
+                                [(wrapper, on_emul)])
+    p = run_hook(root_ports, script=emul_hook)
+    t.ok(p.returncode == 0 and "domain 'ids-vm' starts, but its clique ids "
+         "promise P2P that will fault, the BARs will not be mapped in the "
+         "IOMMU: 0000:05:00.0, 0000:41:00.0: /dev/vfio/vfio is iommufd's "
+         "emulated type1 container" in p.stderr,
+         "hook: GPUs whose BARs will not be mapped keep the VM starting, "
+         "the gate's reason said", p.stderr)
     p = run_hook(DOMAIN % (QEMU_NS, "41",
                            override("x-gpu-p2p-clique", "3", "4")))
     t.eq(p.returncode, 0, "hook: different ids make no claim and pass")

@@ -835,7 +835,7 @@ def test_start_cost(t, d):
     """check --domain predicts the VM's start cost from the GPUs' BARs
     (two H200s: 2 x (256 GiB + 16 MiB + 32 MiB)) and the host kernel,
     naming the figure and where docs/results.md has it; a kernel without
-    a figure is unknown."""
+    a figure is unknown, and so is iommufd's dma-buf path, not measured."""
     section = ('docs/results.md, "Linux 6.12 against 7.3: huge pfnmap '
                'mappings"')
     path = h200_domain(d, "cost.xml")
@@ -864,9 +864,37 @@ def test_start_cost(t, d):
              data.get("known") == (seconds is not None) and
              (seconds is None and data.get("seconds") is None or
               abs(data.get("seconds", 0) - seconds) < 1e-6) and
-             (seconds is None or data.get("source", "").startswith(section)),
-             "... and its JSON: kernel, BAR bytes, seconds, figure, source",
-             data)
+             (seconds is None or data.get("source", "").startswith(section))
+             and data.get("backend") == "type1",
+             "... and its JSON: kernel, BAR bytes, seconds, figure, source, "
+             "backend", data)
+    # iommufd maps BARs as dma-bufs (where it can), a path with no
+    # measured figure: the cost is unknown, saying so, never type1's
+    # figure, on either kernel.
+    fd = "<driver iommufd='yes'/><source>"
+    with open(path) as f:
+        xml = f.read()
+    both = write_out(d, "cost-iommufd.xml", xml.replace("<source>", fd))
+    one = write_out(d, "cost-iommufd-one.xml", xml.replace("<source>", fd, 1))
+    for release in ("6.12.95+deb12-amd64", "7.3.4+bpo-amd64"):
+        host = os.path.join(d, "h200-%s" % release)
+        for dom, gpus in ((both, "0000:00:06.0, 0000:00:07.0"),
+                          (one, "0000:00:06.0")):
+            item = check_items(host, dom).get("VM start cost", {})
+            data = item.get("start_cost", {})
+            detail = item.get("detail", "")
+            t.ok(item.get("verdict") == "warn" and
+                 detail.startswith("unknown: ") and
+                 "%s: the iommufd backend" % gpus in detail and
+                 "dma-buf" in detail and "no measured start cost" in detail
+                 and "through type1 on" not in detail and
+                 "about" not in detail and data.get("known") is False and
+                 data.get("seconds") is None and
+                 data.get("backend") == "iommufd" and
+                 data.get("bar_bytes") == bars,
+                 "start cost, iommufd (%s) on Linux %s: unknown, the "
+                 "dma-buf path named, no type1 figure" % (gpus, release),
+                 item)
     host = os.path.join(d, "h200-6.12.95+deb12-amd64")
     p = run("check", "--sysfs-root", host, "--domain", path, "--qemu",
             QEMU_STANDIN)
@@ -1142,6 +1170,11 @@ def gate_item(host, path, qemu):
     return p, items.get("peer BAR maps", {})
 
 
+# check --domain's words for GPUs given a clique whose gate is unknown.
+UNCHECKED = ("not checked (a clique, but whether the BARs will be mapped for "
+             "peers is unknown): ")
+
+
 def stock_ids(out):
     return out.count('name="x-nv-gpudirect-clique"')
 
@@ -1155,7 +1188,8 @@ def test_bar_gate(t, d):
     domain gives the GPU a clique (an id, auto), and finds both
     transforms' output ok. An unknown (a vIOMMU, no kernel config, a
     modelled window past the IOMMU's width) is a warning and the ids are
-    written."""
+    written; check --domain says untested (exit 6) where the domain gives
+    the GPU a clique, a warning where it gives none."""
     q11 = stock_standin(d, "11.1.3")
     q10 = stock_standin(d, "10.2.2")
     real = gate_host(NV_HOST, os.path.join(d, "gate-real"), GATE_REL,
@@ -1349,25 +1383,29 @@ def test_bar_gate(t, d):
          p.stderr, "gate: the kernel config read from proc/config.gz",
          p.stderr)
 
-    # Unknowns: a warning with the reason, the ids still written.
-    viommu = gate_domain(d, "viommu.xml", q11,
-                         extra_dev="<iommu model='intel'/>")
-    big_ram = gate_domain(d, "big-ram.xml", q11, memory="600")
-    for what, host, path, words in (
+    # Unknowns: a warning with the reason, the ids still written. check
+    # --domain: a warning for a GPU the domain gives no clique, and
+    # "untested" (exit 6, counted) for one it gives a clique: that clique
+    # promises P2P nobody could check.
+    viommu = {"extra_dev": "<iommu model='intel'/>"}
+    big_ram = {"memory": "600"}
+    for what, host, kw, words in (
             ("a vIOMMU", real, viommu, "a vIOMMU in the VM (<iommu "
              "model='intel'>)"),
             # The window is a model of the guest's layout: no proof.
             ("a window past a 39-bit IOMMU", narrow, big_ram,
              "window as modelled, 0x9700000000-0x9effffffff, starts past "
              "the IOMMU's 39-bit address space"),
-            ("no kernel config or modules", NV_HOST, plain,
+            ("no kernel config or modules", NV_HOST, {},
              "no kernel config is readable"),
             # A release before 6.19 proves no dma-buf without a config.
             ("iommufd on Linux 6.12 without a config",
              gate_host(NV_HOST, os.path.join(d, "gate-6.12-noconf"),
                        "6.12.95+deb12-amd64", None, type1=True, cap=CAP_48),
-             fd11, "Linux 6.12.95+deb12-amd64 predates VFIO's dma-buf "
-             "export (6.19), but a vendor kernel may backport it")):
+             {"hostdev_driver": iommufd}, "Linux 6.12.95+deb12-amd64 "
+             "predates VFIO's dma-buf export (6.19), but a vendor kernel "
+             "may backport it")):
+        path = gate_domain(d, "unknown.xml", q11, **kw)
         p = run("libvirt", "--sysfs-root", host, "--qemu-stock", path)
         ck, item = gate_item(host, path, q11)
         t.ok(p.returncode == 0 and stock_ids(p.stdout) == 2 and
@@ -1377,7 +1415,86 @@ def test_bar_gate(t, d):
                                                                  ""),
              "gate, %s: unknown, a warning naming it; ids written" % what,
              p.stdout[-600:] + p.stderr + json.dumps(item))
+        untested = json.loads(ck.stdout).get("untested")
+        ids = gate_domain(d, "unknown-ids.xml", q11,
+                          props=gate_props("stock"), **kw)
+        ck, item = gate_item(host, ids, q11)
+        report = json.loads(ck.stdout) if ck.stdout.startswith("{") else {}
+        t.ok(ck.returncode == 6 and item.get("verdict") == "untested" and
+             report.get("untested") == untested + 1 and
+             report.get("ready") == "not fully checked" and
+             UNCHECKED + "0000:03:00.0, 0000:05:00.0, 0000:41:00.0: " in
+             item.get("detail", "") and words in item.get("detail", "") and
+             all(g["verdict"] == "unknown" and g["clique"]
+                 for g in item.get("bar_gate", [])),
+             "gate, %s, the domain giving ids: check --domain: peer BAR "
+             "maps untested, naming it; exit 6" % what,
+             "exit %d; %s" % (ck.returncode, json.dumps(item)))
+        text = run("check", "--sysfs-root", host, "--domain", ids, "--qemu",
+                   q11)
+        t.ok(text.returncode == 6 and re.search(
+            r"\nuntested +peer BAR maps +not checked \(a clique", text.stdout),
+             "... and its text says untested", text.stdout[-1500:])
 
+    # A proven unmapped GPU with a clique beside an unknown one: the
+    # failure decides (exit 5), both said.
+    mixed = gate_domain(d, "mixed.xml", q11, extra_dev=viommu["extra_dev"],
+                        props=gate_props("stock", **nommap))
+    ck, item = gate_item(real, mixed, q11)
+    t.ok(ck.returncode == 5 and item.get("verdict") == "fail" and
+         "not mapped: 0000:05:00.0: " in item.get("detail", "") and
+         "x-no-mmap=on" in item.get("detail", "") and
+         UNCHECKED + "0000:03:00.0, 0000:41:00.0: " in item.get("detail", ""),
+         "gate: a proven unmapped GPU beside unknown ones fails, naming "
+         "both", "exit %d; %s" % (ck.returncode, json.dumps(item)))
+
+
+
+def test_check_gate(t, d):
+    """libvirt --check (the hook) consults the BAR gate for the GPUs that
+    have an explicit id: a GPU proven unmapped, or one the gate cannot
+    tell, is named with the reason in a warning; never a refusal (exit 0,
+    the VM starts). Ids the host proves wrong are still refused (2)."""
+    q11 = stock_standin(d, "11.1.3")
+    real = gate_host(NV_HOST, os.path.join(d, "ck-real"), GATE_REL,
+                     CONFIG_TYPE1, type1=True, cap=CAP_48)
+    emulated = gate_host(NV_HOST, os.path.join(d, "ck-emul"), GATE_REL,
+                         CONFIG_EMULATED, cap=CAP_48)
+    nommap = {"nommap": ("ua-gpu1", "x-no-mmap", "bool", "true")}
+    three = "0000:03:00.0, 0000:05:00.0, 0000:41:00.0: "
+    for what, host, kw, words in (
+            ("the emulated container", emulated, {},
+             "will not be mapped in the IOMMU: " + three +
+             "/dev/vfio/vfio is iommufd's emulated type1 container"),
+            ("x-no-mmap on 0000:05:00.0", real, {"more": nommap},
+             "will not be mapped in the IOMMU: 0000:05:00.0: "),
+            ("a vIOMMU", real, {"extra_dev": "<iommu model='intel'/>"},
+             "is unknown: " + three + "a vIOMMU in the VM")):
+        more = kw.pop("more", {})
+        path = gate_domain(d, "ck.xml", q11, props=gate_props("stock", **more),
+                           **kw)
+        p = run("libvirt", "--check", "--sysfs-root", host, path)
+        t.ok(p.returncode == 0 and "domain 'gpu-vm' starts" in p.stderr and
+             words in p.stderr,
+             "--check, %s: the gate's reason said, the domain starts "
+             "(exit 0)" % what, p.stderr)
+    # Every fact known and mapped: nothing said.
+    path = gate_domain(d, "ck-plain.xml", q11, props=gate_props("stock"))
+    p = run("libvirt", "--check", "--sysfs-root", real, path)
+    t.ok(p.returncode == 0 and "BARs" not in p.stderr,
+         "--check, type1 and all known: the gate says nothing", p.stderr)
+    # No explicit id: the hook has nothing to promise, and reads nothing.
+    path = gate_domain(d, "ck-none.xml", q11)
+    p = run("libvirt", "--check", "--sysfs-root", emulated, path)
+    t.ok(p.returncode == 0 and not p.stderr,
+         "--check without ids: no gate, nothing said", p.stderr)
+    # Ids the host proves wrong: refused as before, the gate aside.
+    bad = gate_domain(d, "ck-bad.xml", q11, props={
+        a: [("x-nv-gpudirect-clique", "unsigned", "2")]
+        for a in GATE_ALIASES})
+    p = run("libvirt", "--check", "--sysfs-root", emulated, bad)
+    t.ok(p.returncode == 2 and "refusing domain 'gpu-vm'" in p.stderr,
+         "--check: ids the host proves wrong are still refused", p.stderr)
 
 def test_all(t):
     test(t)
@@ -1394,6 +1511,7 @@ def test_all(t):
         test_split_group(t, d)
         test_shapes_front_ends(t, d)
         test_bar_gate(t, d)
+        test_check_gate(t, d)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,16 @@ GpBarGateHost *gp_front_gate_host(const char *root)
     return host;
 }
 
+GpVmmKind gp_front_vmm_of(const char *qemu)
+{
+    unsigned props;
+
+    if (!qemu || !gp_qemu_vfio_props(qemu, &props, NULL)) {
+        return GP_VMM_UNKNOWN;
+    }
+    return props & GP_QEMU_CLIQUE_AUTO ? GP_VMM_OURS : GP_VMM_STOCK;
+}
+
 GPtrArray *gp_front_domain_gate(const GpDomain *d, const GpTopology *topo,
                                 GpVmmKind vmm, const char *qemu)
 {

@@ -10,6 +10,10 @@
  * running kernel's own) where readable, else boot/config-RELEASE. */
 GpBarGateHost *gp_front_gate_host(const char *root);
 
+/* The VMM @qemu is: ours where its vfio-pci has x-gpu-p2p-clique, else
+ * stock; unknown where it cannot be asked (or is NULL). */
+GpVmmKind gp_front_vmm_of(const char *qemu);
+
 /*
  * The gate for @d's GPUs (after gp_domain_find_gpus()) on @topo's host,
  * the VMM being @vmm; for GP_VMM_STOCK its version is asked of @qemu

@@ -52,24 +52,29 @@ unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,
                             unsigned maxphys_bits, unsigned maxphys_limit,
                             unsigned host_bits, const char **how);
 
-/* What mapping a VM's BARs through VFIO type1 costs its start. */
+/* What mapping a VM's BARs through its VFIO backend costs its start. */
 typedef struct {
-    bool known;             /* false: no figure for this kernel */
+    bool known;             /* false: no figure for this kernel or backend */
     bool per_gib;           /* grows with the BARs: seconds = GiB * figure */
     double seconds;         /* the prediction for the BARs given */
     const char *figure;     /* the measured figure, in words */
     const char *source;     /* where it is: docs/results.md and section */
-    const char *why;        /* the kernel behaviour behind it */
+    const char *why;        /* the kernel behaviour behind it, or why no
+                             * figure applies (NULL: no figure for the
+                             * kernel) */
 } GpStartCost;
 
 /*
- * The start cost of mapping @bar_bytes of BARs through type1 on a host
- * running Linux @release (uname -r; NULL: not known), from the figures
- * measured in docs/results.md: Linux 6.12 maps a BAR 4 KiB at a time
+ * The start cost of mapping @bar_bytes of BARs on a host running Linux
+ * @release (uname -r; NULL: not known), from the figures measured in
+ * docs/results.md for type1: Linux 6.12 maps a BAR 4 KiB at a time
  * (about 0.35 s per GiB), 7.x maps aligned huge pfnmaps at once (0.4 ms
  * for 64 GiB, measured on 7.3). Any other release: not known, no guess.
+ * With @iommufd (a GPU on the iommufd backend, whose BARs QEMU maps as
+ * dma-bufs where it and the kernel can) no type1 figure applies: not
+ * known, @why saying so.
  */
 void gp_start_cost_predict(const char *release, guint64 bar_bytes,
-                           GpStartCost *out);
+                           bool iommufd, GpStartCost *out);
 
 #endif /* GPUP2P_BAR_PLAN_H */

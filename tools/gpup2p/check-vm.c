@@ -120,6 +120,23 @@ void check_domain_firmware(Check *c)
          "'gpup2p libvirt' sets <pcihole64> on the root controller");
 }
 
+#ifdef GP_HAVE_LIBVIRT
+/* The domain as libvirt-domain.h reads it; with @gpus, its GPUs found on
+ * the host (gp_domain_find_gpus()). NULL with @errp. */
+static GpDomain *read_gp_domain(const Check *c, bool gpus, GError **errp)
+{
+    g_autofree gchar *xml = NULL;
+    g_autoptr(GpDomain) d = NULL;
+
+    if (!g_file_get_contents(c->dom->path, &xml, NULL, errp) ||
+        !(d = gp_domain_parse(xml, c->dom->path, errp)) ||
+        (gpus && !gp_domain_find_gpus(d, c->topo, errp))) {
+        return NULL;
+    }
+    return g_steal_pointer(&d);
+}
+#endif
+
 /*
  * The domain's explicit clique ids, judged by the one check the hook and
  * `gpup2p libvirt` run (gp_domain_check_ids()): every way an id can be
@@ -129,14 +146,12 @@ void check_domain_firmware(Check *c)
 void check_domain_ids(Check *c)
 {
 #ifdef GP_HAVE_LIBVIRT
-    g_autofree gchar *xml = NULL;
-    g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
+    g_autoptr(GpDomain) d = read_gp_domain(c, false, &err);
     g_autoptr(GPtrArray) doubts = g_ptr_array_new_with_free_func(g_free);
     g_autofree char *joined = NULL;
 
-    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
-        !(d = gp_domain_parse(xml, c->dom->path, &err))) {
+    if (!d) {
         check_item(c->r, ITEM_FAIL, "clique ids", err->message,
              "fix the domain XML");
         return;
@@ -230,19 +245,16 @@ void check_domain_clique(Check *c)
                       "x-gpu-p2p-clique=auto per GPU ('gpup2p libvirt'), "
                       "or planned ids for stock QEMU ('gpup2p libvirt "
                       "--qemu-stock')";
-    g_autofree gchar *xml = NULL;
     g_autofree char *machine = NULL;
-    g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
+    g_autoptr(GpDomain) d = read_gp_domain(c, true, &err);
     g_autoptr(GString) got = g_string_new(NULL);
     g_autoptr(GString) none = g_string_new(NULL);
     g_autoptr(GPtrArray) nvidia = g_ptr_array_new();
     unsigned props;
     guint i;
 
-    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
-        !(d = gp_domain_parse(xml, c->dom->path, &err)) ||
-        !gp_domain_find_gpus(d, c->topo, &err)) {
+    if (!d) {
         check_item(c->r, ITEM_FAIL, "VM clique", err->message,
                    "fix the domain XML");
         return;
@@ -375,46 +387,49 @@ static JsonNode *bar_gate_json(const GPtrArray *gates,
     return json_builder_get_root(b);
 }
 
-/* Ours where vfio-pci has x-gpu-p2p-clique, else stock, else unknown. */
-static GpVmmKind vmm_of(const char *qemu)
-{
-    unsigned props;
-
-    if (!qemu || !gp_qemu_vfio_props(qemu, &props, NULL)) {
-        return GP_VMM_UNKNOWN;
-    }
-    return props & GP_QEMU_CLIQUE_AUTO ? GP_VMM_OURS : GP_VMM_STOCK;
-}
 #endif
+
+/* "; " between them, each line of @lines after @label. */
+static void append_gate_lines(GString *detail, const char *label,
+                              const GPtrArray *lines)
+{
+    guint i;
+
+    for (i = 0; i < lines->len; i++) {
+        g_string_append_printf(detail, "%s%s%s", detail->len ? "; " : "",
+                               label,
+                               (const char *)g_ptr_array_index(lines, i));
+    }
+}
 
 /*
  * Will each GPU's BARs be mapped in the IOMMU for its peers? The BAR
  * gate (gpup2p/bar-gate.h), as `gpup2p libvirt` asks it: a GPU proven
  * unmapped fails where the domain gives it a clique (which would promise
- * P2P that faults), and is ok without one (nothing is promised); an
- * unknown warns with its reason.
+ * P2P that faults), and is ok without one (nothing is promised). An
+ * unknown for a GPU with a clique is untested: that promise could not be
+ * checked; for one without, a warning with its reason.
  */
 void check_domain_bar_gate(Check *c)
 {
 #ifdef GP_HAVE_LIBVIRT
-    g_autofree gchar *xml = NULL;
-    g_autoptr(GpDomain) d = NULL;
     g_autoptr(GError) err = NULL;
+    g_autoptr(GpDomain) d = read_gp_domain(c, true, &err);
     g_autoptr(GPtrArray) gates = NULL, cliques = NULL, no = NULL;
-    g_autoptr(GPtrArray) unknown = NULL, spared = NULL;
+    g_autoptr(GPtrArray) unchecked = NULL, unknown = NULL, spared = NULL;
     g_autoptr(GPtrArray) promised = g_ptr_array_new();
     g_autoptr(GPtrArray) unpromised = g_ptr_array_new();
     g_autoptr(GString) detail = g_string_new(NULL);
+    ItemState st;
     guint i;
 
-    if (!g_file_get_contents(c->dom->path, &xml, NULL, &err) ||
-        !(d = gp_domain_parse(xml, c->dom->path, &err)) ||
-        !gp_domain_find_gpus(d, c->topo, &err)) {
+    if (!d) {
         check_item(c->r, ITEM_FAIL, "peer BAR maps", err->message,
                    "fix the domain XML");
         return;
     }
-    gates = gp_front_domain_gate(d, c->topo, vmm_of(c->qemu), c->qemu);
+    gates = gp_front_domain_gate(d, c->topo, gp_front_vmm_of(c->qemu),
+                                 c->qemu);
     cliques = domain_cliques(c, d);
     /* The gate's verdicts are in d->gpus' order, as the cliques are. */
     for (i = 0; i < gates->len && i < cliques->len; i++) {
@@ -424,34 +439,27 @@ void check_domain_bar_gate(Check *c)
                         g_ptr_array_index(gates, i));
     }
     no = gp_front_gate_lines(promised, GP_BAR_GATE_NOT_MAPPED);
+    unchecked = gp_front_gate_lines(promised, GP_BAR_GATE_UNKNOWN);
+    unknown = gp_front_gate_lines(unpromised, GP_BAR_GATE_UNKNOWN);
     spared = gp_front_gate_lines(unpromised, GP_BAR_GATE_NOT_MAPPED);
-    unknown = gp_front_gate_lines(gates, GP_BAR_GATE_UNKNOWN);
-    for (i = 0; i < no->len; i++) {
-        g_string_append_printf(detail, "%snot mapped: %s", detail->len ?
-                               "; " : "",
-                               (const char *)g_ptr_array_index(no, i));
-    }
-    for (i = 0; i < unknown->len; i++) {
-        g_string_append_printf(detail, "%sunknown: %s", detail->len ?
-                               "; " : "",
-                               (const char *)g_ptr_array_index(unknown, i));
-    }
-    for (i = 0; i < spared->len; i++) {
-        g_string_append_printf(detail, "%sno clique; its BARs are not "
-                               "mapped: %s", detail->len ? "; " : "",
-                               (const char *)g_ptr_array_index(spared, i));
-    }
+    append_gate_lines(detail, "not mapped: ", no);
+    append_gate_lines(detail, "not checked (a clique, but whether the BARs "
+                      "will be mapped for peers is unknown): ", unchecked);
+    append_gate_lines(detail, "unknown: ", unknown);
+    append_gate_lines(detail, "no clique; its BARs are not mapped: ",
+                      spared);
     if (!detail->len) {
         g_string_append(detail, gates->len ? "every GPU's BARs will be "
                         "mapped for its peers" : "no GPU");
     }
-    check_item_data(c->r, no->len ? ITEM_FAIL : unknown->len ? ITEM_WARN :
-                    ITEM_OK, "peer BAR maps", detail->str,
-                    no->len ? "no clique for those GPUs ('gpup2p libvirt' "
-                    "writes none); or remove the condition named" :
-                    unknown->len ? "run on the host itself (modules, "
-                    "kernel config, IOMMU registers), or see the reason" :
-                    NULL, "bar_gate", bar_gate_json(gates, cliques));
+    st = no->len ? ITEM_FAIL : unchecked->len ? ITEM_UNTESTED :
+         unknown->len ? ITEM_WARN : ITEM_OK;
+    check_item_data(c->r, st, "peer BAR maps", detail->str,
+                    st == ITEM_FAIL ? "no clique for those GPUs ('gpup2p "
+                    "libvirt' writes none); or remove the condition named" :
+                    "run on the host itself (modules, kernel config, IOMMU "
+                    "registers), or see the reason",
+                    "bar_gate", bar_gate_json(gates, cliques));
 #else
     (void)c;
 #endif
@@ -475,8 +483,42 @@ static guint64 mapped_bar_bytes(const GPtrArray *gpus)
     return sum;
 }
 
+/*
+ * The domain's GPUs on the iommufd backend, as the BAR gate reads them
+ * (gp_domain_gate_facts()): "BDF, BDF", "" for none; NULL with @errp
+ * where the domain cannot be read.
+ */
+static char *iommufd_gpus(const Check *c, GError **errp)
+{
+#ifdef GP_HAVE_LIBVIRT
+    g_autoptr(GpDomain) d = read_gp_domain(c, true, errp);
+    g_autoptr(GString) out = g_string_new(NULL);
+    GpDomainGate facts;
+    guint i;
+
+    if (!d) {
+        return NULL;
+    }
+    gp_domain_gate_facts(d, c->topo->cpu_phys_bits, &facts);
+    for (i = 0; i < facts.gpus->len; i++) {
+        const GpBarGateGpu *g = &g_array_index(facts.gpus, GpBarGateGpu, i);
+
+        if (g->iommufd) {
+            g_string_append_printf(out, "%s%s", out->len ? ", " : "",
+                                   g->dev->bdf);
+        }
+    }
+    gp_domain_gate_clear(&facts);
+    return g_string_free(g_steal_pointer(&out), FALSE);
+#else
+    (void)c;
+    (void)errp;
+    return g_strdup("");        /* no --domain without libvirt */
+#endif
+}
+
 static JsonNode *start_cost_json(const char *kernel, guint64 bar_bytes,
-                                 const GpStartCost *cost)
+                                 bool iommufd, const GpStartCost *cost)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -487,6 +529,8 @@ static JsonNode *start_cost_json(const char *kernel, guint64 bar_bytes,
     } else {
         json_builder_add_null_value(b);
     }
+    json_builder_set_member_name(b, "backend");
+    json_builder_add_string_value(b, iommufd ? "iommufd" : "type1");
     json_builder_set_member_name(b, "bar_bytes");
     json_builder_add_int_value(b, (gint64)bar_bytes);
     json_builder_set_member_name(b, "known");
@@ -507,34 +551,55 @@ static JsonNode *start_cost_json(const char *kernel, guint64 bar_bytes,
     return json_builder_get_root(b);
 }
 
+/* Why no figure predicts the start cost, for check_domain_start_cost(). */
+static char *start_cost_unknown(const Check *c, const char *iommufd,
+                                const GpStartCost *cost, const char *size)
+{
+    if (*iommufd) {
+        return g_strdup_printf("unknown: %s: %s, so no figure for the "
+                               "GPUs' %s of BARs", iommufd, cost->why,
+                               size);
+    }
+    if (c->kernel) {
+        return g_strdup_printf("unknown: docs/results.md has no figure for "
+                               "Linux %s (only 6.12 and 7.x) to predict the "
+                               "type1 mapping of the GPUs' %s of BARs from",
+                               c->kernel, size);
+    }
+    return g_strdup_printf("unknown: the host kernel's release is not "
+                           "known (no proc/sys/kernel/osrelease), so no "
+                           "figure for the type1 mapping of the GPUs' %s "
+                           "of BARs", size);
+}
+
 /*
- * What mapping the GPUs' BARs through type1 adds to the VM's start, from
- * the host kernel and the figure docs/results.md measured for it; a
- * kernel without a figure is said to be unknown, never guessed.
+ * What mapping the GPUs' BARs adds to the VM's start, from the host
+ * kernel and the figure docs/results.md measured for it (type1); a kernel
+ * without a figure, or the iommufd backend (its dma-buf path is not
+ * measured), is said to be unknown, never guessed.
  */
 void check_domain_start_cost(Check *c)
 {
     guint64 bytes = mapped_bar_bytes(c->gpus);
     g_autofree char *size = check_size_text(bytes);
-    g_autofree char *detail = NULL;
+    g_autofree char *detail = NULL, *iommufd = NULL;
+    g_autoptr(GError) err = NULL;
     GpStartCost cost;
 
-    gp_start_cost_predict(c->kernel, bytes, &cost);
+    iommufd = iommufd_gpus(c, &err);
+    if (!iommufd) {
+        check_item(c->r, ITEM_FAIL, "VM start cost", err->message,
+                   "fix the domain XML");
+        return;
+    }
+    gp_start_cost_predict(c->kernel, bytes, *iommufd, &cost);
     if (!cost.known) {
-        detail = c->kernel ?
-            g_strdup_printf("unknown: docs/results.md has no figure for "
-                            "Linux %s (only 6.12 and 7.x) to predict the "
-                            "type1 mapping of the GPUs' %s of BARs from",
-                            c->kernel, size) :
-            g_strdup_printf("unknown: the host kernel's release is not "
-                            "known (no proc/sys/kernel/osrelease), so no "
-                            "figure for the type1 mapping of the GPUs' %s "
-                            "of BARs", size);
+        detail = start_cost_unknown(c, iommufd, &cost, size);
         check_item_data(c->r, ITEM_WARN, "VM start cost", detail,
-                        "run on the host, or capture with 'gpup2p "
-                        "snapshot', which copies the kernel's release",
-                        "start_cost", start_cost_json(c->kernel, bytes,
-                                                      &cost));
+                        *iommufd ? NULL : "run on the host, or capture with "
+                        "'gpup2p snapshot', which copies the kernel's "
+                        "release", "start_cost",
+                        start_cost_json(c->kernel, bytes, *iommufd, &cost));
         return;
     }
     if (cost.per_gib) {
@@ -556,5 +621,5 @@ void check_domain_start_cost(Check *c)
                     "VM start cost", detail, "a Linux 7.x host kernel "
                     "(Debian's trixie-backports), whose type1 maps aligned "
                     "huge pfnmaps at once", "start_cost",
-                    start_cost_json(c->kernel, bytes, &cost));
+                    start_cost_json(c->kernel, bytes, false, &cost));
 }

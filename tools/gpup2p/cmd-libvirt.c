@@ -625,6 +625,50 @@ static char *transform(const LibvirtOpts *o, const char *xml,
     return gp_domain_format(d);
 }
 
+/*
+ * The hook's BAR gate, for the GPUs with an explicit id (the only clique
+ * the hook judges): a GPU proven unmapped, or one the gate cannot tell,
+ * is named with the reason. Never a refusal: an id that may fault is the
+ * operator's to drop ('gpup2p libvirt' writes none), and libvirt gives a
+ * prepare hook no way to change the domain it starts.
+ */
+static void check_gate(GpDomain *d, const GpTopology *topo)
+{
+    g_autofree char *em = gp_domain_emulator(d);
+    const char *qemu = em ? em : "qemu-system-x86_64";
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) gates = NULL, no = NULL, unknown = NULL;
+    g_autoptr(GPtrArray) ided = g_ptr_array_new();
+    guint i;
+
+    if (!gp_domain_find_gpus(d, topo, &err)) {
+        warn("domain '%s' starts; whether its GPUs' BARs will be mapped for "
+             "peers is not checked: %s", d->domain_name, err->message);
+        return;
+    }
+    gates = gp_front_domain_gate(d, topo, gp_front_vmm_of(qemu), qemu);
+    for (i = 0; i < d->gpus->len && i < gates->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+
+        if (h->explicit_id >= 0) {
+            g_ptr_array_add(ided, g_ptr_array_index(gates, i));
+        }
+    }
+    no = gp_front_gate_lines(ided, GP_BAR_GATE_NOT_MAPPED);
+    unknown = gp_front_gate_lines(ided, GP_BAR_GATE_UNKNOWN);
+    for (i = 0; i < no->len; i++) {
+        warn("domain '%s' starts, but its clique ids promise P2P that will "
+             "fault, the BARs will not be mapped in the IOMMU: %s; 'gpup2p "
+             "libvirt' writes no id for them", d->domain_name,
+             (const char *)g_ptr_array_index(no, i));
+    }
+    for (i = 0; i < unknown->len; i++) {
+        warn("domain '%s' starts; whether the BARs of GPUs with a clique id "
+             "will be mapped in the IOMMU for peers is unknown: %s",
+             d->domain_name, (const char *)g_ptr_array_index(unknown, i));
+    }
+}
+
 /* The hook's test: explicit ids only, and only when there are some. */
 static int check(const LibvirtOpts *o, const char *xml, const char *name)
 {
@@ -658,6 +702,7 @@ static int check(const LibvirtOpts *o, const char *xml, const char *name)
         return gp_cli_fail("libvirt", GP_EXIT_REFUSED, "refusing domain "
                            "'%s': %s", d->domain_name, err->message);
     }
+    check_gate(d, topo);
     return GP_EXIT_OK;
 }
 
@@ -848,7 +893,8 @@ int gp_cmd_libvirt(int argc, char **argv)
         { "check", 0, 0, G_OPTION_ARG_NONE, &o.check,
           "Only check explicit clique ids (the libvirt hook): exit 2 "
           "where the host proves them wrong, warn where it cannot "
-          "confirm them", NULL },
+          "confirm them or their GPUs' BARs will not (or may not) be "
+          "mapped for peers", NULL },
         { "qemu-default-auto", 0, 0, G_OPTION_ARG_NONE, &o.qemu_auto,
           "The domain's machine type (q35-gpup2p; q35 is set to it) "
           "defaults to x-gpu-p2p-clique=auto and QEMU reads the host "
