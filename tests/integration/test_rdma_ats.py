@@ -27,7 +27,15 @@ On each edited capture `gpup2p topo/plan/check` give each pair's path
 with its reason, and must give the one the description implies; ATS on
 vs off must change it. rdma_topo --virt has no design for these devices
 ("No supported topology"): that is recorded and ours must still answer
-with a reason."""
+with a reason.
+
+A third boot builds the shape of NVIDIA's inline design
+(rdma-ats-inline.json: the GPU stand-in a switch level below the NIC);
+with NVIDIA's IDs put on its capture (ConnectX switch ports, a
+ConnectX-7, an H200) rdma_topo answers, and ours must ask of each port,
+of the NIC's ATS and of the IOMMU groups what it asks
+(tests/unit/test_rdma_topo.py's comparison), on the tree the real kernel
+grouped and whose ATS it set."""
 
 import json
 import os
@@ -38,7 +46,12 @@ import subprocess
 import sys
 
 from taplib import (Tap, prepare, vhost_run, load_json, load_result, gpup2p,
-                    read_text, run_failure, RUNS, TOPOLOGIES)
+                    read_text, run_failure, PROJECT, RUNS, TOPOLOGIES)
+
+# rdma_topo's answer read and compared with ours as the synthetic trees'
+# test does (tests/unit/test_rdma_topo.py): one comparison for both.
+sys.path.insert(0, os.path.join(PROJECT, "tests", "unit"))
+import test_rdma_topo as judged  # noqa: E402
 
 RDMA_TOPO = os.environ.get(
     "GPUP2P_RDMA_TOPO",
@@ -135,24 +148,89 @@ def port_of(snap, bdf):
     return os.path.basename(os.path.dirname(device_dir(snap, bdf)))
 
 
-def edited(outdir, label, bdfs, acs):
-    """A fresh copy of the boot's capture with the verbs devices and, by
-    @acs (None: as QEMU gives the ports; "vm": NVIDIA's policy for VMs;
-    "no-dt": that without Direct Translated on the NIC's port), ACS on
-    the switch's downstream ports."""
+def switch_functions(snap, bdf):
+    """The switch ports above @bdf, nearest first: every bridge up to the
+    root port (the one whose parent is the host bridge's directory)."""
+    out, d = [], os.path.dirname(device_dir(snap, bdf))
+    while os.path.basename(os.path.dirname(d)).startswith("0000:"):
+        out.append(os.path.basename(d))
+        d = os.path.dirname(d)
+    return out
+
+
+def pcie_type(snap, bdf):
+    """The PCIe capability's Device/Port Type of @bdf (6: downstream)."""
+    with open(os.path.join(device_dir(snap, bdf), "config"), "rb") as f:
+        cfg = f.read()
+    off = cfg[0x34]
+    while off:
+        if cfg[off] == 0x10:
+            return cfg[off + 2] >> 4 & 0xf
+        off = cfg[off + 1]
+    return None
+
+
+def set_ids(snap, bdf, vendor, device, class_code=None):
+    """Vendor, device (and class) of @bdf in its config space, its sysfs
+    attributes and its modalias: what rdma_topo and our model match."""
+    d = device_dir(snap, bdf)
+    with open(os.path.join(d, "config"), "rb") as f:
+        cfg = bytearray(f.read())
+    struct.pack_into("<HH", cfg, 0, vendor, device)
+    if class_code is None:
+        class_code = struct.unpack_from("<I", cfg, 8)[0] >> 8
+    struct.pack_into("<I", cfg, 8, class_code << 8 | cfg[8])
+    with open(os.path.join(d, "config"), "wb") as f:
+        f.write(bytes(cfg))
+    sub = [int(read_text(d, n), 16) for n in ("subsystem_vendor",
+                                               "subsystem_device")]
+    for name, text in (
+            ("vendor", "0x%04x" % vendor), ("device", "0x%04x" % device),
+            ("class", "0x%06x" % class_code),
+            ("modalias", "pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X" % (
+                vendor, device, sub[0], sub[1], class_code >> 16,
+                class_code >> 8 & 0xff, class_code & 0xff))):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text + "\n")
+
+
+# NVIDIA's inline design as rdma_topo matches it: ConnectX switch ports,
+# a ConnectX-7 (Ethernet), an H200.
+CX_SWITCH, CX7, NV_GPU = (0x15b3, 0x197c), (0x15b3, 0x1021), (0x10de, 0x2335)
+PAIRS = (("nic0", "gpu0"), ("nic1", "gpu1"))
+
+
+def edited(outdir, label, bdfs, acs, nvidia=False):
+    """A fresh copy of the boot's capture with, by @acs (None: as QEMU
+    gives the ports; "vm": NVIDIA's policy for VMs; "no-dt": that
+    without Direct Translated on the NIC's port), ACS on the switches'
+    downstream ports; and either a verbs device on each NIC or, with
+    @nvidia, NVIDIA's IDs on the switch ports, the NICs (a ConnectX is an
+    RDMA NIC by its vendor) and the GPU stand-ins."""
     snap = os.path.join(outdir, "edit-" + label)
     shutil.rmtree(snap, ignore_errors=True)
     os.makedirs(snap)
     subprocess.run(["tar", "-C", snap, "-xf",
                     os.path.join(outdir, "snap.tar")], check=True)
     snap = os.path.join(snap, "snap")
-    for i, nic in enumerate(("nic0", "nic1")):
-        add_verbs(snap, bdfs[nic], "mlx5_%d" % i)
-    if acs:
-        for nic, gpu in (("nic0", "gpu0"), ("nic1", "gpu1")):
-            dt = ACS_DT if acs == "vm" else 0
-            add_acs(snap, port_of(snap, bdfs[nic]), ACS_LINUX | dt)
-            add_acs(snap, port_of(snap, bdfs[gpu]), ACS_LINUX)
+    for i, (nic, gpu) in enumerate(PAIRS):
+        ports = sorted(set(switch_functions(snap, bdfs[nic]) +
+                           switch_functions(snap, bdfs[gpu])))
+        if nvidia:
+            for port in ports:
+                set_ids(snap, port, *CX_SWITCH)
+            set_ids(snap, bdfs[nic], *CX7, 0x020000)
+            set_ids(snap, bdfs[gpu], *NV_GPU, 0x030200)
+        else:
+            add_verbs(snap, bdfs[nic], "mlx5_%d" % i)
+        if not acs:
+            continue
+        for port in ports:
+            if pcie_type(snap, port) != 6:
+                continue
+            dt = ACS_DT if acs == "vm" and \
+                port == port_of(snap, bdfs[nic]) else 0
+            add_acs(snap, port, ACS_LINUX | dt)
     return snap
 
 
@@ -175,11 +253,11 @@ def rdma_topo(snap):
 
 # ---- the boots -------------------------------------------------------------
 
-def topology(label, iotlb):
-    """The description, with or without the IOMMU's device IOTLB."""
-    desc = load_json(os.path.join(TOPOLOGIES, "rdma-ats.json"))
+def topology(label, iotlb, base):
+    """@base, with or without the IOMMU's device IOTLB."""
+    desc = load_json(os.path.join(TOPOLOGIES, base))
     if desc.get("device_iotlb") == iotlb:
-        return "rdma-ats.json"
+        return base
     desc["device_iotlb"] = iotlb
     desc["name"] += "-" + label
     os.makedirs(RUNS, exist_ok=True)
@@ -189,10 +267,10 @@ def topology(label, iotlb):
     return path
 
 
-def boot(t, label, iotlb):
+def boot(t, label, iotlb, base="rdma-ats.json"):
     script = INSIDE % {"gpup2p": gpup2p(), "nodes": " ".join(NODES),
                        "rdma_topo": RDMA_TOPO}
-    topo = topology(label, iotlb)
+    topo = topology(label, iotlb, base)
     rc, out, err, outdir = vhost_run(topo, script, timeout=400,
                                      retry_host_death=True)
     if not t.ok(rc == 0, "%s: topo, plan, check and rdma_topo inside the "
@@ -360,6 +438,39 @@ def check_capture(t, label, outdir, bdfs, iotlb, acs):
     return answers
 
 
+def check_inline(t, outdir, bdfs):
+    """NVIDIA's inline shape built by QEMU and grouped by the real kernel,
+    with NVIDIA's IDs put on it: rdma_topo answers, and ours must ask what
+    it asks of each port, the NIC's ATS and the IOMMU groups, with check
+    ok exactly where it passes; without ACS on the ports it has no answer
+    ("lacks ACS") and ours says bypass with the reason."""
+    t.eq((ats_by_lspci(outdir, "nic0"), ats_by_lspci(outdir, "nic1")),
+         (True, None), "inline: lspci: nic0's ATS enabled by the kernel, "
+         "nic1 without ATS")
+    for acs, name in (("vm", "ACS as NVIDIA's VM policy"),
+                      ("no-dt", "ACS without DT on the NIC's port")):
+        snap = edited(outdir, "inline-" + acs, bdfs, acs, nvidia=True)
+        judged.compare(t, "inline, NVIDIA's IDs, %s" % name, snap)
+        pairs, _, _ = judged.ours(snap)
+        for p in pairs:
+            t.diag("inline, %s: ours %s-%s %s %s: %s" % (
+                name, p["nic"], p["gpu"], p["type"], p["guest_path"],
+                p["reason"]))
+        paths = {p["nic"]: p["guest_path"] for p in pairs}
+        t.eq(paths, {bdfs["nic0"]: "switch-local-translated" if acs == "vm"
+                     else "root-complex", bdfs["nic1"]: "root-complex"},
+             "inline, NVIDIA's IDs, %s: ours, nic0 %s, nic1 (no ATS) "
+             "root-complex" % (name, "switch-local" if acs == "vm"
+                               else "root-complex"))
+    snap = edited(outdir, "inline-none", bdfs, None, nvidia=True)
+    judged.no_answer(t, "inline, NVIDIA's IDs, ports as QEMU gives them",
+                     snap, "lacks ACS")
+    pairs, _, _ = judged.ours(snap)
+    t.ok(pairs and all(p["guest_path"] == "bypass" for p in pairs),
+         "inline, ports as QEMU gives them: ours says bypass",
+         json.dumps(pairs, indent=1))
+
+
 def test(t):
     prepare()
     if not t.ok(os.path.isfile(RDMA_TOPO), "rdma_topo is at %s" % RDMA_TOPO,
@@ -375,6 +486,9 @@ def test(t):
         for acs in (None, "vm", "no-dt"):
             answers[(label, acs)] = check_capture(t, label, outdir, bdfs,
                                                   iotlb, acs)
+    outdir, bdfs = boot(t, "inline", True, "rdma-ats-inline.json")
+    if outdir:
+        check_inline(t, outdir, bdfs)
     # ATS on vs off must change the answer: the same ports, the NIC with
     # ATS enabled, implemented only, or absent.
     vm = [answers.get(("device-iotlb", "vm"), {}).get("nic0"),
