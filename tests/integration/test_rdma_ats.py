@@ -75,9 +75,12 @@ i=0; while ! ip link show $nd | grep -q LOWER_UP && [ $i -lt 100 ]; do
     sleep 0.1; i=$((i + 1)); done
 rdma link add rxe0 type rxe netdev $nd
 readlink /sys/class/infiniband/rxe0 > $O/rxe0-link
-rc=0; $G topo --devices $DEVS --json > $O/topo.json || rc=$?; echo $rc > $O/topo.rc
-rc=0; $G plan --devices $GPUS --json > $O/plan.json || rc=$?; echo $rc > $O/plan.rc
-rc=0; $G check --devices $GPUS --json > $O/check.json || rc=$?; echo $rc > $O/check.rc
+rc=0; $G topo --devices $DEVS --json > $O/topo.json || rc=$?
+echo $rc > $O/topo.rc
+rc=0; $G plan --devices $GPUS --json > $O/plan.json || rc=$?
+echo $rc > $O/plan.rc
+rc=0; $G check --devices $GPUS --json > $O/check.json || rc=$?
+echo $rc > $O/check.rc
 rc=0; python3 %(rdma_topo)s check --virt > $O/rdma_topo.txt 2>&1 || rc=$?
 echo $rc > $O/rdma_topo.rc
 $G snapshot /run/snap
