@@ -1108,13 +1108,27 @@ static void mark_path(GHashTable *needed, const GpDevice *dev)
     }
 }
 
+/* Is @dev among @named (BDFs in any form gp_bdf_normalize() takes)? */
+static bool device_named(const GpDevice *dev, const char *const *named)
+{
+    char bdf[GP_BDF_LEN];
+
+    for (; named && *named; named++) {
+        if (gp_bdf_normalize(*named, bdf) && !strcmp(bdf, dev->bdf)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
  * The devices whose config space bears on a verdict or an assignment:
- * GPUs and NICs with their PFs and every bridge above them, the other
- * members of their IOMMU groups, and each root bus's first device (it
- * names the host bridge: gp_topo_finish()).
+ * GPUs and NICs (and the devices @named) with their PFs and every bridge
+ * above them, the other members of their IOMMU groups, and each root
+ * bus's first device (it names the host bridge: gp_topo_finish()).
  */
-static GHashTable *config_needed(const GpTopology *topo)
+static GHashTable *config_needed(const GpTopology *topo,
+                                 const char *const *named)
 {
     GHashTable *needed = g_hash_table_new(NULL, NULL);
     g_autoptr(GHashTable) groups = g_hash_table_new(NULL, NULL);
@@ -1124,7 +1138,7 @@ static GHashTable *config_needed(const GpTopology *topo)
         const GpDevice *dev = g_ptr_array_index(topo->devices, i);
 
         if (gp_device_is_gpu(dev) || gp_device_is_nic(dev) ||
-            gp_device_is_rdma_nic(dev)) {
+            gp_device_is_rdma_nic(dev) || device_named(dev, named)) {
             mark_path(needed, dev);
             if (dev->iommu_group >= 0) {
                 g_hash_table_add(groups, GINT_TO_POINTER(dev->iommu_group + 1));
@@ -1163,9 +1177,9 @@ static GHashTable *config_needed(const GpTopology *topo)
 
 /* Config space of the devices that need it (@all: of every device); the
  * rest is left alone. */
-static void read_configs(GpTopology *topo, bool all)
+static void read_configs(GpTopology *topo, bool all, const char *const *named)
 {
-    g_autoptr(GHashTable) needed = config_needed(topo);
+    g_autoptr(GHashTable) needed = config_needed(topo, named);
     guint i;
 
     for (i = 0; i < topo->devices->len; i++) {
@@ -1398,7 +1412,8 @@ static void read_verbs_devices(GpTopology *topo)
     }
 }
 
-static GpTopology *topo_read(const char *root_arg, bool all, GError **errp)
+static GpTopology *topo_read(const char *root_arg, bool all,
+                             const char *const *named, GError **errp)
 {
     /* A snapshot generation link (/run/gpup2p/host) is resolved once, so
      * that a new generation swapped in while this reads cannot mix two. */
@@ -1438,7 +1453,7 @@ static GpTopology *topo_read(const char *root_arg, bool all, GError **errp)
         return NULL;
     }
     read_verbs_devices(topo);
-    read_configs(topo, all);
+    read_configs(topo, all, named);
     gp_topo_finish(topo);
     if (!read_cpuinfo(topo, errp)) {
         return NULL;
@@ -1452,12 +1467,18 @@ static GpTopology *topo_read(const char *root_arg, bool all, GError **errp)
 
 GpTopology *gp_topo_read(const char *root, GError **errp)
 {
-    return topo_read(root, false, errp);
+    return topo_read(root, false, NULL, errp);
+}
+
+GpTopology *gp_topo_read_devices(const char *root, const char *const *bdfs,
+                                 GError **errp)
+{
+    return topo_read(root, false, bdfs, errp);
 }
 
 GpTopology *gp_topo_read_all(const char *root, GError **errp)
 {
-    return topo_read(root, true, errp);
+    return topo_read(root, true, NULL, errp);
 }
 
 /* ---- what the BAR gate reads of sysfs (gpup2p/bar-gate.h) ---- */

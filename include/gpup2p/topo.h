@@ -159,6 +159,15 @@ typedef struct GpTopology {
  */
 GpTopology *gp_topo_read(const char *root, GError **errp);
 /*
+ * The same, reading also the config space on the paths of the devices
+ * @bdfs names (NULL-terminated, any form gp_bdf_normalize() takes): for a
+ * view of named devices that are neither GPUs nor NICs (`topo --devices`,
+ * `plan --devices`), whose class and verdicts need their ports' PCIe and
+ * ACS capabilities.
+ */
+GpTopology *gp_topo_read_devices(const char *root, const char *const *bdfs,
+                                 GError **errp);
+/*
  * The same, reading the config space of every device, not only of those on
  * GPU and NIC paths: for views of every pair (`gpup2p verdict --all`,
  * `topo --all`).

@@ -1130,6 +1130,42 @@ static void test_config_off_paths_not_read(void)
                     GP_P2P_UNKNOWN);
 }
 
+/*
+ * A device named by the caller that is neither GPU nor NIC (a virtio NIC:
+ * to the rule the VM's own) has the config on its path read by
+ * gp_topo_read_devices(): under the GPU's switch it is PIX from the GPU
+ * with a known verdict. gp_topo_read() leaves its port unread, so the
+ * port's PCIe type and ACS are unknown to a view of that pair.
+ */
+static void test_config_named_devices_read(void)
+{
+    const char *const bdfs[] = { "06:00.0", SB_GPU_A, NULL };
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) plain = NULL, named = NULL;
+    g_autoptr(GError) err = NULL;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_add(sb, "0000:01:00.0", "0000:02:02.0", SB_SWITCH_DOWN, 0x1000,
+           0xc010, 0x060400, 0, 16, "pcieport");
+    sb_set_acs(sb, "0000:02:02.0", 0x5f, 0);
+    sb_add(sb, "0000:02:02.0", "0000:06:00.0", SB_ENDPOINT, 0x1af4, 0x1041,
+           0x020000, 0, 17, "virtio-pci");
+
+    plain = read_ok(sb_root(sb));
+    g_assert_true(gp_topo_find(plain, "0000:02:02.0")->config_not_read);
+    g_assert_true(gp_topo_find(plain, "0000:06:00.0")->config_not_read);
+
+    named = gp_topo_read_devices(sb_root(sb), bdfs, &err);
+    g_assert_no_error(err);
+    g_assert_false(gp_topo_find(named, "0000:02:02.0")->config_not_read);
+    g_assert_false(gp_topo_find(named, "0000:06:00.0")->config_not_read);
+    g_assert_cmpint(path(named, "0000:06:00.0", SB_GPU_A), ==, GP_PATH_PIX);
+    g_assert_cmpint(verdict(named, "0000:06:00.0", SB_GPU_A, NULL), ==,
+                    GP_P2P_DIRECT);
+    /* Only the named device's path is added: the rest stays unread. */
+    g_assert_cmpuint(named->config_not_read, ==, plain->config_not_read - 2);
+}
+
 static void test_config_unreadable(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -1205,6 +1241,8 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/config-unreadable", test_config_unreadable);
     g_test_add_func("/topo/config-read-minimal", test_config_read_minimal);
     g_test_add_func("/topo/config-off-paths", test_config_off_paths_not_read);
+    g_test_add_func("/topo/config-named-devices",
+                    test_config_named_devices_read);
     g_test_add_func("/topo/vf", test_vf);
     return g_test_run();
 }

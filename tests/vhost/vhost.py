@@ -346,9 +346,34 @@ class Topology:
             node["args"] = ["-device", "ivshmem-plain,id=%s,%s,memdev=%s-mem"
                             % (nid, at, nid)]
         elif kind == "nic":
-            node["args"] = ["-device", "e1000e,id=%s,%s,netdev=%s-net"
-                            % (nid, at, nid),
+            node["args"] = ["-device", self._nic_device(n, at),
                             "-netdev", "user,id=%s-net,restrict=on" % nid]
+
+    def _nic_device(self, n, at):
+        """e1000e by default; "model": "virtio" is virtio-net-pci, the one
+        NIC of QEMU 10.0 with an ATS capability ("ats": true). Its DMA
+        then goes through the emulated IOMMU (iommu_platform), whose
+        device IOTLB ("device_iotlb" in the description) lets Linux
+        enable ATS."""
+        nid, model = n["id"], n.get("model", "e1000e")
+        if model == "e1000e":
+            if n.get("ats"):
+                die("%s: %s: e1000e has no ATS capability in QEMU; use "
+                    "\"model\": \"virtio\"" % (self.file, nid))
+            return "e1000e,id=%s,%s,netdev=%s-net" % (nid, at, nid)
+        if model != "virtio":
+            die("%s: %s: NIC model %r: e1000e or virtio"
+                % (self.file, nid, model))
+        return ("virtio-net-pci,id=%s,%s,netdev=%s-net,disable-legacy=on,"
+                "iommu_platform=on,ats=%s"
+                % (nid, at, nid, "on" if n.get("ats") else "off"))
+
+    def iommu_device(self):
+        """The emulated IOMMU: interrupt remapping and caching mode always;
+        a device IOTLB (ATS, and the DMAR table's ATSR for all root ports)
+        where the description asks it."""
+        return "intel-iommu,intremap=on,caching-mode=on%s" % (
+            ",device-iotlb=on" if self.desc.get("device_iotlb") else "")
 
     def qemu_args(self, outdir):
         mem = int(self.desc.get("memory_mib", 3072))
@@ -519,8 +544,7 @@ def cmd_run(args):
                                   args.append)) + [
         "-accel", "tcg,thread=%s" % VHOST_TCG_THREAD, "-cpu", VHOST_CPU,
         "-M", "q35,kernel-irqchip=split",
-        "-device", "intel-iommu,intremap=on,caching-mode=on"] + \
-        qargs + args.qemu_arg
+        "-device", topo.iommu_device()] + qargs + args.qemu_arg
     write_cmdline(outdir, qemu)
     return boot(qemu, outdir, args, lambda: setup()[0],
                 retry_emulator=True)

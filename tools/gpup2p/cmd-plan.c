@@ -62,7 +62,8 @@ int gp_cmd_plan(int argc, char **argv)
         !gp_cli_policy("plan", policy_text, &policy)) {
         return GP_EXIT_USAGE;
     }
-    topo = gp_topo_read(root ? root : "/", &err);
+    topo = gp_topo_read_devices(root ? root : "/",
+                                (const char *const *)bdfs, &err);
     if (!topo) {
         return gp_cli_fail("plan", GP_EXIT_FAILED, "%s", err->message);
     }

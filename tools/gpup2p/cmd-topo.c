@@ -330,9 +330,11 @@ int gp_cmd_topo(int argc, char **argv)
         return gp_cli_fail("topo", GP_EXIT_USAGE,
                            "--all and --devices exclude each other");
     }
-    /* --all shows every endpoint pair: every device's config is read. */
+    /* --all shows every endpoint pair: every device's config is read;
+     * --devices: also the config on the named devices' paths. */
     topo = all ? gp_topo_read_all(root ? root : "/", &err) :
-                 gp_topo_read(root ? root : "/", &err);
+                 gp_topo_read_devices(root ? root : "/",
+                                      (const char *const *)bdfs, &err);
     if (!topo) {
         return gp_cli_fail("topo", GP_EXIT_FAILED, "%s", err->message);
     }
