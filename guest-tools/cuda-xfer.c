@@ -152,18 +152,43 @@ static CUdeviceptr chase_sink(const Run *run, int src, int dst)
     return run->gpus[src].scratch + 2048 + 16 * dst;
 }
 
+/*
+ * How a chase of @x runs: validation, one chase of chase_hops from the
+ * start of a random cycle; --benchmark, as nvbandwidth's, one launch per
+ * SM of the source, each on a block of its own, together at most once
+ * round the chain (line after line), each from where the last stopped.
+ */
+static void chase_plan(const Run *run, const Xfer *x, uint32_t *launches,
+                       uint32_t *hops)
+{
+    const Gpu *gs = &run->gpus[x->src];
+    uint32_t lines = run->gpus[x->dst].chain_bytes / 128;
+
+    *launches = run->validate ? 1 : (uint32_t)gs->sms;
+    *hops = run->validate ? run->chase_hops :
+            MAX(MIN(run->chase_hops, lines) / *launches, 1u);
+}
+
 static bool enqueue_chase(Run *run, Xfer *x, CUstream s, unsigned loops,
                           GError **errp)
 {
     Gpu *gs = &run->gpus[x->src], *gd = &run->gpus[x->dst];
-    uint32_t hops = run->chase_hops, cached = !run->validate;
+    uint32_t hops, launches, cached = !run->validate;
     CUdeviceptr sink = chase_sink(run, x->src, x->dst);
     CUdeviceptr ns = sink + 8;
-    void *args[] = { &gd->chain, &hops, &sink, &ns, &cached };
 
     (void)loops;
-    CU_TRY(launch(gs->chase, 1, 1, s, args), "pointer chase %d->%d",
-           x->src, x->dst);
+    chase_plan(run, x, &launches, &hops);
+    CU_TRY(p_cuMemsetD32Async(ns, 0, 2, s), "chase time");
+    for (uint32_t t = 0; t < launches; t++) {
+        /* Line t x hops of a line-after-line chain (32 words a line). */
+        uint32_t start = run->validate ? 0 : t * hops * 32;
+        void *args[] = { &gd->chain, &hops, &sink, &ns, &cached, &start,
+                         &t };
+
+        CU_TRY(launch(gs->chase, launches, 1, s, args),
+               "pointer chase %d->%d", x->src, x->dst);
+    }
     return true;
 }
 
@@ -337,8 +362,11 @@ static double us_per_ce_copy(const Run *run, const Xfer *x, unsigned loops)
 
 static double us_per_hop(const Run *run, const Xfer *x, unsigned loops)
 {
+    uint32_t launches, hops;
+
     (void)loops;
-    return x->ms * 1e3 / run->chase_hops;
+    chase_plan(run, x, &launches, &hops);
+    return x->ms * 1e3 / ((double)launches * hops);
 }
 
 /* ---- the table --------------------------------------------------------- */

@@ -76,16 +76,23 @@ extern "C" __global__ void spin(volatile int *flag, uint64_t max_ns)
     } while (!*flag && now - start < max_ns);
 }
 
-// One thread follows a chain of indices through (peer) memory. Loads use
+// One thread, of block @target, follows a chain of indices through (peer)
+// memory from index @start, and adds its time to *ns. Loads use
 // ld.global.cv so that no cache answers: each hop is a round trip; with
-// @cached (--benchmark), plain loads, as nvbandwidth's chase.
+// @cached (--benchmark), plain loads, as nvbandwidth's chase, which runs
+// on each SM in turn.
 extern "C" __global__ void pointer_chase(const uint32_t *next, uint32_t hops,
-                                         uint32_t *sink, uint64_t *ns,
-                                         uint32_t cached)
+                                         uint32_t *sink,
+                                         unsigned long long *ns,
+                                         uint32_t cached, uint32_t start,
+                                         uint32_t target)
 {
-    uint32_t at = 0;
+    uint32_t at = start;
     uint64_t t0, t1;
 
+    if (blockIdx.x != target) {
+        return;
+    }
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     if (cached) {
         // nvbandwidth's loads: the default caching of a plain load.
@@ -101,5 +108,5 @@ extern "C" __global__ void pointer_chase(const uint32_t *next, uint32_t hops,
     }
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
     *sink = at;
-    *ns = t1 - t0;
+    atomicAdd(ns, (unsigned long long)(t1 - t0));
 }

@@ -480,7 +480,8 @@ static uint32_t pattern(uint64_t i, uint32_t s)
     return (uint32_t)(x ^ (x >> 29));
 }
 
-static CUresult run_kernel(int kind, struct CUstream_st *s, void **args)
+static CUresult run_kernel(int kind, struct CUstream_st *s, void **args,
+                           unsigned gx)
 {
     int dev = s->dev;
 
@@ -548,10 +549,12 @@ static CUresult run_kernel(int kind, struct CUstream_st *s, void **args)
         uint32_t *sink = *(uint32_t **)args[2];
         uint64_t *ns = *(uint64_t **)args[3];
         uint32_t cached = *(uint32_t *)args[4];     /* plain loads: 1 */
+        uint32_t at = *(uint32_t *)args[5];         /* start */
+        uint32_t target = *(uint32_t *)args[6];     /* the one block */
         Alloc *a = find_alloc(next, 4);
-        uint32_t at = 0;
 
         if (!a || !find_alloc(sink, 4) || !find_alloc(ns, 8) || cached > 1 ||
+            target >= gx ||
             (a->dev != dev && !peer_enabled[dev][a->dev])) {
             return FAKE_ERROR_ILLEGAL_ADDRESS;
         }
@@ -562,8 +565,9 @@ static CUresult run_kernel(int kind, struct CUstream_st *s, void **args)
             at = next[at];
         }
         *sink = at;
-        *ns = (uint64_t)hops * (a->dev == dev ? 600 : 1500);
-        advance(0, 1, *ns);
+        /* Each launch adds its own time, as the kernel's atomicAdd. */
+        *ns += (uint64_t)hops * (a->dev == dev ? 600 : 1500);
+        advance(0, 1, (uint64_t)hops * (a->dev == dev ? 600 : 1500));
         return CUDA_SUCCESS;
     }
     }
@@ -1274,7 +1278,7 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned bx, CUstream s,
     if (st->hung) {
         return CUDA_SUCCESS;
     }
-    return run_kernel(f->kind, st, args);
+    return run_kernel(f->kind, st, args, gx);
 }
 
 static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
