@@ -58,15 +58,19 @@ for n in $sets; do
     CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))
     export CUDA_VISIBLE_DEVICES
     timed verify-quick "$verify" --quick --skip-rdma --json
-    timed verify-1 "$verify" --skip-rdma --json --nccl-topo "$dir/nccl-topo.xml"
+    # verify-N: --benchmark, nvbandwidth's method, for the ratios;
+    # verify-validate: the default validation run.
+    timed verify-validate "$verify" --skip-rdma --json
+    timed verify-1 "$verify" --benchmark --skip-rdma --json \
+        --nccl-topo "$dir/nccl-topo.xml"
     # shellcheck disable=SC2086
     # build-references.sh puts the boost library it links beside it.
     LD_LIBRARY_PATH=$ref${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
         timed nvbandwidth "$ref/nvbandwidth" -j -t $nvb_tests
-    timed verify-2 "$verify" --skip-rdma --json
+    timed verify-2 "$verify" --benchmark --skip-rdma --json
     if [ "$n" = "$total" ]; then
         timed p2pBandwidthLatencyTest "$ref/p2pBandwidthLatencyTest"
-        timed verify-3 "$verify" --skip-rdma --json
+        timed verify-3 "$verify" --benchmark --skip-rdma --json
         timed torch-copy python3 "$here/ref_torch_copy.py" 512
     fi
     timed verify-text "$verify" --skip-rdma
