@@ -99,13 +99,14 @@ bool cu_sticky(CUresult r)
  * Waits for event @e (or, with @e NULL, all work of stream @s) by polling,
  * never longer than the watchdog: hung work fails, naming @what, with
  * CUDA_ERROR_NOT_READY, instead of hanging the tool (cuEventSynchronize
- * has no time limit).
+ * has no time limit). The interval is fixed and short: a nap that grows
+ * would add up to its length to every wait.
  */
 bool wait_done(const Run *run, CUevent e, CUstream s, const char *what,
                GError **errp)
 {
     gint64 end = g_get_monotonic_time() + (gint64)(run->watchdog_s * 1e6);
-    gulong nap = 20;
+    const gulong nap_us = 50;
 
     for (;;) {
         CUresult res = e ? p_cuEventQuery(e) : p_cuStreamQuery(s);
@@ -124,8 +125,7 @@ bool wait_done(const Run *run, CUevent e, CUstream s, const char *what,
                         what, run->watchdog_s);
             return false;
         }
-        g_usleep(nap);
-        nap = MIN(nap * 2, 1000);
+        g_usleep(nap_us);
     }
 }
 

@@ -1056,16 +1056,18 @@ static void count_copies(const char *root, const char *ids, const char *args,
 /*
  * The property: a fault at any one copy of a run, of any kind, never
  * gives exit 0. Each kind (a flipped byte, a one-shot error, a one-shot
- * NVLink error 220) is injected at each copy out of each GPU of a
- * --quick run, warm-up copies included (a bad warm-up copy passed
- * before: the first timed copy overwrote it unchecked).
+ * NVLink error 220, a copy said done that moved nothing) is injected at
+ * each copy out of each GPU of a --quick run, warm-up copies included (a
+ * bad warm-up copy passed before: the first timed copy overwrote it
+ * unchecked).
  */
 static void test_fault_at_every_copy(void)
 {
-    /* fault kind, and its argument before the copy number */
+    /* fault kind, and its argument (with its colon) before the copy
+     * number */
     static const char *const kinds[][2] = {
-        { "corrupt-byte", "100" }, { "fail-source", "1" },
-        { "fail-source", "220" },
+        { "corrupt-byte", ":100" }, { "fail-source", ":1" },
+        { "fail-source", ":220" }, { "drop-copy", "" },
     };
     const char *args = "--quick --size-mib 1";
     unsigned counts[2];
@@ -1075,7 +1077,7 @@ static void test_fault_at_every_copy(void)
         for (unsigned n = 1; n <= counts[g]; n++) {
             for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
                 g_autofree char *fault = g_strdup_printf(
-                    "%s:%d:%s:%u", kinds[k][0], g, kinds[k][1], n);
+                    "%s:%d%s:%u", kinds[k][0], g, kinds[k][1], n);
                 Res r = { 0 };
 
                 run_standin(&r, fixture(), H200_BUS_IDS, fault, NULL, args);
