@@ -138,6 +138,104 @@ static void nvlink_faults(GString *s, const VerifyReport *r)
     }
 }
 
+/* gpup2p_verify_health_status: documented in docs/guest-tool.md. */
+static int health_code(HealthVerdict v)
+{
+    switch (v) {
+    case HEALTH_OK:
+        return 0;
+    case HEALTH_FAILED:
+        return 1;
+    case HEALTH_WARNING:
+        return 2;
+    case HEALTH_NOT_READ:
+        break;
+    }
+    return 3;
+}
+
+/* One counter of GPU @i (of its NVLink @link, -1: the GPU's own): its
+ * verdict, and what it rose by where it was read before and after. */
+static void health_counter(GString *st, GString *rise, const VerifyReport *r,
+                           guint i, int link,
+                           const VerifyHealthCounterInfo *info,
+                           const VerifyHealthValue *v)
+{
+    const char *sn = link < 0 ? "gpup2p_verify_gpu_health_status" :
+                     "gpup2p_verify_nvlink_health_status";
+    const char *rn = link < 0 ? "gpup2p_verify_gpu_health_rise" :
+                     "gpup2p_verify_nvlink_health_rise";
+
+    for (int k = 0; k < 2; k++) {
+        GString *s = k ? rise : st;
+
+        if (k && !verify_health_read_twice(v)) {
+            continue;   /* unknown: absent, never 0 */
+        }
+        gpu_labels(s, k ? rn : sn, r, i);
+        if (link >= 0) {
+            g_string_append_printf(s, ",link=\"%d\"", link);
+        }
+        add_label(s, "counter", info->name);
+        g_string_append(s, "} ");
+        value(s, k ? (double)(v->after - v->before) :
+              health_code(verify_health_verdict(v, info)));
+    }
+}
+
+/*
+ * NVML's health counters around the run (health.c), where NVML was read:
+ * every GPU counter and every active NVLink's, with its verdict, and its
+ * rise where it was read twice.
+ */
+static void health(GString *s, const VerifyReport *r)
+{
+    g_autoptr(GString) gst = g_string_new(NULL), grise = g_string_new(NULL);
+    g_autoptr(GString) lst = g_string_new(NULL), lrise = g_string_new(NULL);
+
+    if (!r->health_read) {
+        return;
+    }
+    for (guint i = 0; i < r->gpus->len; i++) {
+        const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
+
+        for (int c = 0; c < HEALTH_GPU_COUNTERS; c++) {
+            health_counter(gst, grise, r, i, -1,
+                           &verify_health_gpu_counters[c], &g->health[c]);
+        }
+        for (int l = 0; l < VERIFY_MAX_NVLINKS; l++) {
+            for (int c = 0; c < HEALTH_LINK_COUNTERS &&
+                 (g->nvlinks_active >> l) & 1; c++) {
+                health_counter(lst, lrise, r, i, l,
+                               &verify_health_link_counters[c],
+                               &g->link_health[l][c]);
+            }
+        }
+    }
+    if (gst->len) {
+        family(s, "gpup2p_verify_gpu_health_status", "An NVML health "
+               "counter of the GPU over the run: 0 no rise, 1 a rise that "
+               "fails the GPU, 2 a rise that warns, 3 not read");
+        g_string_append(s, gst->str);
+    }
+    if (grise->len) {
+        family(s, "gpup2p_verify_gpu_health_rise", "What an NVML health "
+               "counter of the GPU rose by during the run");
+        g_string_append(s, grise->str);
+    }
+    if (lst->len) {
+        family(s, "gpup2p_verify_nvlink_health_status", "An NVML error "
+               "counter of an active NVLink over the run: 0 no rise, 1 a "
+               "rise that fails the link, 2 a rise that warns, 3 not read");
+        g_string_append(s, lst->str);
+    }
+    if (lrise->len) {
+        family(s, "gpup2p_verify_nvlink_health_rise", "What an NVML error "
+               "counter of an active NVLink rose by during the run");
+        g_string_append(s, lrise->str);
+    }
+}
+
 static void gpu_figures(GString *s, const VerifyReport *r)
 {
     const char *name = "gpup2p_verify_gpu_bandwidth_bytes_per_second";
@@ -317,6 +415,7 @@ char *verify_prometheus_text(const VerifyOptions *o, const VerifyReport *r,
     pair_figures(s, r, false);
     pair_figures(s, r, true);
     gpu_figures(s, r);
+    health(s, r);
     return g_string_free(s, FALSE);
 }
 

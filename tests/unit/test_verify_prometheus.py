@@ -103,6 +103,31 @@ def model_checks():
     ok(got == want and len(st) == 15,
        "check status: 0 ok, 1 failed, 2 not testable, 3 not run", st)
 
+    def gpu0(*more):
+        return tuple(sorted((("bus_id", "0000:01:00.0"), ("gpu", "0")) +
+                            more))
+
+    hs = series("gpup2p_verify_gpu_health_status")
+    want = {gpu0(("counter", "ecc_uncorrected_volatile")): 0,
+            gpu0(("counter", "xid_events")): 1,
+            gpu0(("counter", "ecc_corrected_volatile")): 3}
+    ok({k: hs.get(k) for k in want} == want and len(hs) == 2 * 9,
+       "GPU health: 0 no rise, 1 a failing rise, 3 not read; every counter"
+       " of every GPU", hs)
+    ok(series("gpup2p_verify_gpu_health_rise") ==
+       {gpu0(("counter", "ecc_uncorrected_volatile")): 0,
+        gpu0(("counter", "xid_events")): 2},
+       "GPU health rises only where read before and after")
+    ls = series("gpup2p_verify_nvlink_health_status")
+    ok(ls.get(gpu0(("counter", "nvlink_crc_data"), ("link", "3"))) == 2 and
+       ls.get(gpu0(("counter", "nvlink_replay"), ("link", "3"))) == 3 and
+       len(ls) == 4, "NVLink health: active links only; a CRC rate under "
+       "DCGM's 100/s warns (2); an NVML error is not read (3)", ls)
+    ok(series("gpup2p_verify_nvlink_health_rise") ==
+       {gpu0(("counter", "nvlink_crc_data"), ("link", "3")): 5},
+       "NVLink rises only where read twice", series(
+           "gpup2p_verify_nvlink_health_rise"))
+
 
 def main():
     p = subprocess.run([V, "--version"], capture_output=True, text=True)

@@ -34,10 +34,25 @@ int main(void)
     g.clique = 7;
     g.has_cap = g.cap_valid = true;
     figure(&g.agg[AGG_ALL_TO_ONE], 400);
+    /* Health: no ECC rise, two Xid events, NVLink 3's CRC-data errors
+     * at 5 a second (a warning); the rest never read. */
+    r.health_read = true;
+    g.health[HEALTH_ECC_UNCORRECTED] = (VerifyHealthValue){
+        HEALTH_READ_BOTH, 0, 4, 4, 0, G_USEC_PER_SEC };
+    g.health[HEALTH_XID_EVENTS] = (VerifyHealthValue){
+        HEALTH_READ_BOTH, 0, 0, 2, 0, G_USEC_PER_SEC };
+    g.nvlinks_active = 1u << 3;
+    g.link_health[3][HEALTH_NVLINK_CRC_DATA] = (VerifyHealthValue){
+        HEALTH_READ_BOTH, 0, 10, 15, 0, G_USEC_PER_SEC };
+    g.link_health[3][HEALTH_NVLINK_REPLAY] = (VerifyHealthValue){
+        HEALTH_READ_ERROR, 999, 0, 0, 0, 0 };
     g_array_append_val(r.gpus, g);
     g_strlcpy(g.bdf, "0000:02:00.0", sizeof(g.bdf));
     g.cap_valid = false;
     memset(g.agg, 0, sizeof(g.agg));
+    memset(g.health, 0, sizeof(g.health));
+    memset(g.link_health, 0, sizeof(g.link_health));
+    g.nvlinks_active = 0;
     figure(&g.agg[AGG_H2D], 55.5);
     g_array_append_val(r.gpus, g);
 
