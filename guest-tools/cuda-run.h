@@ -52,6 +52,8 @@ typedef struct {
     CUmodule mod;
     CUfunction fill, check, copy, spin, chase;
     CUstream gate;              /* spin kernel, checks */
+    CUstream checks;            /* validation: checks of what lands here,
+                                 * aggregates' spans, check words home */
     CUstream *to;               /* one stream per peer ordinal */
     CUevent gate_open;
     int sms;
@@ -204,6 +206,9 @@ void mark_gone(Run *run, int g, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 /* Waits out every stream of GPU @g; marks it gone if hung or left with
  * a sticky error. */
 void drain_gpu(Run *run, int g);
+/* Streams of GPU @g whose work waits on a GPU that hung, made anew, so
+ * that @g is not taken for hung; then drained. */
+void renew_streams_waiting_on_gone(Run *run, int g);
 /* GPU @g's context has an error of its own (or it is gone already). */
 bool gpu_probe_lost(Run *run, int g);
 VerifyPair *pair_of(const Run *run, int a, int b);

@@ -157,7 +157,7 @@ static bool gpu_fill_source(Run *run, Gpu *g, GError **errp)
 #ifdef VERIFY_HAVE_KERNELS
     uint64_t words = run->bytes / 4;
 
-    /* The alternate pattern (validation only) differs in every word, so
+    /* The alternate pattern (validation only) differs in every byte, so
      * a copy that leaves the other one in place is seen. */
     for (int alt = 0; alt < (run->validate ? 2 : 1); alt++) {
         Xfer x = { .src = g->ordinal, .alt = alt };
@@ -188,6 +188,8 @@ static bool gpu_open(Run *run, Gpu *g, GError **errp)
         return false;
     }
     CU_TRY(p_cuStreamCreate(&g->gate, CU_STREAM_NON_BLOCKING),
+           "cuStreamCreate");
+    CU_TRY(p_cuStreamCreate(&g->checks, CU_STREAM_NON_BLOCKING),
            "cuStreamCreate");
     CU_TRY(p_cuEventCreate(&g->gate_open, CU_EVENT_DISABLE_TIMING),
            "cuEventCreate");
@@ -438,12 +440,47 @@ void drain_gpu(Run *run, int g)
     for (int k = 0; ok && gp->to && k < run->n; k++) {
         ok = !gp->to[k] || wait_done(run, NULL, gp->to[k], "stream", &err);
     }
+    ok = ok && (!gp->checks ||
+                wait_done(run, NULL, gp->checks, "checks stream", &err));
     code = cuda_error_code(err);
     if (!ok && code == CUDA_ERROR_NOT_READY) {
         mark_gone(run, g, "hung: %s", err->message);
     } else if (!ok && cu_sticky(code)) {
         mark_gone(run, g, "sticky CUDA error: %s", err->message);
     }
+}
+
+/* @s anew where it still has work: that work waits on a GPU retired
+ * since, and would never end. */
+static bool renew_if_busy(CUstream *s)
+{
+    if (!*s || p_cuStreamQuery(*s) != CUDA_ERROR_NOT_READY) {
+        return true;
+    }
+    /* Destroying a busy stream returns at once; the driver frees it
+     * when (if ever) its work is done. */
+    p_cuStreamDestroy(*s);
+    *s = NULL;
+    return p_cuStreamCreate(s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
+}
+
+void renew_streams_waiting_on_gone(Run *run, int g)
+{
+    Gpu *gp = &run->gpus[g];
+    bool ok;
+
+    if (run->gone[g] || !gp->ctx || !gpu_current_or_gone(run, g)) {
+        return;
+    }
+    ok = renew_if_busy(&gp->checks);
+    for (int k = 0; ok && gp->to && k < run->n; k++) {
+        ok = renew_if_busy(&gp->to[k]);
+    }
+    if (!ok) {
+        mark_gone(run, g, "cannot make a new stream after GPU work hung");
+        return;
+    }
+    drain_gpu(run, g);      /* its own work: the gate, what is left */
 }
 
 bool gpu_probe_lost(Run *run, int g)
@@ -593,6 +630,9 @@ static void teardown_streams(Run *run, Gpu *g)
     g_clear_pointer(&g->to, g_free);
     if (g->gate) {
         p_cuStreamDestroy(g->gate);
+    }
+    if (g->checks) {
+        p_cuStreamDestroy(g->checks);
     }
     if (g->gate_open) {
         p_cuEventDestroy(g->gate_open);

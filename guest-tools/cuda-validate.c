@@ -146,6 +146,9 @@ static bool sample_prepare(Sample *s, bool *used, GError **errp)
 
         x->bad = -1;
         used[exec_gpu(x)] = true;
+        /* Host memory is prepared on the source's gate, and `ready` is
+         * recorded on the destination's: one GPU (device -> host). */
+        g_assert(!m->prepare_host || x->src == x->dst);
         if (m->prepare_host && !m->prepare_host(run, x, errp)) {
             return false;
         }
@@ -180,8 +183,14 @@ static bool copy_waits(Sample *s, int i, unsigned c, GError **errp)
                "cuStreamWaitEvent");
         CU_TRY(p_cuStreamWaitEvent(st, s->ready[i], 0), "cuStreamWaitEvent");
     } else if (!s->span) {
-        CU_TRY(p_cuStreamWaitEvent(st, marks_of(s, i, c - 1)->checked, 0),
-               "cuStreamWaitEvent");
+        /* Both ways at once: each round starts together, or one way
+         * could drift ahead and run part of its copy alone. */
+        bool together = xfer_method(x->kind)->both_ways;
+
+        for (int k = together ? 0 : i; k < (together ? s->nx : i + 1); k++) {
+            CU_TRY(p_cuStreamWaitEvent(st, marks_of(s, k, c - 1)->checked,
+                                       0), "cuStreamWaitEvent");
+        }
     }
     if (s->span) {
         CU_TRY(p_cuStreamWaitEvent(st, s->span[2 * c], 0),
@@ -201,14 +210,14 @@ static bool span_start(Sample *s, unsigned c, GError **errp)
     for (int i = 0; i < s->nx; i++) {
         CUevent before = c ? marks_of(s, i, c - 1)->checked : s->ready[i];
 
-        CU_TRY(p_cuStreamWaitEvent(go->gate, before, 0), "wait");
+        CU_TRY(p_cuStreamWaitEvent(go->checks, before, 0), "wait");
         if (c == 0) {
-            CU_TRY(p_cuStreamWaitEvent(go->gate,
+            CU_TRY(p_cuStreamWaitEvent(go->checks,
                                        run->gpus[exec_gpu(&s->x[i])].gate_open,
                                        0), "wait");
         }
     }
-    CU_TRY(p_cuEventRecord(s->span[2 * c], go->gate), "cuEventRecord");
+    CU_TRY(p_cuEventRecord(s->span[2 * c], go->checks), "cuEventRecord");
     return true;
 }
 
@@ -218,10 +227,10 @@ static bool span_stop(Sample *s, unsigned c, GError **errp)
 
     USE_GPU(go);
     for (int i = 0; i < s->nx; i++) {
-        CU_TRY(p_cuStreamWaitEvent(go->gate, marks_of(s, i, c)->stop, 0),
+        CU_TRY(p_cuStreamWaitEvent(go->checks, marks_of(s, i, c)->stop, 0),
                "wait");
     }
-    CU_TRY(p_cuEventRecord(s->span[2 * c + 1], go->gate), "cuEventRecord");
+    CU_TRY(p_cuEventRecord(s->span[2 * c + 1], go->checks), "cuEventRecord");
     return true;
 }
 
@@ -259,15 +268,15 @@ static bool queue_check(Sample *s, int i, unsigned c, GError **errp)
     x->alt = c % 2;
     seed = xfer_seed(x);
     USE_GPU(gd);
-    CU_TRY(p_cuStreamWaitEvent(gd->gate, marks_of(s, i, c)->stop, 0),
+    CU_TRY(p_cuStreamWaitEvent(gd->checks, marks_of(s, i, c)->stop, 0),
            "cuStreamWaitEvent");
     if (xfer_method(x->kind)->check_reads_host) {
-        CU_TRY(p_cuMemcpyHtoDAsync(buf, run->host_in, words * 4, gd->gate),
+        CU_TRY(p_cuMemcpyHtoDAsync(buf, run->host_in, words * 4, gd->checks),
                "GPU %d: reading back host memory", x->dst);
     }
-    CU_TRY(launch(gd->check, gd->sms * 4, 512, gd->gate, args),
+    CU_TRY(launch(gd->check, gd->sms * 4, 512, gd->checks, args),
            "GPU %d: check_pattern", x->dst);
-    CU_TRY(p_cuEventRecord(marks_of(s, i, c)->checked, gd->gate),
+    CU_TRY(p_cuEventRecord(marks_of(s, i, c)->checked, gd->checks),
            "cuEventRecord");
     return true;
 }
@@ -304,23 +313,31 @@ static bool sample_queue(Sample *s, GError **errp)
         USE_GPU(gd);
         CU_TRY(p_cuMemcpyDtoHAsync(copy_result(run, x, 0),
                                    copy_word(run, x, 0), 8 * s->copies,
-                                   gd->gate), "check results");
+                                   gd->checks), "check results");
     }
     return true;
 }
 
-/* After the release: the one wait (each destination's gate stream ends
- * with its check words), then times and verdicts. */
+/*
+ * After the release: the wait, then times and verdicts. Each transfer's
+ * last copy is waited for on the GPU that issued it, so a copy that hangs
+ * is named as the transfer's, not as its destination's checks; then each
+ * destination's checks stream, which ends with its check words.
+ */
 static bool sample_read(Sample *s, double *span_ms, GError **errp)
 {
     Run *run = s->run;
     g_autofree bool *waited = g_new0(bool, run->n);
 
     for (int i = 0; i < s->nx; i++) {
+        WAIT(run, marks_of(s, i, s->copies - 1)->stop, NULL,
+             "transfer %d->%d", s->x[i].src, s->x[i].dst);
+    }
+    for (int i = 0; i < s->nx; i++) {
         int d = s->x[i].dst;
 
         if (!waited[d]) {
-            WAIT(run, NULL, run->gpus[d].gate, "GPU %d: %u copies checked",
+            WAIT(run, NULL, run->gpus[d].checks, "GPU %d: %u copies checked",
                  d, s->copies);
             waited[d] = true;
         }
@@ -354,6 +371,63 @@ static bool sample_read(Sample *s, double *span_ms, GError **errp)
         *span_ms += ms;
     }
     return true;
+}
+
+/*
+ * The GPU whose work stopped first, in the order the sample's work
+ * depends on itself (round by round: span start, copies, span end,
+ * checks); -1 where nothing is pending. An event not recorded (queueing
+ * failed before it) counts as done, as CUDA has it.
+ */
+static int first_stalled_gpu(Sample *s)
+{
+    for (unsigned c = 0; c < s->copies; c++) {
+        if (s->span && p_cuEventQuery(s->span[2 * c]) != CUDA_SUCCESS) {
+            return s->x[0].dst;
+        }
+        for (int i = 0; i < s->nx; i++) {
+            if (p_cuEventQuery(marks_of(s, i, c)->stop) != CUDA_SUCCESS) {
+                return exec_gpu(&s->x[i]);
+            }
+        }
+        if (s->span && p_cuEventQuery(s->span[2 * c + 1]) != CUDA_SUCCESS) {
+            return s->x[0].dst;
+        }
+        for (int i = 0; i < s->nx; i++) {
+            if (p_cuEventQuery(marks_of(s, i, c)->checked) != CUDA_SUCCESS) {
+                return s->x[i].dst;
+            }
+        }
+    }
+    return -1;
+}
+
+/*
+ * After a failed sample: nothing may wait on a spin; the GPU whose own
+ * work stopped first is drained first (and retired there if it hangs);
+ * then on the others, streams still waiting on that GPU's work are made
+ * anew, so that a healthy GPU coupled to a hung one is not taken for
+ * hung too.
+ */
+static void sample_settle(Sample *s)
+{
+    Run *run = s->run;
+    int stalled = first_stalled_gpu(s);
+
+    *run->flag = 1;
+    if (stalled >= 0) {
+        drain_gpu(run, stalled);
+    }
+    for (int g = 0; g < run->n; g++) {
+        if (g == stalled) {
+            continue;
+        }
+        if (stalled >= 0 && run->gone[stalled]) {
+            renew_streams_waiting_on_gone(run, g);
+        } else {
+            drain_gpu(run, g);
+        }
+    }
 }
 
 /*
@@ -398,10 +472,7 @@ bool run_batch_validated(Run *run, Xfer *x, int nx, unsigned loops,
     *run->flag = 1;
     ok = ok && sample_read(&s, span_ms, errp);
     if (!ok) {
-        /* Let nothing wait on a spin after an error; nothing hangs. */
-        for (int g = 0; g < run->n; g++) {
-            drain_gpu(run, g);
-        }
+        sample_settle(&s);
     }
     sample_events_free(&s);
     for (int i = 0; i < nx; i++) {

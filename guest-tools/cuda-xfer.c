@@ -9,6 +9,10 @@
 
 #include "cuda-run.h"
 
+/* A seed's alternate: the inverse of its pattern (kernels.cu's pattern()),
+ * so a copy of one over the other changes every byte. */
+#define ALT_SEED_BIT 0x80000000u
+
 /* The pattern seed of GPU @ordinal's source buffer, fixed for the run:
  * the fill and check kernels and the host all use it. */
 uint32_t pattern_seed(int ordinal)
@@ -18,8 +22,6 @@ uint32_t pattern_seed(int ordinal)
 
 /* The host's patterns, for host -> device: no GPU's. */
 #define HOST_SEED 0x40570000u
-/* Alternate patterns differ from every first one in the high half. */
-#define ALT_SEED_BIT 0x00008000u
 
 uint32_t xfer_seed(const Xfer *x)
 {
@@ -45,11 +47,11 @@ static void *host_source(const Run *run, const Xfer *x)
  * so that the host can fill a buffer and name an exact bad byte. */
 uint32_t host_pattern(uint64_t i, uint32_t seed)
 {
-    uint64_t v = i * 0x9E3779B97F4A7C15ull + seed;
+    uint64_t v = i * 0x9E3779B97F4A7C15ull + (seed & 0x7fffffffu);
 
     v ^= v >> 31;
     v *= 0xBF58476D1CE4E5B9ull;
-    return (uint32_t)(v ^ (v >> 29));
+    return (uint32_t)(v ^ (v >> 29)) ^ (seed & ALT_SEED_BIT ? ~0u : 0u);
 }
 
 /* Where @x lands. */

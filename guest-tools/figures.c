@@ -68,7 +68,7 @@ const VerifyFigureInfo verify_figures[VERIFY_FIGURE_COUNT] = {
         "a's pointer chase through b's memory: a random cycle over up to "
         "64 MiB, uncached loads, 5000 hops; --benchmark: nvbandwidth's "
         "2 MiB walked a 128-byte line at a time, plain loads, 20000 hops",
-        "latency_sm_us", "Latency, SM pointer chase, loads bypass L1 (us)",
+        "latency_sm_us", "Latency, SM pointer chase (us)",
         XFER_SM_LATENCY, false, true, true, false },
     [FIG_PAIR_COUNT + AGG_ALL_TO_ONE] = {
         "all_to_one_write_ce", "all_to_one_write_ce",

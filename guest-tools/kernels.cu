@@ -5,12 +5,14 @@
 #include <stdint.h>
 
 // Pattern word i of a buffer for seed s: distinct per offset and per run.
+// A seed with its top bit set gives the inverse of the pattern of the
+// rest, so the two patterns of a source differ in every byte.
 __device__ __forceinline__ uint32_t pattern(uint64_t i, uint32_t s)
 {
-    uint64_t x = i * 0x9E3779B97F4A7C15ull + s;
+    uint64_t x = i * 0x9E3779B97F4A7C15ull + (s & 0x7fffffffu);
     x ^= x >> 31;
     x *= 0xBF58476D1CE4E5B9ull;
-    return (uint32_t)(x ^ (x >> 29));
+    return (uint32_t)(x ^ (x >> 29)) ^ (s & 0x80000000u ? ~0u : 0u);
 }
 
 extern "C" __global__ void fill_pattern(uint32_t *dst, uint64_t words,

@@ -630,6 +630,11 @@ static void test_hang_watchdog(void)
     g0 = json_array_get_object_element(
         json_object_get_array_member(r.root, "gpus"), 0);
     g_assert_true(json_object_get_boolean_member(g0, "lost"));
+    /* Only the GPU whose copy hung: its destination, whose checks waited
+     * on that copy, is not (it was taken for hung too). */
+    g_assert_false(json_object_get_boolean_member(
+        json_array_get_object_element(
+            json_object_get_array_member(r.root, "gpus"), 1), "lost"));
     /* GPU 0 is retired: its other pair is untested, not failed. */
     g_assert_cmpstr(str_member(pair(&r, 1, 0), "verified_ce"), ==,
                     "not testable");
@@ -747,6 +752,55 @@ static void test_one_gpu_host_figures(void)
     g_assert_cmpfloat(median_or_none(gpu_of(&r, 0),
                                      "device_to_host_ce_gbps"), >, 0);
     res_clear(&r);
+}
+
+/*
+ * The second copy from GPU 0 into host memory is said done and moves
+ * nothing: host memory keeps the first copy's pattern (the alternate of
+ * the second's), and the validation run sees it, once per sample
+ * poisoned, not once per copy.
+ */
+static void test_host_dropped(void)
+{
+    Res r = { 0 };
+
+    run_standin(&r, fixture(), H200_BUS_IDS, "drop-host:0:2", NULL,
+                "--size-mib 1 --samples 1 --figures "
+                "device_to_host_memcpy_ce");
+    expect_exit(&r, 3);
+    g_assert_cmpfloat(median_or_none(gpu_of(&r, 0),
+                                     "device_to_host_ce_gbps"), ==, -1);
+    g_assert_true(any_note(&r, "device to host copy, GPU 0: first bad byte "
+                           "at offset 0 (host path, not P2P)"));
+    g_assert_cmpfloat(median_or_none(gpu_of(&r, 1),
+                                     "device_to_host_ce_gbps"), >, 0);
+    res_clear(&r);
+}
+
+/*
+ * The SM latency is the chase's own time over its hops: the stand-in
+ * takes 1.5 us a hop to a peer, so 1.5 us it must be, in both modes (one
+ * chase, or one per SM whose times add up).
+ */
+static void test_sm_latency_value(void)
+{
+    const char *modes[] = { "", "--benchmark " };
+
+    for (guint i = 0; i < G_N_ELEMENTS(modes); i++) {
+        g_autofree char *args = g_strdup_printf(
+            "%s--size-mib 2 --samples 3 --figures "
+            "device_to_device_latency_sm", modes[i]);
+        Res r = { 0 };
+
+        run_standin(&r, fixture(), H200_BUS_IDS, NULL, NULL, args);
+        expect_exit(&r, 0);
+        for (int a = 0; a < 2; a++) {
+            g_assert_cmpfloat_with_epsilon(
+                median_or_none(pair(&r, a, 1 - a), "latency_sm_us"), 1.5,
+                1e-9);
+        }
+        res_clear(&r);
+    }
 }
 
 /*
@@ -1748,6 +1802,9 @@ int main(int argc, char **argv)
     g_test_add_func("/verify-cuda-standin/benchmark-mode",
                     test_benchmark_mode);
     g_test_add_func("/verify-cuda-standin/dropped-copy", test_dropped_copy);
+    g_test_add_func("/verify-cuda-standin/host-dropped", test_host_dropped);
+    g_test_add_func("/verify-cuda-standin/sm-latency-value",
+                    test_sm_latency_value);
     g_test_add_func("/verify-cuda-standin/untested", test_untested);
     g_test_add_func("/verify-cuda-standin/staged-48mib", test_staged_48mib);
     g_test_add_func("/verify-cuda-standin/corrupt-non-last-copy",

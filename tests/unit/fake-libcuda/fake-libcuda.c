@@ -59,6 +59,10 @@
  *     drop-copy:GPU[:N]    a peer copy out of GPU is reported done and
  *                           moves nothing (writes lost on the way); with
  *                           N, only the Nth peer copy it matches.
+ *     drop-host:GPU[:N]    the same for a copy of more than 4 KiB out of
+ *                           GPU into pinned host memory (device to host;
+ *                           the check words and times the tool reads
+ *                           back are smaller); with N, only the Nth.
  *     lost-gpu:GPU[:CODE]  GPU is lost at its first peer copy (it "falls
  *                           off the bus"): that call and every later call
  *                           on its context, streams, events or memory
@@ -156,7 +160,7 @@ static __thread CUcontext current;
 /* Fault injection, from the environment. */
 enum {
     F_CORRUPT, F_FAIL, F_HANG, F_LOSE, F_CORRUPT_HOST, F_SLOW,
-    F_SLOW_ISSUER, F_PEER_QUERY, F_CTX_SET, F_DROP, F_KINDS
+    F_SLOW_ISSUER, F_PEER_QUERY, F_CTX_SET, F_DROP, F_DROP_HOST, F_KINDS
 };
 typedef struct {
     int kind, src, dst;         /* dst -1: any peer */
@@ -231,6 +235,7 @@ static void parse_fault(const char *var, const char *v, const char *item)
         [F_CORRUPT_HOST] = "corrupt-host:", [F_SLOW] = "slow-copy:",
         [F_SLOW_ISSUER] = "slow-issuer:", [F_PEER_QUERY] = "peer-query:",
         [F_CTX_SET] = "ctx-set:", [F_DROP] = "drop-copy:",
+        [F_DROP_HOST] = "drop-host:",
     };
     Fault f = { .kind = -1, .arg = -1 };
     const char *at = NULL;
@@ -247,12 +252,13 @@ static void parse_fault(const char *var, const char *v, const char *item)
             "corrupt-host:GPU:OFFSET, fail-source:GPU[:CODE], hang-copy:GPU,"
             " lost-gpu:GPU[:CODE], slow-copy:GPU:FACTOR, "
             "slow-issuer:GPU:FACTOR, peer-query:S-D[:CODE], "
-            "ctx-set:GPU[:CODE[:N]] or drop-copy:GPU[:N] (at most 8)");
+            "ctx-set:GPU[:CODE[:N]], drop-copy:GPU[:N] or "
+            "drop-host:GPU[:N] (at most 8)");
     }
     if (!(at = parse_gpus(at, &f.src, &f.dst))) {
         die(var, v, "GPU must be a CUDA ordinal (or S-D) of a stand-in GPU");
     }
-    if (*at == ':' && f.kind == F_DROP) {
+    if (*at == ':' && (f.kind == F_DROP || f.kind == F_DROP_HOST)) {
         f.nth = strtoll(at + 1, &end, 0);
         at = end;
     } else if (*at == ':' && f.kind != F_HANG) {
@@ -452,6 +458,13 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
         advance(bytes, gbps, 2000);
         return CUDA_SUCCESS;    /* said done, moved nothing */
     }
+    if (sd >= 0 && dd < 0 && bytes > 4096 &&
+        (f = fault(F_DROP_HOST, sd, -1)) &&
+        (++f->seen == f->nth || !f->nth)) {
+        host_copies++;
+        advance(bytes, gbps, 2000);
+        return CUDA_SUCCESS;    /* said done, moved nothing */
+    }
     memmove(dst, src, bytes);
     if (peer && (f = fault(F_CORRUPT, sd, dd)) &&
         (++f->seen == f->nth || !f->nth) &&
@@ -470,14 +483,14 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
 
 /* ---- the tool's kernels, on the CPU ------------------------------------ */
 
-/* As kernels.cu's pattern(). */
+/* As kernels.cu's pattern(): the top bit of the seed inverts it. */
 static uint32_t pattern(uint64_t i, uint32_t s)
 {
-    uint64_t x = i * 0x9E3779B97F4A7C15ull + s;
+    uint64_t x = i * 0x9E3779B97F4A7C15ull + (s & 0x7fffffffu);
 
     x ^= x >> 31;
     x *= 0xBF58476D1CE4E5B9ull;
-    return (uint32_t)(x ^ (x >> 29));
+    return (uint32_t)(x ^ (x >> 29)) ^ (s & 0x80000000u ? ~0u : 0u);
 }
 
 static CUresult run_kernel(int kind, struct CUstream_st *s, void **args,
