@@ -13,6 +13,10 @@
  * "spin" kernel, which holds a stream until the host releases it, returns
  * at once. Events carry the time of a virtual clock that each operation
  * advances by a made-up cost, so figures are finite and repeatable.
+ * Because work runs as it is queued, a wait the tool forgot would go
+ * unseen; the ordering check ("the ordering check", below) aborts on an
+ * access to bytes that another stream wrote, or a write to bytes another
+ * stream used, with no chain of waits between the two.
  *
  * Environment (read at cuInit; bad values are named on stderr and abort):
  *   GPUP2P_FAKE_CUDA_BUS_IDS=B,...  one stand-in GPU per PCI bus id, in
@@ -84,6 +88,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,19 +110,45 @@ struct CUctx_st {
     int dev;
 };
 
+/*
+ * The ordering check: the stand-in runs work when it is queued, so it
+ * would never show a wait between streams that the tool forgot. Each
+ * stream keeps a vector clock (one count per stream) that its events
+ * carry and that waits merge, as do the host's observations (a stream or
+ * event found done). Every byte range of an allocation remembers which
+ * streams read or wrote it, at which count; a write and another access
+ * on different streams with no chain of waits (or host observations)
+ * between them is a race on real GPUs, and the stand-in aborts naming it.
+ */
+#define FAKE_MAX_STREAMS 1024
+typedef struct {
+    uint32_t t[FAKE_MAX_STREAMS];
+} Clock;
+
 struct CUstream_st {
     int dev;
     bool hung;              /* behind a copy that never completes */
+    int id;                 /* in the ordering check, 0: none yet */
+    Clock *vc;
 };
 
 struct CUevent_st {
     int dev;
     unsigned flags;
     bool recorded, never;
+    Clock *vc;              /* the stream's clock when recorded */
     unsigned long long t_ns;
     struct CUevent_st *prev, *next;     /* the live events, as the driver
                                          * keeps them per context */
 };
+
+/* The ordering check (below). */
+static uint32_t op_tick(struct CUstream_st *s);
+static void touch(struct CUstream_st *s, uint32_t tick, const void *ptr,
+                  size_t len, bool write);
+static void host_saw_stream(struct CUstream_st *s);
+static struct CUstream_st *streams_by_id[FAKE_MAX_STREAMS];
+static int last_stream_id;
 
 /* Live events: the driver frees a context's events with the context. */
 static struct CUevent_st *live_events;
@@ -136,8 +167,18 @@ struct CUfunc_st {
     int kind;
 };
 
+/* An access to an allocation's bytes [off, off + len), by a stream. */
+typedef struct {
+    size_t off, len;
+    int stream;
+    uint32_t tick;
+    bool write;
+} Access;
+
 typedef struct Alloc {
     struct Alloc *next;
+    Access *log;            /* the ordering check's accesses */
+    size_t nlog, caplog;
     char *base;
     size_t bytes;
     int dev;                /* -1: pinned host memory */
@@ -447,6 +488,12 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
         s->hung = dev_hung[s->dev] = true;
         return CUDA_SUCCESS;
     }
+    {
+        uint32_t t = op_tick(s);
+
+        touch(s, t, src, bytes, false);
+        touch(s, t, dst, bytes, true);
+    }
     if (peer && (f = fault(F_SLOW, sd, dd))) {
         gbps /= (double)f->arg;
     }
@@ -508,6 +555,7 @@ static CUresult run_kernel(int kind, struct CUstream_st *s, void **args,
         if (!a || a->dev != dev) {
             return FAKE_ERROR_ILLEGAL_ADDRESS;
         }
+        touch(s, op_tick(s), dst, words * 4, true);
         for (uint64_t i = 0; i < words; i++) {
             dst[i] = pattern(i, seed);
         }
@@ -523,6 +571,12 @@ static CUresult run_kernel(int kind, struct CUstream_st *s, void **args,
 
         if (!a || !f || a->dev != dev || f->dev != dev) {
             return FAKE_ERROR_ILLEGAL_ADDRESS;
+        }
+        {
+            uint32_t t = op_tick(s);
+
+            touch(s, t, buf, words * 4, false);
+            touch(s, t, first, 8, true);
         }
         /* The first bad byte's offset, as the kernel gives it. */
         for (uint64_t i = 0; i < words && i * 4 < *first; i++) {
@@ -570,6 +624,13 @@ static CUresult run_kernel(int kind, struct CUstream_st *s, void **args,
             target >= gx ||
             (a->dev != dev && !peer_enabled[dev][a->dev])) {
             return FAKE_ERROR_ILLEGAL_ADDRESS;
+        }
+        {
+            uint32_t t = op_tick(s);
+
+            touch(s, t, a->base, a->bytes, false);
+            touch(s, t, sink, 4, true);
+            touch(s, t, ns, 8, true);
         }
         for (uint32_t h = 0; h < hops; h++) {
             if (!find_alloc(next + at, 4)) {
@@ -831,7 +892,15 @@ static CUresult ctx_state(void)
     if (is_lost(d)) {
         return lose_code;
     }
-    return dev_hung[d] ? FAKE_ERROR_NOT_READY : CUDA_SUCCESS;
+    if (dev_hung[d]) {
+        return FAKE_ERROR_NOT_READY;
+    }
+    for (int k = 1; k <= last_stream_id; k++) {
+        if (streams_by_id[k] && streams_by_id[k]->dev == d) {
+            host_saw_stream(streams_by_id[k]);
+        }
+    }
+    return CUDA_SUCCESS;
 }
 
 /* Blocks, as the driver does, while the awaited work never completes. */
@@ -893,6 +962,111 @@ static CUresult mem_alloc(void **p, size_t bytes, int dev)
     return CUDA_SUCCESS;
 }
 
+/* ---- the ordering check ------------------------------------------------ */
+
+static Clock host_seen;             /* per stream: what the host saw done */
+
+static void order_fail(const char *fmt, ...) __attribute__((format(printf,
+                                                                   1, 2)));
+static void order_fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fputs("FAKE libcuda: ordering check: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    abort();
+}
+
+static Clock *stream_clock(struct CUstream_st *s)
+{
+    if (!s->vc) {
+        if (last_stream_id + 1 >= FAKE_MAX_STREAMS) {
+            order_fail("more than %d streams", FAKE_MAX_STREAMS - 1);
+        }
+        s->vc = calloc(1, sizeof(*s->vc));
+        s->id = ++last_stream_id;
+        streams_by_id[s->id] = s;
+    }
+    return s->vc;
+}
+
+static void clock_merge(Clock *into, const Clock *from)
+{
+    for (int k = 1; k <= last_stream_id; k++) {
+        if (from->t[k] > into->t[k]) {
+            into->t[k] = from->t[k];
+        }
+    }
+}
+
+/* One more operation on @s, queued after what the host has seen done. */
+static uint32_t op_tick(struct CUstream_st *s)
+{
+    Clock *c = stream_clock(s);
+
+    clock_merge(c, &host_seen);
+    return ++c->t[s->id];
+}
+
+/* The host found @s done: everything queued on it so far is. */
+static void host_saw_stream(struct CUstream_st *s)
+{
+    if (s->vc && s->vc->t[s->id] > host_seen.t[s->id]) {
+        host_seen.t[s->id] = s->vc->t[s->id];
+    }
+}
+
+static bool ordered_before(const Access *p, const struct CUstream_st *s)
+{
+    return p->stream == s->id || s->vc->t[p->stream] >= p->tick;
+}
+
+/* Operation @tick of @s reads or writes @len bytes at @ptr. */
+static void touch(struct CUstream_st *s, uint32_t tick, const void *ptr,
+                  size_t len, bool write)
+{
+    Alloc *a = find_alloc(ptr, len);
+    Access now;
+    size_t keep = 0;
+
+    if (!a || !len) {
+        return;             /* pageable host memory: the caller's */
+    }
+    now = (Access){ (size_t)((const char *)ptr - a->base), len, s->id, tick,
+                    write };
+    for (size_t i = 0; i < a->nlog; i++) {
+        Access *p = &a->log[i];
+        bool overlap = p->off < now.off + now.len &&
+                       now.off < p->off + p->len;
+        bool covered = now.off <= p->off &&
+                       p->off + p->len <= now.off + now.len;
+
+        if (overlap && (write || p->write) && !ordered_before(p, s)) {
+            order_fail("stream %d (GPU %d) %s bytes %zu+%zu of an "
+                       "allocation of %s that stream %d %s (its operation "
+                       "%u) with no wait between them", s->id, s->dev,
+                       write ? "writes" : "reads", now.off, now.len,
+                       a->dev < 0 ? "pinned host memory" : "a GPU",
+                       p->stream, p->write ? "wrote" : "read", p->tick);
+        }
+        /* Superseded: a later write covers it, or a later read covers a
+         * read (a write stays for the readers that follow). */
+        if (covered && ordered_before(p, s) && (write || !p->write)) {
+            continue;
+        }
+        a->log[keep++] = *p;
+    }
+    a->nlog = keep;
+    if (a->nlog == a->caplog) {
+        a->caplog = a->caplog ? 2 * a->caplog : 8;
+        a->log = realloc(a->log, a->caplog * sizeof(*a->log));
+    }
+    a->log[a->nlog++] = now;
+}
+
 static CUresult mem_free(void *p, bool host)
 {
     for (Alloc **at = &allocs; *at; at = &(*at)->next) {
@@ -906,6 +1080,7 @@ static CUresult mem_free(void *p, bool host)
             }
             *at = a->next;
             free(a->base);
+            free(a->log);
             free(a);
             return is_lost(dev) ? lose_code : CUDA_SUCCESS;
         }
@@ -1015,6 +1190,7 @@ static CUresult memset32(CUdeviceptr p, unsigned v, size_t n, CUstream s)
         return lose_code;
     }
     if (!st->hung) {
+        touch(st, op_tick(st), w, n * 4, true);
         for (size_t i = 0; i < n; i++) {
             w[i] = v;
         }
@@ -1049,18 +1225,27 @@ static CUresult fake_cuStreamCreate(CUstream *s, unsigned flags)
     LOCKED(stream_create(s, flags));
 }
 
-static CUresult fake_cuStreamDestroy(CUstream s)
+static CUresult stream_destroy(CUstream s)
 {
     if (!s) {
         return FAKE_ERROR_INVALID_HANDLE;
     }
+    if (s->id) {
+        streams_by_id[s->id] = NULL;
+    }
+    free(s->vc);
     free(s);
     return CUDA_SUCCESS;
 }
 
+static CUresult fake_cuStreamDestroy(CUstream s)
+{
+    LOCKED(stream_destroy(s));
+}
+
 static CUresult stream_state(const void *p)
 {
-    const struct CUstream_st *s = p;
+    struct CUstream_st *s = (struct CUstream_st *)p;
 
     if (!s) {
         return FAKE_ERROR_INVALID_HANDLE;
@@ -1068,7 +1253,11 @@ static CUresult stream_state(const void *p)
     if (is_lost(s->dev)) {
         return lose_code;
     }
-    return s->hung ? FAKE_ERROR_NOT_READY : CUDA_SUCCESS;
+    if (s->hung) {
+        return FAKE_ERROR_NOT_READY;
+    }
+    host_saw_stream(s);
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuStreamSynchronize(CUstream s)
@@ -1093,6 +1282,9 @@ static CUresult stream_wait(CUstream s, CUevent e, unsigned flags)
     }
     /* Work behind an event that never fires never starts. */
     st->hung |= e->never;
+    if (e->vc) {
+        clock_merge(stream_clock(st), e->vc);
+    }
     dev_hung[st->dev] |= e->never;
     return CUDA_SUCCESS;
 }
@@ -1133,6 +1325,7 @@ static void event_free(CUevent e)
     if (e->next) {
         e->next->prev = e->prev;
     }
+    free(e->vc);
     free(e);
 }
 
@@ -1181,6 +1374,11 @@ static CUresult event_record(CUevent e, CUstream s)
     e->recorded = true;
     e->never = st->hung;
     e->t_ns = clock_ns;
+    op_tick(st);
+    if (!e->vc) {
+        e->vc = malloc(sizeof(*e->vc));
+    }
+    *e->vc = *st->vc;
     return CUDA_SUCCESS;
 }
 
@@ -1199,7 +1397,13 @@ static CUresult event_state(const void *p)
     if (is_lost(e->dev)) {
         return lose_code;
     }
-    return e->never ? FAKE_ERROR_NOT_READY : CUDA_SUCCESS;
+    if (e->never) {
+        return FAKE_ERROR_NOT_READY;
+    }
+    if (e->vc) {
+        clock_merge(&host_seen, e->vc);     /* the host saw it done */
+    }
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuEventSynchronize(CUevent e)
