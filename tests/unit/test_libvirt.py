@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "integration"))
@@ -1488,6 +1489,34 @@ def test_check_gate(t, d):
     p = run("libvirt", "--check", "--sysfs-root", emulated, path)
     t.ok(p.returncode == 0 and not p.stderr,
          "--check without ids: no gate, nothing said", p.stderr)
+    # An emulator that never answers (or leaves a child holding its
+    # output): the hook asks it only for iommufd GPUs, gives it 10 s,
+    # kills its process group, and the domain starts.
+    for what, body in (("hangs", "exec sleep 300"),
+                       ("leaves a child on its stdout", "sleep 300 &\nexit 0")):
+        hang = os.path.join(d, "qemu-hangs.sh")
+        with open(hang, "w") as f:
+            f.write("#!/bin/sh\n# gpup2p-test-hang\n%s\n" % body)
+        os.chmod(hang, 0o755)
+        for driver, word in (("", "a type1 domain, not asked"),
+                             ("<driver iommufd='yes'/>",
+                              "an iommufd one, asked and killed")):
+            path = gate_domain(d, "ck-hang.xml", hang, hostdev_driver=driver,
+                               props=gate_props("stock"))
+            t0 = time.monotonic()
+            p = run("libvirt", "--check", "--sysfs-root", real, path)
+            took = time.monotonic() - t0
+            left = subprocess.run(["pgrep", "-f", "sleep 300"],
+                                  capture_output=True, text=True).stdout
+            said = ("is unknown" in p.stderr and
+                    "domain 'gpu-vm' starts" in p.stderr) if driver else \
+                "BARs" not in p.stderr
+            t.ok(p.returncode == 0 and said and not left and
+                 took < (15 if driver else 3),
+                 "--check, an emulator that %s, %s: exit 0 in %.1f s, "
+                 "nothing left running" % (what, word, took),
+                 "%s\nleft: %s" % (p.stderr, left))
+            subprocess.run(["pkill", "-f", "sleep 300"])
     # Ids the host proves wrong: refused as before, the gate aside.
     bad = gate_domain(d, "ck-bad.xml", q11, props={
         a: [("x-nv-gpudirect-clique", "unsigned", "2")]

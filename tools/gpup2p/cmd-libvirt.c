@@ -639,6 +639,7 @@ static void check_gate(GpDomain *d, const GpTopology *topo)
     g_autoptr(GError) err = NULL;
     g_autoptr(GPtrArray) gates = NULL, no = NULL, unknown = NULL;
     g_autoptr(GPtrArray) ided = g_ptr_array_new();
+    bool vmm_matters = false;
     guint i;
 
     if (!gp_domain_find_gpus(d, topo, &err)) {
@@ -646,7 +647,16 @@ static void check_gate(GpDomain *d, const GpTopology *topo)
              "peers is not checked: %s", d->domain_name, err->message);
         return;
     }
-    gates = gp_front_domain_gate(d, topo, gp_front_vmm_of(qemu), qemu);
+    /* The emulator is asked what it is only where the gate needs it (a
+     * GPU with an id on iommufd): the hook starts no program otherwise. */
+    for (i = 0; i < d->gpus->len; i++) {
+        const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
+
+        vmm_matters |= h->explicit_id >= 0 && gp_domain_hostdev_iommufd(h);
+    }
+    gates = gp_front_domain_gate(d, topo, vmm_matters ?
+                                 gp_front_vmm_of(qemu) : GP_VMM_UNKNOWN,
+                                 qemu);
     for (i = 0; i < d->gpus->len && i < gates->len; i++) {
         const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
 

@@ -1417,6 +1417,11 @@ static bool hostdev_iommufd(xmlNodePtr hostdev)
     return fd && !prop_equals(fd, "enabled", "no");
 }
 
+bool gp_domain_hostdev_iommufd(const GpDomainHostdev *h)
+{
+    return hostdev_iommufd(h->hostdev);
+}
+
 /*
  * A bool property's value as QEMU reads it from text (qapi_bool_parse(),
  * qapi/qapi-util.c: exactly these spellings, case-sensitive); unknown

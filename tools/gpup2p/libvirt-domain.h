@@ -76,6 +76,9 @@ void gp_domain_set_auto(GpDomain *d, const char *snapshot);
  * QEMU checks this one before it places a clique capability.
  */
 unsigned gp_domain_guest_vendor(const GpDomain *d, const GpDomainHostdev *h);
+/* The hostdev uses the iommufd backend (<driver iommufd='yes'> and the
+ * other spellings libvirt takes). */
+bool gp_domain_hostdev_iommufd(const GpDomainHostdev *h);
 /* Whether the guest sees @h as NVIDIA's (stock QEMU's test). */
 bool gp_domain_guest_nvidia(const GpDomain *d, const GpDomainHostdev *h);
 /*

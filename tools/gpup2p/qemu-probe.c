@@ -5,31 +5,122 @@
  * x-nv-gpudirect-clique, both or neither. `check` and `libvirt` share it,
  * so both judge an emulator the same way.
  */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gpup2p/bar-gate.h"
 
-/* @qemu run with @args (NULL-terminated); its stdout into @out, false
- * where it cannot run; @exited_ok: it exited 0. */
+/* The longest a probe of an emulator may take: libvirt's hook waits for
+ * us with no limit of its own, so a binary that hangs must not hang a
+ * domain's start. `-device vfio-pci,help` takes well under a second. */
+#define QEMU_PROBE_TIMEOUT_S 10
+
+/* In the child: a process group of its own, so that whatever it starts
+ * is killed with it. */
+static void own_process_group(gpointer unused)
+{
+    (void)unused;
+    setpgid(0, 0);
+}
+
+/* @fd read to its end into @buf by @deadline (monotonic µs); false on
+ * time out. */
+static bool read_until(int fd, GString *buf, gint64 deadline)
+{
+    char chunk[4096];
+
+    for (;;) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        gint64 left = deadline - g_get_monotonic_time();
+        ssize_t n;
+
+        if (left <= 0) {
+            return false;
+        }
+        if (poll(&p, 1, (int)MIN(left / 1000 + 1, 1000)) < 0 &&
+            errno != EINTR) {
+            return false;
+        }
+        if (!p.revents) {
+            continue;
+        }
+        n = read(fd, chunk, sizeof(chunk));
+        if (n == 0) {
+            return true;
+        }
+        if (n < 0 && errno != EINTR && errno != EAGAIN) {
+            return true;    /* what came so far is what there is */
+        }
+        if (n > 0) {
+            g_string_append_len(buf, chunk, n);
+        }
+    }
+}
+
+/* @pid's exit by @deadline; false on time out. */
+static bool wait_until(GPid pid, int *status, gint64 deadline)
+{
+    while (waitpid(pid, status, WNOHANG) == 0) {
+        if (g_get_monotonic_time() >= deadline) {
+            return false;
+        }
+        g_usleep(10000);
+    }
+    return true;
+}
+
+/*
+ * @qemu run with @args (NULL-terminated), stdin from /dev/null; its
+ * stdout into @out, false where it cannot run or does not finish within
+ * QEMU_PROBE_TIMEOUT_S (then it and its process group are killed);
+ * @exited_ok: it exited 0.
+ */
 static bool qemu_output(const char *qemu, const char *const *args,
                         char **out, bool *exited_ok, GError **errp)
 {
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    int status;
+    g_autoptr(GString) buf = g_string_new(NULL);
+    gint64 deadline;
+    GPid pid;
+    int fd, status = 0;
+    bool done;
 
     g_ptr_array_add(argv, (gpointer)qemu);
     for (; *args; args++) {
         g_ptr_array_add(argv, (gpointer)*args);
     }
     g_ptr_array_add(argv, NULL);
-    if (!g_spawn_sync(NULL, (char **)argv->pdata, NULL,
-                      G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
-                      NULL, NULL, out, NULL, &status, errp)) {
+    if (!g_spawn_async_with_pipes(NULL, (char **)argv->pdata, NULL,
+                                  G_SPAWN_SEARCH_PATH |
+                                  G_SPAWN_STDERR_TO_DEV_NULL |
+                                  G_SPAWN_DO_NOT_REAP_CHILD,
+                                  own_process_group, NULL, &pid, NULL, &fd,
+                                  NULL, errp)) {
         g_prefix_error(errp, "%s: ", qemu);
         return false;
     }
+    deadline = g_get_monotonic_time() +
+               (gint64)QEMU_PROBE_TIMEOUT_S * G_USEC_PER_SEC;
+    done = read_until(fd, buf, deadline) && wait_until(pid, &status,
+                                                       deadline);
+    close(fd);
+    if (!done) {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        g_spawn_close_pid(pid);
+        g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s: no answer "
+                    "within %d s; killed", qemu, QEMU_PROBE_TIMEOUT_S);
+        return false;
+    }
+    g_spawn_close_pid(pid);
     *exited_ok = g_spawn_check_wait_status(status, NULL);
+    *out = g_string_free(g_steal_pointer(&buf), FALSE);
     return true;
 }
 
