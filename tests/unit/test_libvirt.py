@@ -879,8 +879,20 @@ def test_start_cost(t, d):
     one = write_out(d, "cost-iommufd-one.xml", xml.replace("<source>", fd, 1))
     for release in ("6.12.95+deb12-amd64", "7.3.4+bpo-amd64"):
         host = os.path.join(d, "h200-%s" % release)
-        for dom, gpus in ((both, "0000:00:06.0, 0000:00:07.0"),
-                          (one, "0000:00:06.0")):
+        # One GPU on iommufd: the other's type1 figure, and the first
+        # named unknown beside it (before: no figure at all).
+        item = check_items(host, one).get("VM start cost", {})
+        data = item.get("start_cost", {})
+        detail = item.get("detail", "")
+        t.ok(item.get("verdict") == "warn" and
+             "through type1 on Linux %s" % release in detail and
+             "0000:00:06.0: unknown: the iommufd backend" in detail and
+             data.get("known") is True and
+             data.get("backend") == "type1 and iommufd" and
+             data.get("bar_bytes") == bars // 2,
+             "start cost, one GPU on iommufd, Linux %s: the type1 GPU's "
+             "figure, the iommufd one unknown beside it" % release, item)
+        for dom, gpus in ((both, "0000:00:06.0, 0000:00:07.0"),):
             item = check_items(host, dom).get("VM start cost", {})
             data = item.get("start_cost", {})
             detail = item.get("detail", "")

@@ -465,8 +465,9 @@ void check_domain_bar_gate(Check *c)
 #endif
 }
 
-/* Every memory BAR of the GPUs: QEMU maps each one's mmap through type1. */
-static guint64 mapped_bar_bytes(const GPtrArray *gpus)
+/* Every memory BAR of the GPUs QEMU maps through type1 (those not in
+ * @iommufd, "BDF, BDF"). */
+static guint64 mapped_bar_bytes(const GPtrArray *gpus, const char *iommufd)
 {
     guint64 sum = 0;
     guint i, j;
@@ -474,6 +475,9 @@ static guint64 mapped_bar_bytes(const GPtrArray *gpus)
     for (i = 0; i < gpus->len; i++) {
         const GpDevice *dev = g_ptr_array_index(gpus, i);
 
+        if (strstr(iommufd, dev->bdf)) {
+            continue;
+        }
         for (j = 0; j < dev->bars->len; j++) {
             const GpBar *b = &g_array_index(dev->bars, GpBar, j);
 
@@ -517,8 +521,9 @@ static char *iommufd_gpus(const Check *c, GError **errp)
 #endif
 }
 
+/* @backend: "type1", "iommufd", or "type1 and iommufd" (mixed). */
 static JsonNode *start_cost_json(const char *kernel, guint64 bar_bytes,
-                                 bool iommufd, const GpStartCost *cost)
+                                 const char *backend, const GpStartCost *cost)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -530,7 +535,7 @@ static JsonNode *start_cost_json(const char *kernel, guint64 bar_bytes,
         json_builder_add_null_value(b);
     }
     json_builder_set_member_name(b, "backend");
-    json_builder_add_string_value(b, iommufd ? "iommufd" : "type1");
+    json_builder_add_string_value(b, backend);
     json_builder_set_member_name(b, "bar_bytes");
     json_builder_add_int_value(b, (gint64)bar_bytes);
     json_builder_set_member_name(b, "known");
@@ -580,11 +585,13 @@ static char *start_cost_unknown(const Check *c, const char *iommufd,
  */
 void check_domain_start_cost(Check *c)
 {
-    guint64 bytes = mapped_bar_bytes(c->gpus);
-    g_autofree char *size = check_size_text(bytes);
-    g_autofree char *detail = NULL, *iommufd = NULL;
+    g_autofree char *size = NULL, *detail = NULL, *iommufd = NULL;
+    g_autofree char *also = NULL;
     g_autoptr(GError) err = NULL;
+    const char *backend;
     GpStartCost cost;
+    guint64 bytes;
+    bool all_iommufd;
 
     iommufd = iommufd_gpus(c, &err);
     if (!iommufd) {
@@ -592,15 +599,31 @@ void check_domain_start_cost(Check *c)
                    "fix the domain XML");
         return;
     }
-    gp_start_cost_predict(c->kernel, bytes, *iommufd, &cost);
+    /* The type1 GPUs' figure stands beside iommufd GPUs' unknown. */
+    bytes = mapped_bar_bytes(c->gpus, iommufd);
+    all_iommufd = *iommufd && !bytes;
+    backend = !*iommufd ? "type1" : all_iommufd ? "iommufd" :
+              "type1 and iommufd";
+    if (all_iommufd) {
+        bytes = mapped_bar_bytes(c->gpus, "");
+    }
+    size = check_size_text(bytes);
+    gp_start_cost_predict(c->kernel, bytes, all_iommufd, &cost);
     if (!cost.known) {
-        detail = start_cost_unknown(c, iommufd, &cost, size);
+        detail = start_cost_unknown(c, all_iommufd ? iommufd : "", &cost,
+                                    size);
         check_item_data(c->r, ITEM_WARN, "VM start cost", detail,
-                        *iommufd ? NULL : "run on the host, or capture with "
-                        "'gpup2p snapshot', which copies the kernel's "
+                        all_iommufd ? NULL : "run on the host, or capture "
+                        "with 'gpup2p snapshot', which copies the kernel's "
                         "release", "start_cost",
-                        start_cost_json(c->kernel, bytes, *iommufd, &cost));
+                        start_cost_json(c->kernel, bytes, backend, &cost));
         return;
+    }
+    if (*iommufd) {
+        GpStartCost fd;
+
+        gp_start_cost_predict(c->kernel, 1, true, &fd);
+        also = g_strdup_printf("; %s: unknown: %s", iommufd, fd.why);
     }
     if (cost.per_gib) {
         detail = g_strdup_printf("about %.1f s to map the GPUs' %s of BARs "
@@ -616,10 +639,17 @@ void check_domain_start_cost(Check *c)
                                  size, c->kernel, cost.why, cost.figure,
                                  cost.source);
     }
-    /* A start that grows by seconds is worth a word, not a failure. */
-    check_item_data(c->r, cost.seconds >= 1 ? ITEM_WARN : ITEM_OK,
+    if (also) {
+        g_autofree char *both = g_strconcat(detail, also, NULL);
+
+        g_free(detail);
+        detail = g_steal_pointer(&both);
+    }
+    /* A start that grows by seconds is worth a word, not a failure; so
+     * is a part that cannot be told. */
+    check_item_data(c->r, cost.seconds >= 1 || also ? ITEM_WARN : ITEM_OK,
                     "VM start cost", detail, "a Linux 7.x host kernel "
                     "(Debian's trixie-backports), whose type1 maps aligned "
                     "huge pfnmaps at once", "start_cost",
-                    start_cost_json(c->kernel, bytes, false, &cost));
+                    start_cost_json(c->kernel, bytes, backend, &cost));
 }
