@@ -474,6 +474,24 @@ def check_inline(t, outdir, bdfs):
          json.dumps(pairs, indent=1))
 
 
+def check_inline_ats_off(t, outdir, bdfs):
+    """The inline shape without a device IOTLB: the kernel leaves the
+    NIC's ATS off. rdma_topo looks at the ATS capability alone and passes
+    the NIC; ours wants ATS enabled, the one place the two rules differ,
+    here on a real kernel's ATS bit: the same ports asked, ATS wanted as
+    rdma_topo wants it, ours not met, and the pair through the root
+    complex."""
+    t.eq(ats_by_lspci(outdir, "nic0"), False, "inline, no device IOTLB: "
+         "lspci: nic0 has ATS and the kernel left it off")
+    snap = edited(outdir, "inline-ats-off", bdfs, "vm", nvidia=True)
+    judged.compare(t, "inline, NVIDIA's IDs, ATS off", snap,
+                   ats_stricter=True)
+    pairs, _, _ = judged.ours(snap)
+    paths = {p["nic"]: p["guest_path"] for p in pairs}
+    t.eq(paths.get(bdfs["nic0"]), "root-complex", "inline, ATS off: ours, "
+         "nic0 through the root complex (translated P2P needs ATS on)")
+
+
 def test(t):
     prepare()
     if not t.ok(os.path.isfile(RDMA_TOPO), "rdma_topo is at %s" % RDMA_TOPO,
@@ -492,6 +510,9 @@ def test(t):
     outdir, bdfs = boot(t, "inline", True, "rdma-ats-inline.json")
     if outdir:
         check_inline(t, outdir, bdfs)
+    outdir, bdfs = boot(t, "inline-no-iotlb", False, "rdma-ats-inline.json")
+    if outdir:
+        check_inline_ats_off(t, outdir, bdfs)
     # ATS on vs off must change the answer: the same ports, the NIC with
     # ATS enabled, implemented only, or absent.
     vm = [answers.get(("device-iotlb", "vm"), {}).get("nic0"),
