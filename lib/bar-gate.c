@@ -79,6 +79,13 @@ static void decide_container(GpBarGateHost *h)
                                            "CONFIG_VFIO_IOMMU_TYPE1 nor "
                                            "CONFIG_IOMMUFD_VFIO_CONTAINER",
                                            h->config_path);
+    } else if (gp_sysfs_module_loaded(h->root, "iommufd") &&
+               h->container_open) {
+        /* A container works, and vfio_iommu_type1 is not what serves it. */
+        h->container = GP_VFIO_CONTAINER_EMULATED;
+        h->container_why = g_strdup("a VFIO container is open, and "
+                                    "sys/module has iommufd but not "
+                                    "vfio_iommu_type1");
     } else if (gp_sysfs_module_loaded(h->root, "iommufd")) {
         h->container = GP_VFIO_CONTAINER_UNKNOWN;
         h->container_why = g_strdup("vfio_iommu_type1 is not under "
@@ -196,6 +203,14 @@ void gp_bar_gate_host_set_config(GpBarGateHost *host, const char *text,
     host->config = g_strdup(text);
     host->config_path = g_strdup(path);
     host_decide(host);
+}
+
+void gp_bar_gate_host_container_open(GpBarGateHost *host)
+{
+    if (!host->container_open) {
+        host->container_open = true;
+        decide_container(host);
+    }
 }
 
 void gp_bar_gate_host_free(GpBarGateHost *host)
@@ -342,30 +357,87 @@ static void add_unknown(GString *u, const char *why)
     g_string_append_printf(u, "%s%s", u->len ? "; " : "", why);
 }
 
+char *gp_bar_gate_container_why(const GpBarGateHost *host, bool *proven)
+{
+    *proven = true;
+    switch (host->container) {
+    case GP_VFIO_CONTAINER_TYPE1:
+        return NULL;
+    case GP_VFIO_CONTAINER_EMULATED:
+        return g_strdup_printf("/dev/vfio/vfio is iommufd's emulated type1 "
+                               "container (%s), which lacks peer-to-peer "
+                               "DMA mapping: no BAR is mapped",
+                               host->container_why);
+    case GP_VFIO_CONTAINER_NONE:
+        return g_strdup_printf("the VM uses the VFIO container, which this "
+                               "kernel lacks (%s)", host->container_why);
+    default:
+        *proven = false;
+        return g_strdup_printf("the VFIO container is not known to be "
+                               "VFIO's own: %s", host->container_why);
+    }
+}
+
+char *gp_bar_gate_viommu_why(const char *viommu)
+{
+    return g_strdup_printf("a vIOMMU in the VM (%s): a peer BAR is mapped "
+                           "only where the guest maps it through the "
+                           "vIOMMU, which the host cannot see beforehand",
+                           viommu);
+}
+
+static gint area_by_offset(gconstpointer a, gconstpointer b)
+{
+    const GpMmapArea *x = a, *y = b;
+
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+uint64_t gp_bar_mmap_uncovered(uint64_t size, const GpMmapArea *areas,
+                               unsigned n)
+{
+    g_autoptr(GArray) a = g_array_sized_new(FALSE, FALSE, sizeof(GpMmapArea),
+                                            n);
+    uint64_t covered = 0, end = 0;
+    unsigned i;
+
+    /* The union of the areas within the region: they may be unsorted. */
+    g_array_append_vals(a, areas, n);
+    g_array_sort(a, area_by_offset);
+    for (i = 0; i < n; i++) {
+        const GpMmapArea *m = &g_array_index(a, GpMmapArea, i);
+        uint64_t lo = MAX(m->offset, end);
+        uint64_t hi = m->size > size - MIN(m->offset, size) ?
+                      size : m->offset + m->size;
+
+        if (hi > lo) {
+            covered += hi - lo;
+            end = hi;
+        }
+    }
+    return size - covered;
+}
+
+char *gp_bar_gate_sparse_why(unsigned index, uint64_t size,
+                             uint64_t uncovered)
+{
+    if (!uncovered) {
+        return NULL;
+    }
+    return g_strdup_printf("BAR%u: its mmaps leave %" PRIu64 " of its %"
+                           PRIu64 " bytes uncovered (a sparse mmap), and the "
+                           "IOMMU maps only what is mmapped, so peers' "
+                           "writes there fault", index, uncovered, size);
+}
+
 /* The backend's answer: NULL mapped, else why not (@proven) or unknown. */
 static char *backend_why(const GpBarGateHost *host, const GpBarGateVm *vm,
                          const GpBarGateGpu *g, bool *proven)
 {
-    *proven = true;
     if (!g->iommufd) {
-        switch (host->container) {
-        case GP_VFIO_CONTAINER_TYPE1:
-            return NULL;
-        case GP_VFIO_CONTAINER_EMULATED:
-            return g_strdup_printf("/dev/vfio/vfio is iommufd's emulated "
-                                   "type1 container (%s), which lacks "
-                                   "peer-to-peer DMA mapping: no BAR is "
-                                   "mapped", host->container_why);
-        case GP_VFIO_CONTAINER_NONE:
-            return g_strdup_printf("the VM uses the VFIO container, which "
-                                   "this kernel lacks (%s)",
-                                   host->container_why);
-        default:
-            *proven = false;
-            return g_strdup_printf("the VFIO container is not known to be "
-                                   "VFIO's own: %s", host->container_why);
-        }
+        return gp_bar_gate_container_why(host, proven);
     }
+    *proven = true;
     if (vm->vmm == GP_VMM_OURS) {
         return g_strdup("the iommufd backend on our QEMU (10.0), which maps "
                         "a BAR into an IOAS from its mmap, which the kernel "
@@ -505,10 +577,7 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
         add_unknown(u, "it is in no IOMMU group");
     }
     if (!no && vm->viommu) {
-        g_autofree char *why = g_strdup_printf(
-            "a vIOMMU in the VM (%s): a peer BAR is mapped only where the "
-            "guest maps it through the vIOMMU, which the host cannot see "
-            "beforehand", vm->viommu);
+        g_autofree char *why = gp_bar_gate_viommu_why(vm->viommu);
 
         add_unknown(u, why);
     }

@@ -26,6 +26,7 @@
 #include "hw/vfio/pci.h"
 #include "hw/vfio/vfio-container-base.h"
 #include "qemu/range.h"
+#include "gpup2p/bar-gate.h"
 #include "gpup2p/p2pcap.h"
 #include "gpup2p/plan.h"
 #include "trace.h"
@@ -53,6 +54,7 @@ struct VFIOGpuP2PVm {
     Notifier machine_done;      /* .notify set once registered */
     HostSource *host_source;
     char *host_source_error;    /* why there is none */
+    GpBarGateHost *bar_gate_host;   /* the BAR gate's host facts */
 };
 
 #define VM_STATE_CHILD "gpu-p2p"
@@ -790,19 +792,80 @@ static GateResult qualifies(VFIOPCIDevice *vdev, Error **errp)
 }
 
 /*
- * Why a peer's write to one of the device's BARs cannot reach it, or NULL.
- * A guest GPU writes to its peer's BAR at a guest-physical address; the
- * IOMMU translates that only where the container's listener mapped the
- * BAR, which it does from the BAR's mmap, through the legacy (type1)
- * container on this QEMU. Prefetchable BARs are where GPUs take P2P
- * writes (VRAM); each must be mmapped, and fit under the IOMMU's top IOVA.
+ * The BAR gate's host facts, read once per QEMU, when a device on a VFIO
+ * container first asks: that container being open tells the type1
+ * module from iommufd's emulation of it (lib/bar-gate.c).
  */
-static char *unmappable_why(VFIOPCIDevice *vdev)
+static GpBarGateHost *bar_gate_host(void)
+{
+    VFIOGpuP2PVm *vm = vm_state();
+
+    if (!vm->bar_gate_host) {
+        vm->bar_gate_host = gp_bar_gate_host_read("/");
+        gp_bar_gate_host_container_open(vm->bar_gate_host);
+    }
+    return vm->bar_gate_host;
+}
+
+/* What a vIOMMU in front of the device is, e.g. "intel-iommu". */
+static const char *viommu_name(VFIODevice *vbasedev)
+{
+    AddressSpace *as = vbasedev->bcontainer->space->as;
+    Object *owner = memory_region_owner(as->root);
+
+    return owner ? object_get_typename(owner) : as->name;
+}
+
+static void add_unknown(GString *unknown, char *why)
+{
+    g_string_append_printf(unknown, "%s%s", unknown->len ? "; " : "", why);
+    g_free(why);
+}
+
+/*
+ * Why a prefetchable BAR is not mapped for peers, or NULL. The listener
+ * maps a BAR from its mmaps, so each must exist and together cover it.
+ */
+static char *bar_unmappable_why(VFIOBAR *bar, int i)
+{
+    g_autofree GpMmapArea *areas = g_new0(GpMmapArea, bar->region.nr_mmaps);
+    int j;
+
+    if (!bar->region.nr_mmaps) {
+        return g_strdup_printf("BAR%d: the kernel offers no mmap of it, so "
+                               "the IOMMU cannot map it for peers", i);
+    }
+    for (j = 0; j < bar->region.nr_mmaps; j++) {
+        if (!bar->region.mmaps[j].mmap) {
+            return g_strdup_printf("BAR%d could not be mmapped, so the "
+                                   "IOMMU cannot map it for peers", i);
+        }
+        areas[j].offset = bar->region.mmaps[j].offset;
+        areas[j].size = bar->region.mmaps[j].size;
+    }
+    return gp_bar_gate_sparse_why(i, bar->region.size,
+                                  gp_bar_mmap_uncovered(bar->region.size,
+                                      areas, bar->region.nr_mmaps));
+}
+
+/*
+ * Why a peer's write to one of the device's BARs cannot reach it, or NULL;
+ * what is not known goes to @unknown. A guest GPU writes to its peer's BAR
+ * at a guest-physical address; the IOMMU translates that only where the
+ * container's listener mapped the BAR, which it does from the BAR's mmap,
+ * through the legacy (type1) container on this QEMU. Prefetchable BARs
+ * are where GPUs take P2P writes (VRAM); each must be mmapped whole, and
+ * fit under the IOMMU's top IOVA. The rules shared with `gpup2p check
+ * --domain` are the core library's (lib/bar-gate.c).
+ */
+static char *unmappable_why(VFIOPCIDevice *vdev, GString *unknown)
 {
     VFIODevice *vbasedev = &vdev->vbasedev;
     uint64_t top = 0, largest = 0;
+    g_autofree char *container = NULL;
+    bool proven;
     GList *l;
-    int i, j;
+    int i;
 
     if (vbasedev->iommufd) {
         return g_strdup("the iommufd backend: this QEMU maps a BAR into an "
@@ -814,22 +877,23 @@ static char *unmappable_why(VFIOPCIDevice *vdev)
         return g_strdup("x-no-mmap=on: its BARs are not mmapped, so the "
                         "IOMMU cannot map them for peers");
     }
+    container = gp_bar_gate_container_why(bar_gate_host(), &proven);
+    if (container && proven) {
+        return g_steal_pointer(&container);
+    } else if (container) {
+        add_unknown(unknown, g_steal_pointer(&container));
+    }
     for (i = 0; i < PCI_ROM_SLOT; i++) {
         VFIOBAR *bar = &vdev->bars[i];
+        char *why;
 
         if (!bar->region.size || bar->ioport ||
             !(bar->type & PCI_BASE_ADDRESS_MEM_PREFETCH)) {
             continue;
         }
-        if (!bar->region.nr_mmaps) {
-            return g_strdup_printf("BAR%d: the kernel offers no mmap of it, "
-                                   "so the IOMMU cannot map it for peers", i);
-        }
-        for (j = 0; j < bar->region.nr_mmaps; j++) {
-            if (!bar->region.mmaps[j].mmap) {
-                return g_strdup_printf("BAR%d could not be mmapped, so the "
-                                       "IOMMU cannot map it for peers", i);
-            }
+        why = bar_unmappable_why(bar, i);
+        if (why) {
+            return why;
         }
         largest = MAX(largest, bar->region.size);
     }
@@ -842,21 +906,38 @@ static char *unmappable_why(VFIOPCIDevice *vdev)
                                "IOMMU's IOVA space (up to 0x%" PRIx64 ")",
                                largest >> 20, top);
     }
+    if (vbasedev->bcontainer && vfio_viommu_preset(vbasedev)) {
+        add_unknown(unknown, gp_bar_gate_viommu_why(viommu_name(vbasedev)));
+    }
     return NULL;
 }
 
 /*
  * The gate: no clique promise where peers' writes would fault. auto: no
  * capability; an explicit id: refused, warned or trusted per
- * x-gpu-p2p-verify.
+ * x-gpu-p2p-verify. What is not known is said and never stops the VM:
+ * the capability stays, as the host tool's verdict "unknown" keeps it.
  */
 static GateResult peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
+    g_autoptr(GString) unknown = g_string_new(NULL);
 
     g_free(p->unmappable);
-    p->unmappable = unmappable_why(vdev);
+    p->unmappable = unmappable_why(vdev, unknown);
     if (!p->unmappable) {
+        if (unknown->len) {
+            trace_vfio_gpu_p2p_unknown(name_of(vdev), unknown->str);
+        }
+        if (unknown->len && is_auto(vdev)) {
+            warn_report("vfio %s: x-gpu-p2p-clique=auto: P2P writes of its "
+                        "peers to it may fault: %s", name_of(vdev),
+                        unknown->str);
+        } else if (unknown->len && p->verify != VFIO_GPU_P2P_VERIFY_TRUST) {
+            warn_report("vfio %s: x-gpu-p2p-clique=%d: P2P writes of its "
+                        "peers to it may fault: %s", name_of(vdev),
+                        explicit_id(vdev), unknown->str);
+        }
         return GATE_GO_ON;
     }
     trace_vfio_gpu_p2p_no_clique(name_of(vdev), p->unmappable);
@@ -1217,6 +1298,7 @@ static void vfio_gpu_p2p_vm_finalize(Object *obj)
         qemu_remove_machine_init_done_notifier(&vm->machine_done);
     }
     host_source_reset(vm);
+    gp_bar_gate_host_free(vm->bar_gate_host);
     g_ptr_array_unref(vm->devices);
 }
 

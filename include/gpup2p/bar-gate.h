@@ -41,6 +41,7 @@ typedef struct GpBarGateHost {
     char *config, *config_path;
     GpTri dmabuf;               /* VFIO dma-buf export (VFIO_PCI_DMABUF) */
     char *dmabuf_why;
+    bool container_open;        /* the reader holds a working container */
 } GpBarGateHost;
 
 /*
@@ -59,6 +60,13 @@ GpBarGateHost *gp_bar_gate_host_read(const char *root);
  */
 void gp_bar_gate_host_set_config(GpBarGateHost *host, const char *text,
                                  const char *path);
+/*
+ * For a reader that holds a working VFIO container (a VMM at realize):
+ * with vfio_iommu_type1 not under sys/module and iommufd there, what
+ * serves /dev/vfio/vfio is iommufd's emulation, even with no kernel
+ * config to say so.
+ */
+void gp_bar_gate_host_container_open(GpBarGateHost *host);
 void gp_bar_gate_host_free(GpBarGateHost *host);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpBarGateHost, gp_bar_gate_host_free)
 
@@ -117,6 +125,28 @@ typedef struct GpBarGate {
 GPtrArray *gp_bar_gate_decide(const GpBarGateHost *host,
                               const GpBarGateVm *vm,
                               const GpBarGateGpu *gpus, unsigned n);
+
+/*
+ * The container's part of the gate for a GPU on it (not iommufd): NULL
+ * mapped, else why not (@proven) or what is not known.
+ */
+char *gp_bar_gate_container_why(const GpBarGateHost *host, bool *proven);
+/* Why a vIOMMU in the VM (@viommu names it) leaves the verdict unknown. */
+char *gp_bar_gate_viommu_why(const char *viommu);
+
+/* One mmap of a BAR's region (VFIO's sparse mmap areas, or the whole). */
+typedef struct GpMmapArea {
+    uint64_t offset, size;
+} GpMmapArea;
+/* Bytes of a @size region that none of @n @areas covers. */
+uint64_t gp_bar_mmap_uncovered(uint64_t size, const GpMmapArea *areas,
+                               unsigned n);
+/*
+ * Why BAR@index (@size bytes) is not mapped for peers when its mmaps
+ * leave @uncovered bytes out: the IOMMU maps only what is mmapped.
+ */
+char *gp_bar_gate_sparse_why(unsigned index, uint64_t size,
+                             uint64_t uncovered);
 
 /* "mapped", "not mapped", "unknown". */
 const char *gp_bar_gate_verdict_name(GpBarGateVerdict v);

@@ -4,8 +4,10 @@
 our QEMU with two GPU stand-ins on root ports (a clique under the VM rule)
 on each VFIO backend the kernel offers, read through qtest and QMP. The
 capability gate: a device whose BARs the IOMMU will not hold for its
-peers (iommufd on this QEMU, x-no-mmap=on) gets no capability with auto,
-and an explicit id is refused or warned per x-gpu-p2p-verify. Then the
+peers (iommufd on this QEMU, x-no-mmap=on, iommufd's emulated container
+as a stand-in) gets no capability with auto, and an explicit id is
+refused or warned per x-gpu-p2p-verify; behind a guest vIOMMU (unknown)
+both keep it with a warning. Then the
 guest's view: BARs placed by config writes as firmware would, and what the
 container's listener did with them as x-gpu-p2p-bar-maps reports (a BAR
 placed beyond the IOMMU's reach is refused by VFIO itself). The machine
@@ -23,6 +25,8 @@ NV = "x-pci-vendor-id=0x10de"
 IOMMUFD = ["-object", "iommufd,id=iommufd0"]
 # Where the stand-ins' 16 MiB BAR0 go, as firmware would place them.
 BAR0 = [0xc0000000, 0xc2000000]
+# A guest vIOMMU; VFIO needs caching mode to follow the guest's maps.
+VIOMMU = "intel-iommu,caching-mode=on"
 # Beyond any IOMMU's input address width the outer vIOMMU offers.
 FAR = 1 << 52
 
@@ -92,6 +96,32 @@ def far_bar(g0, shm):
     return r
 
 
+def emulated_container_qemu():
+    """A stand-in for iommufd's emulated type1 container, which no kernel
+    here builds: our QEMU in a mount namespace whose sys/module shows
+    iommufd and no vfio_iommu_type1, as that host's does. The container
+    is still type1's; only what the gate reads is the emulation's."""
+    wrapper = os.path.join(OUT, "qemu-emulated-container.sh")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nexec unshare -m sh -c 'mount -t tmpfs tmpfs "
+                "/sys/module && mkdir /sys/module/iommufd && exec \"$0\" "
+                "\"$@\"' %s \"$@\"\n" % OURS)
+    os.chmod(wrapper, 0o755)
+    return wrapper
+
+
+def emulated(devices):
+    vm = Vm(emulated_container_qemu(), devices, qmp=True)
+    r = {"started": vm.started}
+    if vm.started:
+        r["in_effect"] = {i: vm.qom(i, "x-gpu-p2p-clique-in-effect")
+                          for i in ("g0", "g1")}
+        r["bar_maps"] = {i: vm.qom(i, "x-gpu-p2p-bar-maps")
+                         for i in ("g0", "g1")}
+    r["rc"], r["stderr"], _ = vm.quit()
+    return r
+
+
 def cap_writes(g0):
     """Guest writes over every byte of the capability, QEMU under strace:
     none may reach the device (a pwrite64 to its config region), while a
@@ -156,6 +186,19 @@ def main():
         "q35-default": lambda: run([dev(g0, "rp0", "g0"),
                                     dev(g1, "rp1", "g1")], bars=False),
         "far-bar": lambda: far_bar(g0, b["shm0"]),
+        # A vIOMMU first, so that the devices sit behind it.
+        "viommu-auto": lambda: run([
+            VIOMMU, dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),
+            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto")], bars=False),
+        "viommu-explicit": lambda: run([
+            VIOMMU, dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=4"),
+            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=4")], bars=False),
+        "emulated-auto": lambda: emulated([
+            dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),
+            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto")]),
+        "emulated-explicit": lambda: start_error(emulated_container_qemu(), [
+            dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=2"),
+            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=2")]),
         "cap-writes": lambda: cap_writes(g0),
     }
     if res["iommufd"]:

@@ -12,7 +12,9 @@ and by VFIO's own answers:
   stock-qemu-newer.sh, or GPUP2P_QEMU_DMABUF; empty: none) exports the BAR
   as a dma-buf into the IOAS, and the bytes arrive.
 - the capability gate: auto gives no capability and an explicit id is
-  refused where peers' writes would fault (iommufd here, x-no-mmap=on);
+  refused where peers' writes would fault (iommufd here, x-no-mmap=on,
+  iommufd's emulated container as a stand-in); behind a guest vIOMMU
+  (unknown) both keep the capability with a warning;
   x-gpu-p2p-bar-maps shows what the listener did, a BAR beyond the IOMMU's
   reach included; the gpup2p machine type gives auto by default.
 
@@ -124,6 +126,8 @@ def test(t):
     c = res.get("type1-auto", {})
     t.ok(c.get("in_effect") == {"g0": 0, "g1": 0},
          "type1: both stand-ins share clique 0", c)
+    t.eq(c.get("stderr"), "", "type1: and the gate says nothing (the "
+         "host facts show VFIO's own container, no vIOMMU)")
     t.ok("type1 0xc0000000+0x1000000" in str(c.get("bar_maps", {})
                                               .get("g0")),
          "type1: g0's BAR0 is mapped where the guest put it", c)
@@ -159,6 +163,32 @@ def test(t):
     t.ok("not mapped by type1" in str(c.get("bar_maps")),
          "a BAR beyond the IOMMU's reach: VFIO refuses the map and "
          "x-gpu-p2p-bar-maps says so", c)
+    # A guest vIOMMU: unknown (the guest decides what is mapped), so the
+    # capability stays and a warning gives the reason, for auto and for
+    # an explicit id under the default verify=refuse alike.
+    for case, ids in (("viommu-auto", {"g0": 0, "g1": 0}),
+                      ("viommu-explicit", {"g0": 4, "g1": 4})):
+        c = res.get(case, {})
+        t.ok(c.get("in_effect") == ids and c.get("rc") == 0,
+             "%s: the capability is kept" % case, c)
+        t.ok("may fault: a vIOMMU in the VM (intel-iommu)" in
+             c.get("stderr", ""), "%s: and a warning names the vIOMMU"
+             % case, c)
+    # iommufd's emulated type1 container, a stand-in (inner_backends.py):
+    # proven not mapped.
+    c = res.get("emulated-auto", {})
+    t.ok(c.get("in_effect") == {"g0": -1, "g1": -1},
+         "emulated container (stand-in), auto: no capability", c)
+    t.ok("would fault: /dev/vfio/vfio is iommufd's emulated type1 "
+         "container" in c.get("stderr", "") and
+         str((c.get("bar_maps") or {}).get("g0")).startswith(
+             "none: /dev/vfio/vfio is iommufd's emulated"),
+         "and the warning and x-gpu-p2p-bar-maps say why", c)
+    c = res.get("emulated-explicit", {})
+    t.ok(not c.get("started") and "lacks peer-to-peer DMA mapping" in
+         c.get("stderr", ""),
+         "emulated container (stand-in), explicit id: refused with the "
+         "reason", c)
     c = res.get("cap-writes", {})
     offs = c.get("pwrite_offsets") or []
     base = [o - 0x3c for o in offs if (o - 0x3c) % (1 << 40) == 0]

@@ -143,6 +143,70 @@ static void test_emulated_unknown(void)
     host_free(&h);
 }
 
+/*
+ * The same host seen by a VMM holding a working container (QEMU at
+ * realize): that container is iommufd's emulation, proven. With the type1
+ * module, or with neither module, the open container changes nothing.
+ */
+static void test_emulated_container_open(void)
+{
+    Host h = host_new(REL, NULL, false, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GpBarGateHost) none = gp_bar_gate_host_read(sb_root(h.sb));
+    g_autoptr(GpBarGateHost) host = NULL;
+    g_autoptr(GPtrArray) g = NULL;
+    GpBarGateGpu gpu = { gp_topo_find(h.topo, GPU_A), false, false };
+    bool proven;
+    g_autofree char *why = NULL;
+
+    gp_bar_gate_host_container_open(none);
+    g_assert_cmpint(none->container, ==, GP_VFIO_CONTAINER_UNKNOWN);
+    sb_write(h.sb, "sys/module/iommufd/parameters/allow_unsafe_interrupts",
+             "N\n");
+    host = gp_bar_gate_host_read(sb_root(h.sb));
+    gp_bar_gate_host_container_open(host);
+    g_assert_cmpint(host->container, ==, GP_VFIO_CONTAINER_EMULATED);
+    g = gp_bar_gate_decide(host, &vm, &gpu, 1);
+    assert_gate(g, 0, GP_BAR_GATE_NOT_MAPPED, "iommufd's emulated type1 "
+                "container (a VFIO container is open, and sys/module has "
+                "iommufd but not vfio_iommu_type1), which lacks "
+                "peer-to-peer DMA");
+    why = gp_bar_gate_container_why(host, &proven);
+    g_assert_true(proven);
+    g_assert_cmpstr(why, ==, ((GpBarGate *)g_ptr_array_index(g, 0))->reason);
+    host_free(&h);
+
+    h = host_new(REL, NULL, true, CAP_48);
+    sb_write(h.sb, "sys/module/iommufd/parameters/allow_unsafe_interrupts",
+             "N\n");
+    g_clear_pointer(&host, gp_bar_gate_host_free);
+    host = gp_bar_gate_host_read(sb_root(h.sb));
+    gp_bar_gate_host_container_open(host);
+    g_assert_cmpint(host->container, ==, GP_VFIO_CONTAINER_TYPE1);
+    host_free(&h);
+}
+
+/* Sparse mmaps: the bytes no area covers, areas unsorted or overlapping. */
+static void test_mmap_uncovered(void)
+{
+    const GpMmapArea whole[] = { { 0, 1 << 20 } };
+    const GpMmapArea split[] = { { 0x3000, 0xd000 }, { 0, 0x2000 } };
+    const GpMmapArea overlap[] = { { 0, 0x8000 }, { 0x4000, 0x8000 },
+                                   { 0x2000, 0x1000 } };
+    const GpMmapArea past[] = { { 0x8000, 0x10000 }, { 0x20000, 0x1000 } };
+    g_autofree char *why = gp_bar_gate_sparse_why(1, 0x10000, 0x1000);
+    g_autofree char *none = gp_bar_gate_sparse_why(1, 0x10000, 0);
+
+    g_assert_cmpuint(gp_bar_mmap_uncovered(1 << 20, whole, 1), ==, 0);
+    g_assert_cmpuint(gp_bar_mmap_uncovered(1 << 20, NULL, 0), ==, 1 << 20);
+    g_assert_cmpuint(gp_bar_mmap_uncovered(0x10000, split, 2), ==, 0x1000);
+    g_assert_cmpuint(gp_bar_mmap_uncovered(0x10000, overlap, 3), ==, 0x4000);
+    g_assert_cmpuint(gp_bar_mmap_uncovered(0x10000, past, 2), ==, 0x8000);
+    g_assert_nonnull(strstr(why, "BAR1: its mmaps leave 4096 of its 65536 "
+                            "bytes uncovered (a sparse mmap)"));
+    g_assert_null(none);
+}
+
 /* Nothing under sys/module, no config: a capture. Unknown, never "no". */
 static void test_unknown_config(void)
 {
@@ -418,6 +482,9 @@ int main(int argc, char **argv)
     g_test_add_func("/bar-gate/type1-real", test_type1_real);
     g_test_add_func("/bar-gate/emulated-container", test_emulated_container);
     g_test_add_func("/bar-gate/emulated-unknown", test_emulated_unknown);
+    g_test_add_func("/bar-gate/emulated-container-open",
+                    test_emulated_container_open);
+    g_test_add_func("/bar-gate/mmap-uncovered", test_mmap_uncovered);
     g_test_add_func("/bar-gate/unknown-config", test_unknown_config);
     g_test_add_func("/bar-gate/config-without-release",
                     test_config_without_release);
