@@ -23,24 +23,11 @@ nvidia-smi -q | grep -E 'Driver Version|CUDA Version|Persistence Mode' |
     sort | uniq -c >> "$out/nvidia-smi-topo.txt"
 printf 'run\texit\twall_s\n' > "$out/runs.tsv"
 
-timed() {
-    local name=$1
-    shift
-    local t0 t1 rc
-    t0=$(date +%s.%N)
-    timeout 600 "$@" > "$out/$name.out" 2> "$out/$name.err"
-    rc=$?
-    t1=$(date +%s.%N)
-    awk -v n="$name" -v rc="$rc" -v a="$t0" -v b="$t1" \
-        'BEGIN { printf "%s\t%s\t%.2f\n", n, rc, b - a }' >> "$out/runs.tsv"
-    [ -s "$out/$name.err" ] || rm -f "$out/$name.err"
-}
-
-nvb_tests="device_to_device_memcpy_write_ce device_to_device_memcpy_read_ce
-device_to_device_bidirectional_memcpy_write_ce device_to_device_memcpy_write_sm
-device_to_device_memcpy_read_sm device_to_device_latency_sm
-all_to_one_write_ce one_to_all_write_ce
-host_to_device_memcpy_ce device_to_host_memcpy_ce"
+# timed (into $dir), nvb_tests
+# shellcheck disable=SC2034
+dir=$out
+# shellcheck source=tests/gpu/common.sh
+. "$here/common.sh"
 
 for r in $(seq 1 "$rounds"); do
     timed "validate-$r" "$verify" --skip-rdma --json
@@ -67,7 +54,7 @@ for path in sorted(glob.glob(os.path.join(d, "*.out"))):
         doc = json.load(open(path))
     except ValueError:
         continue
-    ph = doc.get("phase_seconds", {})
+    ph = doc.get("phase_seconds") or {}
     print("\t".join([name, str(doc.get("mode")), str(doc.get("verdict")),
                      "%.2f" % doc.get("seconds", 0)] +
                     ["%.3f" % ph.get(k, 0) for k in

@@ -28,27 +28,9 @@ nvidia-smi topo -m > "$out/nvidia-smi-topo.txt" 2>&1
 nvidia-smi -q | grep -E 'Driver Version|CUDA Version' | sort -u \
     >> "$out/nvidia-smi-topo.txt"
 
-# Run and time one command: timed NAME CMD... -> NAME.out, exit and wall
-# time appended to $dir/runs.tsv.
-timed() {
-    local name=$1
-    shift
-    local t0 t1 rc
-    t0=$(date +%s.%N)
-    # Long enough for a default run that checks every copy on 8 GPUs.
-    timeout 600 "$@" > "$dir/$name.out" 2> "$dir/$name.err"
-    rc=$?
-    t1=$(date +%s.%N)
-    awk -v n="$name" -v rc="$rc" -v a="$t0" -v b="$t1" \
-        'BEGIN { printf "%s\t%s\t%.2f\n", n, rc, b - a }' >> "$dir/runs.tsv"
-    [ -s "$dir/$name.err" ] || rm -f "$dir/$name.err"
-}
-
-nvb_tests="device_to_device_memcpy_write_ce device_to_device_memcpy_read_ce
-device_to_device_bidirectional_memcpy_write_ce device_to_device_memcpy_write_sm
-device_to_device_memcpy_read_sm device_to_device_latency_sm
-all_to_one_write_ce one_to_all_write_ce
-host_to_device_memcpy_ce device_to_host_memcpy_ce"
+# timed, nvb_tests
+# shellcheck source=tests/gpu/common.sh
+. "$here/common.sh"
 
 for n in $sets; do
     [ "$n" -le "$total" ] || continue
