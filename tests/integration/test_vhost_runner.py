@@ -9,11 +9,12 @@ module of ours), bad topology files are named."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
-from taplib import Tap, prepare, vhost_run, PROJECT, VHOST
+from taplib import Tap, prepare, vhost_run, PROJECT, RUNS, VHOST
 
 OUTER_QEMU = os.path.join(PROJECT, "build", "qemu-outer",
                           "qemu-system-x86_64")
@@ -41,17 +42,22 @@ MARKING = ("if [ -e $VHOST_OUT/mark ]; then echo stale; exit 7; fi; "
 
 
 def aborted_run(d, times, command, after="mark"):
-    """Run @command on the aborting stand-in; (rc, stdout, stderr, out)."""
+    """Run @command on the aborting stand-in; (rc, stdout, stderr, out).
+    The results (console, emulator output, timing) stay under
+    build/vhost-runs/ for a failure's evidence."""
     wrapper = os.path.join(d, "qemu")
     with open(wrapper, "w") as f:
         f.write(ABORTING_QEMU)
     os.chmod(wrapper, 0o755)
-    out = os.path.join(d, "out-%s-%s" % (times, after))
+    out = os.path.join(RUNS, "vhost_runner-aborted-%s-%s" % (times, after))
+    for old in (out, out + ".attempt-1"):
+        shutil.rmtree(old, ignore_errors=True)
+    state = os.path.join(d, "state-%s-%s" % (times, after))
+    if os.path.exists(state):
+        os.unlink(state)
     os.environ.update(FAULT_TIMES=times, FAULT_OUT=out, FAULT_AFTER=after,
                       FAULT_QEMU=os.environ.get("VHOST_QEMU", OUTER_QEMU),
-                      FAULT_STATE=os.path.join(d, "state-%s-%s" %
-                                               (times, after)),
-                      VHOST_FAULT_INJECTED="1")
+                      FAULT_STATE=state, VHOST_FAULT_INJECTED="1")
     try:
         return vhost_run("two-numa.json", command, timeout=180, out=out,
                          extra=["--qemu", wrapper])
@@ -76,6 +82,23 @@ def emulator_faults(t):
              "status stands, never retried, the abort named", err)
         for times in ("once", "always"):
             rc, got, err, out = aborted_run(d, times, MARKING)
+            if times == "always" and rc == 124 and \
+                    "boot stalled again" in err:
+                # The retry's boot stalled (the outer emulator's own
+                # fault, which the runner retries once, but the injected
+                # abort took that one): the second abort never came, so
+                # the scenario did not happen. Once more, counted.
+                print("# vhost retry [counted] (vhost_runner, aborting "
+                      "always): the retry's boot stalled before the "
+                      "injected abort; the scenario runs again; evidence "
+                      "in %s" % out)
+                keep = out + ".stalled"
+                for src, dst in ((out, keep), (out + ".attempt-1",
+                                               keep + ".attempt-1")):
+                    shutil.rmtree(dst, ignore_errors=True)
+                    if os.path.exists(src):
+                        shutil.move(src, dst)
+                rc, got, err, out = aborted_run(d, times, MARKING)
             retries = read(os.path.join(out, "retries.log"))
             if times == "once":
                 t.eq(rc, 0, "the outer emulator aborting once: the "

@@ -387,8 +387,6 @@ static JsonNode *bar_gate_json(const GPtrArray *gates,
     return json_builder_get_root(b);
 }
 
-#endif
-
 /* "; " between them, each line of @lines after @label. */
 static void append_gate_lines(GString *detail, const char *label,
                               const GPtrArray *lines)
@@ -401,6 +399,8 @@ static void append_gate_lines(GString *detail, const char *label,
                                (const char *)g_ptr_array_index(lines, i));
     }
 }
+
+#endif
 
 /*
  * Will each GPU's BARs be mapped in the IOMMU for its peers? The BAR
