@@ -15,7 +15,7 @@
 
 #include "cuda-run.h"
 
-static void destroy_event(CUevent *e)
+void destroy_event(CUevent *e)
 {
     if (*e) {
         p_cuEventDestroy(*e);

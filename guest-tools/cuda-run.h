@@ -239,6 +239,8 @@ void data_checks(Run *run, GPtrArray *rounds);
 bool reader_has_access(const Run *run, int a, int b, XferKind k);
 
 /* cuda-harness.c */
+/* *@e destroyed where made, and NULL. */
+void destroy_event(CUevent *e);
 /* Every GPU marked in @used holds its gate stream with a spin kernel
  * until the host sets run->flag; gate_open fires at the release. */
 bool hold_gpus(Run *run, const bool *used, GError **errp);

@@ -55,14 +55,6 @@ static bool new_event(CUevent *e, unsigned flags, GError **errp)
     return true;
 }
 
-static void free_event(CUevent *e)
-{
-    if (*e) {
-        p_cuEventDestroy(*e);
-        *e = NULL;
-    }
-}
-
 /* The events of every copy; each on the GPU whose stream records it. */
 static bool sample_events(Sample *s, GError **errp)
 {
@@ -112,20 +104,20 @@ static void sample_events_free(Sample *s)
 
         if (gpu_current_or_gone(run, exec_gpu(x))) {
             for (unsigned c = 0; c < s->copies; c++) {
-                free_event(&marks_of(s, i, c)->start);
-                free_event(&marks_of(s, i, c)->stop);
+                destroy_event(&marks_of(s, i, c)->start);
+                destroy_event(&marks_of(s, i, c)->stop);
             }
         }
         if (gpu_current_or_gone(run, x->dst)) {
             for (unsigned c = 0; c < s->copies; c++) {
-                free_event(&marks_of(s, i, c)->checked);
+                destroy_event(&marks_of(s, i, c)->checked);
             }
-            free_event(&s->ready[i]);
+            destroy_event(&s->ready[i]);
         }
     }
     if (s->span && gpu_current_or_gone(run, s->x[0].dst)) {
         for (unsigned c = 0; c < 2 * s->copies; c++) {
-            free_event(&s->span[c]);
+            destroy_event(&s->span[c]);
         }
     }
 }
