@@ -212,27 +212,27 @@ static void health(GString *s, const VerifyReport *r)
             }
         }
     }
-    if (gst->len) {
-        family(s, "gpup2p_verify_gpu_health_status", "An NVML health "
-               "counter of the GPU over the run: 0 no rise, 1 a rise that "
-               "fails the GPU, 2 a rise that warns, 3 not read");
-        g_string_append(s, gst->str);
-    }
-    if (grise->len) {
-        family(s, "gpup2p_verify_gpu_health_rise", "What an NVML health "
-               "counter of the GPU rose by during the run");
-        g_string_append(s, grise->str);
-    }
-    if (lst->len) {
-        family(s, "gpup2p_verify_nvlink_health_status", "An NVML error "
-               "counter of an active NVLink over the run: 0 no rise, 1 a "
-               "rise that fails the link, 2 a rise that warns, 3 not read");
-        g_string_append(s, lst->str);
-    }
-    if (lrise->len) {
-        family(s, "gpup2p_verify_nvlink_health_rise", "What an NVML error "
-               "counter of an active NVLink rose by during the run");
-        g_string_append(s, lrise->str);
+    const struct {
+        GString *series;
+        const char *name, *help;
+    } families[] = {
+        { gst, "gpup2p_verify_gpu_health_status", "An NVML health counter "
+          "of the GPU over the run: 0 no rise, 1 a rise that fails the "
+          "GPU, 2 a rise that warns, 3 not read" },
+        { grise, "gpup2p_verify_gpu_health_rise", "What an NVML health "
+          "counter of the GPU rose by during the run" },
+        { lst, "gpup2p_verify_nvlink_health_status", "An NVML error counter "
+          "of an active NVLink over the run: 0 no rise, 1 a rise that "
+          "fails the link, 2 a rise that warns, 3 not read" },
+        { lrise, "gpup2p_verify_nvlink_health_rise", "What an NVML error "
+          "counter of an active NVLink rose by during the run" },
+    };
+
+    for (guint k = 0; k < G_N_ELEMENTS(families); k++) {
+        if (families[k].series->len) {
+            family(s, families[k].name, families[k].help);
+            g_string_append(s, families[k].series->str);
+        }
     }
 }
 
