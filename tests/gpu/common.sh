@@ -4,15 +4,15 @@
 
 # Run and time one command: timed NAME CMD... -> $dir/NAME.out (and
 # NAME.err where not empty), exit and wall time appended to $dir/runs.tsv;
-# the caller sets dir.
+# the caller sets dir, and may set timed_limit (seconds, default 600).
 # shellcheck disable=SC2154
 timed() {
     local name=$1
     shift
     local t0 t1 rc
     t0=$(date +%s.%N)
-    # Long enough for a default run that checks every copy on 8 GPUs.
-    timeout 600 "$@" > "$dir/$name.out" 2> "$dir/$name.err"
+    # 600: long enough for a default run that checks every copy on 8 GPUs.
+    timeout "${timed_limit:-600}" "$@" > "$dir/$name.out" 2> "$dir/$name.err"
     rc=$?
     t1=$(date +%s.%N)
     awk -v n="$name" -v rc="$rc" -v a="$t0" -v b="$t1" \
