@@ -42,9 +42,10 @@ SRC
     mv "$backports.tmp" "$backports"
 fi
 
-# trixie-backports (Linux 7.3's source, QEMU 11.1's source) goes into an apt
-# configuration of our own, never into the host's: nothing from a newer
-# suite can be installed on this machine by accident.
+# trixie-backports (Linux 7.3's source, QEMU 11.1's source) and trixie's
+# sources (QEMU 10.0.13's) go into an apt configuration of our own, never
+# into the host's: nothing from a newer suite can be installed on this
+# machine by accident.
 # scripts/apt-newer.sh runs apt-get on it.
 if [ -n "${GPUP2P_APT_ETC:-}" ]; then
     newer=${GPUP2P_APT_NEWER:-$apt_etc/gpup2p-newer}
@@ -64,6 +65,17 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 mv "$newer/etc/sources.list.d/trixie-backports.sources.tmp" \
    "$newer/etc/sources.list.d/trixie-backports.sources"
+# trixie's sources (deb-src only): Debian 13's QEMU source package, which
+# hw/vfio-gpu-p2p/build-qemu.sh builds with the extension.
+cat > "$newer/etc/sources.list.d/trixie-src.sources.tmp" <<SRC
+Types: deb-src
+URIs: $mirror
+Suites: trixie trixie-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+mv "$newer/etc/sources.list.d/trixie-src.sources.tmp" \
+   "$newer/etc/sources.list.d/trixie-src.sources"
 # sid, binaries only, for rdma-core's rdma_topo (the GPUDirect RDMA test's
 # judge, scripts/rdma-topo.sh): pinned to 1 so that no package of sid is
 # ever a candidate there; the script names sid's version explicitly.
@@ -130,10 +142,23 @@ apt-get install -y -q --no-install-recommends \
     debhelper dh-dkms dkms systemd udev libvirt-clients util-linux binutils \
     libvirt-daemon-system apparmor debootstrap
 
-# Building QEMU 10.0.2 with the extension (hw/vfio-gpu-p2p/build-qemu.sh).
+# Building Debian 13's QEMU 10.0.13 with the extension
+# (hw/vfio-gpu-p2p/build-qemu.sh): the libraries of the features Debian's
+# qemu-system-x86 is configured with (its debian/control's
+# Build-Depends-Arch for amd64; libblkio-dev alone is not in Debian 12).
 apt-get install -y -q --no-install-recommends \
-    libpixman-1-dev libfdt-dev zlib1g-dev libcap-ng-dev libattr1-dev \
-    python3-venv flex bison bzip2 patch dpkg-dev
+    python3-venv flex bison bzip2 patch dpkg-dev \
+    libglib2.0-dev zlib1g-dev libcapstone-dev libaio-dev libjack-dev \
+    libpulse-dev libasound2-dev libpipewire-0.3-dev libbpf-dev \
+    libbrlapi-dev libcap-ng-dev libattr1-dev libcurl4-gnutls-dev \
+    libfdt-dev libfuse3-dev gnutls-dev libgtk-3-dev libvte-2.91-dev \
+    libiscsi-dev libncurses-dev libvirglrenderer-dev libepoxy-dev \
+    libdrm-dev libgbm-dev libnfs-dev libnuma-dev libcacard-dev \
+    libpixman-1-dev librbd-dev libglusterfs-dev libsasl2-dev libsdl2-dev \
+    libseccomp-dev libslirp-dev libspice-server-dev librdmacm-dev \
+    libibverbs-dev libibumad-dev liburing-dev libusb-1.0-0-dev \
+    libusbredirparser-dev libssh-dev libzstd-dev libvdeplug-dev \
+    nettle-dev libudev-dev libjpeg-dev libpng-dev libpmem-dev
 
 # Building the Linux 7.x virtual host's kernel (tests/vhost/build-linux.sh)
 # and tracing QEMU's config writes (tests/integration/inner_backends.py).

@@ -1,73 +1,96 @@
 #!/bin/sh
-# Build QEMU 10.0.2 (Debian's source) with the vfio-gpu-p2p extension.
+# Build Debian 13's QEMU with the vfio-gpu-p2p extension.
 #
 #   hw/vfio-gpu-p2p/build-qemu.sh [BUILD_DIR]       (default: build/qemu)
 #
-# Fetches the upstream tarball through Debian's source packages (or takes
-# the file GPUP2P_QEMU_TARBALL names; either is checked against the SHA-256
-# the script pins), adds
-# hw/vfio-gpu-p2p/ (the extension and the core library it links), applies
-# the small hook patch to hw/vfio, and builds a minimal x86_64 QEMU with KVM
-# and TCG, warnings as errors. Re-running rebuilds only what changed. The
-# binary ends up at BUILD_DIR/qemu-system-x86_64 (a link into the build
-# tree). x-gpu-p2p-clique defaults to off; the machine type
-# pc-q35-X.Y-gpup2p (alias q35-gpup2p) makes auto the default.
+# The source is Debian's source package qemu 1:10.0.13+ds-0+deb13u1 (the
+# .dsc pinned by its SHA-256 here; dpkg-source checks the tarballs against
+# it and applies Debian's patch series). On top: hw/vfio-gpu-p2p/ (the
+# extension and the core library units it links) and one patch,
+# qemu-$version-hooks.patch. The x86_64 system emulator is configured with
+# the features Debian's qemu-system-x86 has: the options debian/rules gives
+# its system build and the feature set its debian/extract-config-opts reads
+# from debian/control, less what Debian 12 cannot build (configure_debian
+# below). Warnings are errors. Re-running rebuilds only what changed.
+#
+# Results, under BUILD_DIR:
+#   qemu-system-x86_64  a link into the build tree (modules load from there)
+#   stage/              the install tree (prefix /usr/lib/gpup2p/qemu)
+#   modules-common.txt  the modules Debian ships with qemu-system-common
+#   modules-extra.txt   the others (its GUI, OpenGL, SPICE, block-extra)
+# x-gpu-p2p-clique defaults to off; the machine type pc-q35-X.Y-gpup2p
+# (alias q35-gpup2p) makes auto the default.
+#
+# A newer Debian security release is one bump: deb_version and dsc_sha256
+# (sha256sum of the new .dsc), then the patch renamed and refreshed.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 out=${1:-$top/build/qemu}
-version=10.0.2
-tarball=qemu_$version+ds.orig.tar.xz
-# Debian's upstream tarball of qemu 1:10.0.2+ds-2+deb13u1~bpo12+1, as its
-# .dsc lists it: the check needs no apt index, so a copy builds offline.
-tarball_sha256=0901da33844a331bf8b3602b9c1fbd178e60b737c8e3ade678255bd090c9b9f1
+version=10.0.13
+deb_version=1:10.0.13+ds-0+deb13u1
+dsc=qemu_10.0.13+ds-0+deb13u1.dsc
+dsc_sha256=a426c892e5369058c3423816c8625bc8010bb5a58ece57261f62b64ee4d765ad
+prefix=/usr/lib/gpup2p/qemu
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 src=$out/qemu-$version
 
-if [ ! -f "$out/$tarball" ]; then
-    if [ -n "${GPUP2P_QEMU_TARBALL:-}" ]; then
-        # A copy fetched before (e.g. another build tree's).
-        cp "$GPUP2P_QEMU_TARBALL" "$out/$tarball" || true
-    else
-        # The .dsc and Debian diff of this backport may be gone from the
-        # mirror; the upstream tarball is what we need, so tolerate their
-        # absence (bookworm-backports' deb-src: scripts/setup-debian.sh).
-        (cd "$out" && apt-get source --download-only -t bookworm-backports \
-            "qemu=1:$version+ds-2+deb13u1~bpo12+1" >/dev/null 2>&1) || true
+have_dsc() {
+    [ "$(sha256sum "$out/$dsc" 2>/dev/null | cut -d' ' -f1)" = "$dsc_sha256" ]
+}
+if ! have_dsc; then
+    rm -f "$out/$dsc"
+    # A copy fetched before: GPUP2P_QEMU_SOURCE (offline), else this
+    # machine's cache, which outlives a mirror that drops the version.
+    cache=${GPUP2P_QEMU_SOURCE:-${GPUP2P_CACHE:-/var/cache/gpup2p}/qemu-source}
+    for f in "$cache/qemu_$version+ds"*; do
+        [ ! -e "$f" ] || cp "$f" "$out/"
+    done
+    if ! have_dsc && [ -z "${GPUP2P_QEMU_SOURCE:-}" ]; then
+        # trixie's deb-src is in the project's own apt configuration
+        # (scripts/setup-debian.sh), never in the host's.
+        (cd "$out" && "$top/scripts/apt-newer.sh" source --download-only \
+            "qemu=$deb_version" >/dev/null 2>&1) || true
     fi
-    got=$(sha256sum "$out/$tarball" 2>/dev/null | cut -d' ' -f1)
-    if [ "$got" != "$tarball_sha256" ]; then
-        echo "build-qemu: ${GPUP2P_QEMU_TARBALL:-$tarball} missing or its" \
-             "SHA-256 is not $tarball_sha256" >&2
-        rm -f "$out/$tarball"
+    if ! have_dsc; then
+        from="$cache or trixie's deb-src"
+        [ -z "${GPUP2P_QEMU_SOURCE:-}" ] || from=$GPUP2P_QEMU_SOURCE
+        echo "build-qemu: $dsc (from $from) missing or its SHA-256 is" \
+             "not $dsc_sha256" >&2
         exit 1
     fi
 fi
 
 patch_file=$here/qemu-$version-hooks.patch
 applied=$src/.vfio-gpu-p2p-patched     # a copy of the patch applied
-# The +ds tarball lacks the edk2 firmware blobs that meson unpacks
-# whenever bzip2 is found.
-no_edk2() {
-    sed -i 's/unpack_edk2_blobs = bzip2.found()/unpack_edk2_blobs = false/' \
-        "$src/meson.build"
-}
 if [ ! -d "$src" ]; then
-    tar -C "$out" -xf "$out/$tarball"
-    no_edk2
+    # dpkg-source checks the tarballs against the .dsc and applies
+    # Debian's series (debian/patches/series); unpacked beside the tree
+    # and moved, so an interrupted unpack leaves no half tree.
+    rm -rf "$src.tmp"
+    # (Without Debian's keyring it warns that it cannot check the
+    # signature: the pinned SHA-256 stands for it.)
+    (cd "$out" && dpkg-source -x "$dsc" "$src.tmp" > "$out/unpack.log" 2>&1) ||
+        { cat "$out/unpack.log" >&2; exit 1; }
+    mv "$src.tmp" "$src"
+    # Checked now: kept in this machine's cache (not an offline copy's
+    # place), file by file through a temporary name.
+    keep=${GPUP2P_CACHE:-/var/cache/gpup2p}/qemu-source
+    if [ -z "${GPUP2P_QEMU_SOURCE:-}" ] && mkdir -p "$keep" 2>/dev/null; then
+        for f in "$out/qemu_$version+ds"*; do
+            name=$(basename "$f")
+            cmp -s "$f" "$keep/$name" ||
+                { cp "$f" "$keep/.$name.tmp" && mv "$keep/.$name.tmp" "$keep/$name"; } ||
+                true
+        done
+    fi
 fi
 if ! cmp -s "$patch_file" "$applied"; then
     # A changed hook patch: take the old one out, keeping the build tree.
     if [ -s "$applied" ]; then
         (cd "$src" && patch -R -p1 --quiet < "$applied")
-    elif [ -e "$applied" ]; then
-        # Trees of older scripts kept no copy: restore what patches touch.
-        tar -C "$out" -xf "$out/$tarball" "qemu-$version/hw/vfio" \
-            "qemu-$version/hw/meson.build" "qemu-$version/meson.build" \
-            "qemu-$version/qapi/vfio.json"
-        no_edk2
     fi
     (cd "$src" && patch -p1 --quiet < "$patch_file")
     cp "$patch_file" "$applied"
@@ -117,23 +140,79 @@ for f in "$dst"/core/include/gpup2p/*; do
         [ -e "$top/kernel/include/gpup2p/$name" ] || rm -f "$f"
 done
 
-# -Werror covers our files with QEMU's own warning flags; a tree
-# configured with other options is configured afresh.
-configure_args="--target-list=x86_64-softmmu --without-default-features
-    --enable-kvm --enable-tcg --enable-virtfs --enable-attr --enable-cap-ng
-    --enable-trace-backends=log --disable-install-blobs --disable-docs
-    --enable-werror
+# Debian's configuration of its system emulators. From debian/rules:
+# common_configure_opts (less the paths: ours live under $prefix) and the
+# options of its main system build; each is checked against this
+# version's debian/rules, so a bump that changes them stops here.
+debian_rules_opts="--disable-install-blobs --disable-strip --disable-download
+    --disable-containers --disable-relocatable --disable-docs
+    --disable-xkbcommon --disable-user --disable-linux-user --disable-xen
+    --enable-modules --enable-module-upgrades"
+for opt in $debian_rules_opts; do
+    if ! grep -q -e "[[:space:],]$opt\([[:space:])]\|$\)" "$src/debian/rules"
+    then
+        echo "build-qemu: $src/debian/rules no longer gives $opt;" \
+             "review the options against it" >&2
+        exit 1
+    fi
+done
+# The feature set: Debian's own script reads it from debian/control.
+# Debian 12 has no libblkio (the blkio block driver); this build alone
+# among Debian's features goes without it.
+features=$(sh "$src/debian/extract-config-opts" linux-amd64 \
+               "$src/debian/control" | sed 's/^--enable-blkio$/--disable-blkio/')
+# Ours: the x86_64 emulator only (no tools), our prefix, the paths
+# Debian's rules use for firmware, configuration and state, and -Werror.
+configure_args="--target-list=x86_64-softmmu --disable-tools
+    --prefix=$prefix --libdir=lib --sysconfdir=/etc --localstatedir=/var
     --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu
-    --python=/usr/bin/python3"
+    --enable-werror --python=/usr/bin/python3
+    $debian_rules_opts
+    $features"
+# As Debian's rules name its builds, with ours added (one word for the
+# list above, so passed on its own).
+pkgversion="Debian $deb_version, vfio-gpu-p2p"
+# shellcheck disable=SC2086,SC2116 # one line of words, for the stamp
+configure_args=$(echo $configure_args)
+stamp="$configure_args --with-pkgversion=$pkgversion"
 if [ ! -f "$src/build/build.ninja" ] ||
-   [ "$(cat "$src/build/.gpup2p-configure" 2>/dev/null)" != "$configure_args" ]
+   [ "$(cat "$src/build/.gpup2p-configure" 2>/dev/null)" != "$stamp" ]
 then
     rm -rf "$src/build"
+    mkdir -p "$src/build"
     # shellcheck disable=SC2086 # the arguments are words
-    (cd "$src" && ./configure $configure_args >/dev/null)
-    printf '%s' "$configure_args" > "$src/build/.gpup2p-configure"
+    (cd "$src/build" && ../configure $configure_args \
+        "--with-pkgversion=$pkgversion" > configure.log 2>&1) || {
+        tail -n 30 "$src/build/configure.log" >&2
+        echo "build-qemu: configure failed (its log:" \
+             "$src/build/configure.log)" >&2
+        exit 1
+    }
+    printf '%s' "$stamp" > "$src/build/.gpup2p-configure"
 fi
-ninja -C "$src/build" qemu-system-x86_64
+# The emulator and its modules.
+ninja -C "$src/build"
+# The install tree the package takes (afresh each time: no stale module).
+rm -rf "$out/stage"
+DESTDIR=$out/stage "$src/build/pyvenv/bin/meson" install -C "$src/build" \
+    --no-rebuild --quiet \
+    >/dev/null
+# Debian's rules remove the qtest accelerator modules from its install.
+rm -f "$out/stage$prefix/lib/qemu"/accel-qtest-*.so
+# Which modules Debian ships with qemu-system-common (the emulator's own
+# package set); the rest it puts in qemu-system-gui, the OpenGL and SPICE
+# module packages and qemu-block-extra.
+for f in "$out/stage$prefix/lib/qemu"/*.so; do
+    basename "$f"
+done | sort > "$out/modules.all"
+# shellcheck disable=SC2016 # Debian's variable, as its file spells it
+sed -n 's|^usr/lib/${DEB_HOST_MULTIARCH}/qemu/\([^/]*\.so\)$|\1|p' \
+    "$src/debian/qemu-system-common.install" | sort > "$out/modules.debian-common"
+comm -12 "$out/modules.all" "$out/modules.debian-common" \
+    > "$out/modules-common.txt"
+comm -23 "$out/modules.all" "$out/modules.debian-common" \
+    > "$out/modules-extra.txt"
+rm -f "$out/modules.all" "$out/modules.debian-common"
 # Run from its build tree, QEMU looks for firmware under qemu-bundle/:
 # point that at Debian's firmware packages (qemu-system-data, SeaBIOS,
 # iPXE).

@@ -72,7 +72,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpBarGateHost, gp_bar_gate_host_free)
 
 typedef enum {
     GP_VMM_UNKNOWN,
-    GP_VMM_OURS,                /* QEMU 10.0.2 with hw/vfio-gpu-p2p */
+    GP_VMM_OURS,                /* QEMU 10.0.13 with hw/vfio-gpu-p2p */
     GP_VMM_STOCK,               /* another QEMU, of qemu_major.qemu_minor */
 } GpVmmKind;
 

@@ -45,7 +45,7 @@ def checkpatch(t, qemu):
     t.ok(p.returncode == 0, "QEMU's checkpatch passes the extension",
          p.stdout[-3000:] + p.stderr[-500:])
     p = subprocess.run([script, "--no-tree",
-                        os.path.join(ext, "qemu-10.0.2-hooks.patch")],
+                        os.path.join(ext, "qemu-10.0.13-hooks.patch")],
                        capture_output=True, text=True)
     t.ok(p.returncode == 0, "QEMU's checkpatch passes the hook patch",
          p.stdout[-3000:] + p.stderr[-500:])

@@ -79,6 +79,13 @@ step qemu-vfio-help "$qemu" -device vfio-pci,help
 step qemu-machines "$qemu" -machine help
 step qemu-start sh -c "echo quit | timeout 120 $qemu -machine q35 \
     -accel tcg -nodefaults -display none -S -monitor stdio"
+# Modules load from the package's own module folder: ui-curses from
+# gpup2p-qemu; GTK, SDL, SPICE and the extra block drivers only once
+# gpup2p-qemu-modules is installed.
+step qemu-display "$qemu" -display help
+step qemu-modules-install dpkg -i "$debs"/gpup2p-qemu-modules_*.deb
+step qemu-display-all "$qemu" -display help
+step qemu-formats-all "$qemu" -drive format=help
 step qemu-emulator sh -c "gpup2p libvirt --sysfs-root $fixture \
     $fixture/../libvirt/gpu-vm.xml 2>/dev/null | grep '<emulator>'"
 step snapshot env GPUP2P_SYSFS_ROOT="$fixture" \
@@ -91,7 +98,8 @@ if dpkg -s libvirt0 > /dev/null 2>&1; then
     step nolibvirt-connect gpup2p libvirt --connect test:///default \
         --domain test
 fi
-step purge dpkg --purge gpup2p gpup2p-dkms gpup2p-verify gpup2p-qemu
+step purge dpkg --purge gpup2p gpup2p-dkms gpup2p-verify gpup2p-qemu \
+    gpup2p-qemu-modules
 step dkms-after dkms status gpup2p
 # What is still there (nothing, when purge removed it all).
 step files-after sh -c 'for f in /usr/bin/gpup2p /usr/bin/gpup2p-verify \

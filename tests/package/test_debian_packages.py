@@ -21,12 +21,10 @@ from taplib import Tap, read_text  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 FIXTURE = os.path.join(SRC, "tests", "fixtures", "vhost-two-numa")
-# Our QEMU's build tree for the package (argument 1: under meson's build
-# directory) and the tarball the tree's own QEMU build fetched, if any.
+# Our QEMU's build tree for the package (argument 1: the tree the
+# integration suite builds, so CI builds QEMU once).
 QEMU_BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else \
-    os.path.join(SRC, "build", "qemu-deb")
-QEMU_TARBALL = os.path.join(SRC, "build", "qemu",
-                            "qemu_10.0.2+ds.orig.tar.xz")
+    os.path.join(SRC, "build", "qemu")
 PACKAGED_QEMU = "/usr/lib/gpup2p/qemu/bin/qemu-system-x86_64"
 NEEDED = ["dpkg-buildpackage", "dh", "dh_dkms", "dkms", "unshare", "git",
           "modinfo", "meson"]
@@ -62,8 +60,6 @@ def test(t):
         # kept under the build directory: a later run rebuilds only what
         # changed.
         env = dict(os.environ, GPUP2P_QEMU_BUILD=QEMU_BUILD)
-        if os.path.exists(QEMU_TARBALL):
-            env["GPUP2P_QEMU_TARBALL"] = QEMU_TARBALL
         p = subprocess.run(["nice", "dpkg-buildpackage", "-us", "-uc", "-b",
                             "-Ppkg.vfio-gpu-p2p.qemu"], cwd=src, env=env,
                            capture_output=True, text=True)
@@ -72,9 +68,17 @@ def test(t):
             return
         debs = {os.path.basename(f).split("_")[0]: f
                 for f in glob.glob(os.path.join(d, "*.deb"))}
-        t.ok({"gpup2p", "gpup2p-dkms", "gpup2p-verify", "gpup2p-qemu"} <=
-             set(debs), "gpup2p, gpup2p-dkms, gpup2p-verify and gpup2p-qemu "
-             "are built", sorted(debs))
+        t.ok({"gpup2p", "gpup2p-dkms", "gpup2p-verify", "gpup2p-qemu",
+              "gpup2p-qemu-modules"} <= set(debs),
+             "gpup2p, gpup2p-dkms, gpup2p-verify, gpup2p-qemu and "
+             "gpup2p-qemu-modules are built", sorted(debs))
+        qemu_deps = subprocess.run(["dpkg-deb", "-f", debs["gpup2p-qemu"],
+                                    "Depends"], capture_output=True,
+                                   text=True).stdout
+        t.ok("libseccomp" in qemu_deps and "libnuma" in qemu_deps and
+             "libgtk" not in qemu_deps and "librbd" not in qemu_deps,
+             "gpup2p-qemu depends on seccomp and NUMA libraries, not on "
+             "GTK or Ceph (those are gpup2p-qemu-modules')", qemu_deps)
         contents = subprocess.run(["dpkg-deb", "-c", debs["gpup2p"]],
                                   capture_output=True, text=True).stdout
         t.ok("libvirt" not in subprocess.run(
@@ -187,10 +191,28 @@ def check_installed(t, out):
 
 def check_qemu(t, out):
     """gpup2p-qemu: QEMU with the extension in its own prefix."""
-    t.ok(rc(out, "qemu-version") == "0" and "10.0.2" in
+    t.ok(rc(out, "qemu-version") == "0" and
+         "version 10.0.13 (Debian 1:10.0.13+ds-0+deb13u1, vfio-gpu-p2p)" in
          read_text(out, "qemu-version.txt"),
-         "the packaged QEMU runs (%s)" % PACKAGED_QEMU,
-         read_text(out, "qemu-version.txt"))
+         "the packaged QEMU runs (%s): Debian 13's 10.0.13 with ours" %
+         PACKAGED_QEMU, read_text(out, "qemu-version.txt"))
+    displays = read_text(out, "qemu-display.txt").split()
+    t.ok(rc(out, "qemu-display") == "0" and "curses" in displays and
+         "gtk" not in displays,
+         "gpup2p-qemu loads its own modules (curses), not the others' "
+         "(gtk)", displays)
+    t.eq(rc(out, "qemu-modules-install"), "0",
+         "gpup2p-qemu-modules installs beside it")
+    displays = read_text(out, "qemu-display-all.txt").split()
+    t.ok(rc(out, "qemu-display-all") == "0" and
+         {"curses", "gtk", "sdl", "egl-headless", "spice-app"} <=
+         set(displays), "... and then GTK, SDL, OpenGL and SPICE displays "
+         "load", displays)
+    formats = read_text(out, "qemu-formats-all.txt").split()
+    t.ok(rc(out, "qemu-formats-all") == "0" and
+         {"rbd", "iscsi", "nfs", "ssh", "gluster", "https"} <= set(formats),
+         "... and the block drivers Debian ships in qemu-block-extra",
+         formats)
     props = read_text(out, "qemu-vfio-help.txt")
     line = [l for l in props.splitlines() if "x-gpu-p2p-clique=" in l]
     t.ok(rc(out, "qemu-vfio-help") == "0" and len(line) == 1 and

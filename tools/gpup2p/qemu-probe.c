@@ -161,7 +161,7 @@ bool gp_qemu_version(const char *qemu, unsigned *major, unsigned *minor,
         return false;
     }
     v = out && ok ? strstr(out, key) : NULL;
-    /* "10.0.2 (Debian ...)": the same X.Y a kernel release starts with. */
+    /* "10.0.13 (Debian ...)": the same X.Y a kernel release starts with. */
     if (v && gp_release_version(v + strlen(key), major, minor)) {
         return true;
     }
