@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cuda-run.h"
+#include "host-place.h"
 
 static bool pair_usable(Run *run, int a, int b, const VerifyFigureInfo *f)
 {
@@ -251,47 +252,76 @@ void measure_aggregates(Run *run, int k)
     }
 }
 
+/* Host -> device or device -> host (@which) for GPU @k, sampled. */
+static void measure_host_figure(Run *run, int k, int which)
+{
+    VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
+                                   run->report_of[k]);
+    const VerifyFigureInfo *f = &verify_gpu_figures[which];
+    Xfer x = { .kind = f->kind, .src = k, .dst = k, .warmup = run->warmup };
+    gint64 t0 = g_get_monotonic_time();
+    double v[16];
+    unsigned s;
+
+    if (which == AGG_H2D ? !run->host || (run->validate && !run->host_alt) :
+                           !run->host_in) {
+        return;     /* pinning failed, and the run said so */
+    }
+    for (s = 0; s < run->o->samples && !run->gone[k]; s++) {
+        g_autoptr(GError) err = NULL;
+
+        if (!run_batch(run, &x, 1, run->loops, &err)) {
+            blame(run, &x, err);
+            break;
+        }
+        judge_bytes(run, &x, f->key);
+        if (x.bad >= 0) {
+            break;
+        }
+        v[s] = xfer_value(run, &x, run->loops);
+    }
+    if (s == run->o->samples) {
+        figure_set(&vg->agg[which], v, s);
+    }
+    run->r->figure_s[FIG_PAIR_COUNT + which] +=
+        (g_get_monotonic_time() - t0) / 1e6;
+}
+
 /*
  * Host -> device and device -> host for GPU @k, one GPU at a time as
  * nvbandwidth measures them: pinned host memory, the GPU's own stream.
- * A failure or a bad byte is no P2P verdict (the run is then untested).
+ * --benchmark does as nvbandwidth (host-place.h): this thread on the
+ * GPU's NUMA node and buffers pinned there, in the GPU's context, for
+ * this GPU alone; the validation run uses the one shared set. A failure
+ * or a bad byte is no P2P verdict (the run is then untested).
  */
 void measure_host(Run *run, int k)
 {
     VerifyGpu *vg = &g_array_index(run->r->gpus, VerifyGpu,
                                    run->report_of[k]);
+    HostPlaceSaved saved;
 
+    if ((!verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_H2D) &&
+         !verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_D2H)) ||
+        run->gone[k]) {
+        return;
+    }
+    if (!run->validate) {
+        host_place_enter(run->o->sysfs_root ? run->o->sysfs_root : "/", vg,
+                         &saved, &vg->host_place);
+        if (!gpu_current_or_gone(run, k)) {
+            host_place_leave(&saved, run->r);
+            return;
+        }
+        host_buffers_pin(run);
+    }
     for (int which = AGG_H2D; which <= AGG_D2H; which++) {
-        const VerifyFigureInfo *f = &verify_gpu_figures[which];
-        Xfer x = { .kind = f->kind, .src = k, .dst = k,
-                   .warmup = run->warmup };
-        gint64 t0 = g_get_monotonic_time();
-        double v[16];
-        unsigned s;
-
-        if (!verify_figure_wanted(run->o, FIG_PAIR_COUNT + which) ||
-            (which == AGG_H2D ? !run->host ||
-                                (run->validate && !run->host_alt) :
-                                !run->host_in)) {
-            continue;   /* pinning failed, and the run said so */
+        if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + which)) {
+            measure_host_figure(run, k, which);
         }
-        for (s = 0; s < run->o->samples && !run->gone[k]; s++) {
-            g_autoptr(GError) err = NULL;
-
-            if (!run_batch(run, &x, 1, run->loops, &err)) {
-                blame(run, &x, err);
-                break;
-            }
-            judge_bytes(run, &x, f->key);
-            if (x.bad >= 0) {
-                break;
-            }
-            v[s] = xfer_value(run, &x, run->loops);
-        }
-        if (s == run->o->samples) {
-            figure_set(&vg->agg[which], v, s);
-        }
-        run->r->figure_s[FIG_PAIR_COUNT + which] +=
-            (g_get_monotonic_time() - t0) / 1e6;
+    }
+    if (!run->validate) {
+        host_buffers_free(run, run->gone[k]);
+        host_place_leave(&saved, run->r);
     }
 }

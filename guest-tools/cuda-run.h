@@ -198,6 +198,13 @@ bool cuda_allocate(Run *run, GError **errp);
 bool build_chains(Run *run, GError **errp);
 void pair_access(Run *run);
 void cuda_teardown(Run *run);
+/* The pinned host buffers of the host figures asked for (run->host,
+ * host_alt, host_in) in the current context, the host's patterns
+ * filled; one that cannot be pinned is NULL and the run untested. */
+void host_buffers_pin(Run *run);
+/* Freed, unless a GPU may still be @copying (one was lost or hung: left
+ * to exit), and NULL. */
+void host_buffers_free(Run *run, bool copying);
 /* GPU @g's context made current outside a batch; where it cannot be,
  * the GPU is marked gone with the error (false). */
 bool gpu_current_or_gone(Run *run, int g);

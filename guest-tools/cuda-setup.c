@@ -254,10 +254,8 @@ static bool open_all_gpus(Run *run, GError **errp)
 }
 
 /*
- * Pinned, portable, the full size; one for all GPUs, measured one at a
- * time, allocated in GPU 0's context with no NUMA placement (nvbandwidth
- * pins its thread near each GPU first). Without it only the @what
- * figure is missing, and the run says why.
+ * Pinned, portable, the full size. Without it only the @what figure is
+ * missing, and the run says why.
  */
 static void pin_host(Run *run, void **buf, const char *what)
 {
@@ -269,6 +267,34 @@ static void pin_host(Run *run, void **buf, const char *what)
         verify_record_untested(run->r, "%s figures not measured: pinning %"
                                G_GSIZE_FORMAT " bytes of host memory "
                                "failed: %s", what, run->bytes, cu_err(res));
+    }
+}
+
+void host_buffers_pin(Run *run)
+{
+    if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_H2D)) {
+        pin_host(run, &run->host, "host to device");
+        if (run->validate) {
+            pin_host(run, &run->host_alt, "host to device");
+        }
+        if (run->host && (run->host_alt || !run->validate)) {
+            fill_host_patterns(run);
+        }
+    }
+    if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_D2H)) {
+        pin_host(run, &run->host_in, "device to host");
+    }
+}
+
+void host_buffers_free(Run *run, bool copying)
+{
+    void **bufs[] = { &run->host, &run->host_alt, &run->host_in };
+
+    for (guint i = 0; i < G_N_ELEMENTS(bufs); i++) {
+        if (*bufs[i] && !copying) {
+            p_cuMemFreeHost(*bufs[i]);
+        }
+        *bufs[i] = NULL;
     }
 }
 
@@ -289,17 +315,10 @@ bool cuda_allocate(Run *run, GError **errp)
     CU_TRY(p_cuMemHostAlloc((void **)&run->copy_results,
                             sizeof(uint64_t) * run->n * run->n * MAX_COPIES,
                             CU_MEMHOSTALLOC_PORTABLE), "pinned results");
-    if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_H2D)) {
-        pin_host(run, &run->host, "host to device");
-        if (run->validate) {
-            pin_host(run, &run->host_alt, "host to device");
-        }
-        if (run->host && (run->host_alt || !run->validate)) {
-            fill_host_patterns(run);
-        }
-    }
-    if (verify_figure_wanted(run->o, FIG_PAIR_COUNT + AGG_D2H)) {
-        pin_host(run, &run->host_in, "device to host");
+    if (run->validate) {
+        /* One set for all GPUs, in GPU 0's context, not placed;
+         * --benchmark pins a set per GPU near it (measure_host). */
+        host_buffers_pin(run);
     }
     return true;
 }
@@ -687,15 +706,8 @@ void cuda_teardown(Run *run)
     if (run->copy_results) {
         p_cuMemFreeHost(run->copy_results);
     }
-    for (int i = 0; i < 3 && !run->r->gpu_lost; i++) {
-        /* A hung GPU may still be copying: left to exit. */
-        void *buf = i == 0 ? run->host : i == 1 ? run->host_alt :
-                    run->host_in;
-
-        if (buf) {
-            p_cuMemFreeHost(buf);
-        }
-    }
+    /* A hung GPU may still be copying: left to exit. */
+    host_buffers_free(run, run->r->gpu_lost);
     g_free(run->gpus);
     g_free(run->report_of);
     g_free(run->gone);

@@ -72,6 +72,23 @@ static void matrix(const VerifyReport *r, int fig)
     }
 }
 
+/* "node 1, CPUs 8-15, memory node 1", or why not; to be freed. */
+static char *host_place_text(const VerifyHostPlacement *p)
+{
+    if (!p->tried) {
+        return g_strdup(VERIFY_HOST_PLACE_VALIDATION);
+    }
+    if (p->node < 0) {
+        return g_strdup(p->why);
+    }
+    if (p->memory_node < 0) {
+        return g_strdup_printf("node %d, CPUs %s; %s", p->node, p->cpus,
+                               p->why);
+    }
+    return g_strdup_printf("node %d, CPUs %s, memory node %d", p->node,
+                           p->cpus, p->memory_node);
+}
+
 static void aggregates(const VerifyReport *r)
 {
     guint g;
@@ -90,7 +107,12 @@ static void aggregates(const VerifyReport *r)
         for (g = 0; g < r->gpus->len; g++) {
             const Figure *f = &g_array_index(r->gpus, VerifyGpu, g).agg[k];
 
-            if (f->samples) {
+            if (f->samples && (k == AGG_H2D || k == AGG_D2H)) {
+                g_autofree char *place = host_place_text(
+                    &g_array_index(r->gpus, VerifyGpu, g).host_place);
+
+                printf("  %u %9.2f  host: %s\n", g, f->median, place);
+            } else if (f->samples) {
                 printf("  %u %9.2f\n", g, f->median);
             }
         }
@@ -543,6 +565,35 @@ static void json_health(JsonBuilder *b, const VerifyReport *r,
     json_builder_end_object(b);
 }
 
+/* Where the GPU's host figures ran; null where none was measured or
+ * tried. */
+static void json_host_place(JsonBuilder *b, const VerifyGpu *g)
+{
+    const VerifyHostPlacement *p = &g->host_place;
+    bool placed = p->tried && p->node >= 0;
+
+    json_builder_set_member_name(b, "host_placement");
+    if (!p->tried && !g->agg[AGG_H2D].samples && !g->agg[AGG_D2H].samples) {
+        json_builder_add_null_value(b);
+        return;
+    }
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "figures");
+    json_builder_begin_array(b);
+    for (int k = AGG_H2D; k <= AGG_D2H; k++) {
+        json_builder_add_string_value(b, verify_gpu_figures[k].key);
+    }
+    json_builder_end_array(b);
+    add_int_or_null(b, "host_numa_node", p->node, placed);
+    gp_json_add_string_or_null(b, "cpus", placed ? p->cpus : NULL);
+    add_int_or_null(b, "memory_numa_node", p->memory_node,
+                    p->tried && p->memory_node >= 0);
+    gp_json_add_string_or_null(b, "reason", p->tried ?
+                               (p->why[0] ? p->why : NULL) :
+                               VERIFY_HOST_PLACE_VALIDATION);
+    json_builder_end_object(b);
+}
+
 static void json_gpu(JsonBuilder *b, const VerifyReport *r, guint i)
 {
     const VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
@@ -583,6 +634,7 @@ static void json_gpu(JsonBuilder *b, const VerifyReport *r, guint i)
     for (k = 0; k < AGG_COUNT; k++) {
         add_figure(b, verify_gpu_figures[k].key, &g->agg[k]);
     }
+    json_host_place(b, g);
     json_health(b, r, g);
     json_builder_end_object(b);
 }

@@ -190,6 +190,23 @@ typedef struct {
 #define VERIFY_QUICK_LOOPS 2
 #define VERIFY_QUICK_WARMUP 1
 
+/* Where a GPU's host figures (AGG_H2D, AGG_D2H) ran (host-place.h). */
+typedef struct {
+    bool tried;                 /* --benchmark measured them: placement
+                                 * was tried (validation never places) */
+    int node;                   /* the thread ran on this node's CPUs;
+                                 * -1: not pinned */
+    char cpus[128];             /* those CPUs, as a cpulist; "" */
+    int memory_node;            /* pinned memory allocated with this node
+                                 * preferred; -1: the thread's own policy */
+    char why[256];              /* what was not placed and why; "" */
+} VerifyHostPlacement;
+
+/* Why the validation run places nothing. */
+#define VERIFY_HOST_PLACE_VALIDATION                                      \
+    "not placed: the validation run shares one set of host buffers "      \
+    "among all GPUs; --benchmark places them near each GPU"
+
 typedef struct VerifyGpu {
     char bdf[16];
     unsigned vendor, device, class_code;
@@ -222,6 +239,7 @@ typedef struct VerifyGpu {
     char uplinks[VERIFY_MAX_UPLINKS][16];
     unsigned n_uplinks;
     Figure agg[AGG_COUNT];      /* per-GPU figures (AGG_*) */
+    VerifyHostPlacement host_place;     /* of agg[AGG_H2D], agg[AGG_D2H] */
     bool lost;                  /* sticky CUDA error or hung work */
     char lost_why[192];
 } VerifyGpu;

@@ -6,8 +6,13 @@
  * tool binary with `--sysfs-root CAPTURE --with-cuda`, the stand-in's GPUs
  * at the capture's bus ids, and asserts its exit code and JSON.
  */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdbool.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <linux/mempolicy.h>
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -1794,6 +1799,278 @@ static void test_health_without_nvml(void)
     g_assert_nonnull(strstr(out, "\nHealth: not read: NVML not loaded"));
 }
 
+
+/*
+ * Two GPUs on a flat root bus, GPU i on NUMA node @node[i] (-1: none)
+ * with local_cpulist @cpus[i]; @nodes node directories (nodeN/cpulist
+ * "N"). Bus ids in @bus_ids.
+ */
+static SysfsBuilder *numa_capture(const int *node, const char *const *cpus,
+                                  int nodes, char **bus_ids)
+{
+    SysfsBuilder *sb = sb_new();
+
+    sb_add(sb, NULL, "0000:00:00.0", SB_HOST_BRIDGE, 0x8086, 0x29c0,
+           0x060000, 0, -1, NULL);
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *bdf = g_strdup_printf("0000:00:%02x.0", i + 1);
+        g_autofree char *rel = g_strdup_printf("sys/bus/pci/devices/%s/"
+                                               "local_cpulist", bdf);
+        g_autofree char *text = g_strdup_printf("%s\n", cpus[i]);
+
+        sb_add(sb, NULL, bdf, SB_ENDPOINT, 0x10de, 0x2335, 0x030200,
+               node[i], i + 1, NULL);
+        sb_set_p2pcap(sb, bdf, 1, 8);
+        sb_write(sb, rel, text);
+    }
+    for (int n = 0; n < nodes; n++) {
+        g_autofree char *rel = g_strdup_printf("sys/devices/system/node/"
+                                               "node%d/cpulist", n);
+        g_autofree char *text = g_strdup_printf("%d\n", n);
+
+        sb_write(sb, rel, text);
+    }
+    *bus_ids = g_strdup("0000:00:01.0,0000:00:02.0");
+    return sb;
+}
+
+/* The test's own affinity as the stand-in writes it ("0-1"), and
+ * whether CPUs 0 and 1 are both in it. */
+static char *own_cpus(bool *has_0_and_1)
+{
+    cpu_set_t set;
+    GString *s = g_string_new(NULL);
+
+    g_assert_cmpint(sched_getaffinity(0, sizeof(set), &set), ==, 0);
+    *has_0_and_1 = CPU_ISSET(0, &set) && CPU_ISSET(1, &set);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        int end = c;
+
+        if (!CPU_ISSET(c, &set)) {
+            continue;
+        }
+        while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, &set)) {
+            end++;
+        }
+        g_string_append_printf(s, end > c ? "%s%d-%d" : "%s%d",
+                               s->len ? "," : "", c, end);
+        c = end;
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* The lines of the stand-in's placement file that start with @what
+ * (e.g. "h2d 1 "), each split on spaces. */
+static GPtrArray *place_lines(const char *file, const char *what)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+
+    g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (int i = 0; lines[i]; i++) {
+        if (g_str_has_prefix(lines[i], what)) {
+            g_ptr_array_add(out, g_strsplit(lines[i], " ", -1));
+        }
+    }
+    return out;
+}
+
+/* Field "@key=" of a split line, or NULL. */
+static const char *place_field(char **fields, const char *key)
+{
+    gsize n = strlen(key);
+
+    for (int i = 0; fields[i]; i++) {
+        if (!strncmp(fields[i], key, n) && fields[i][n] == '=') {
+            return fields[i] + n + 1;
+        }
+    }
+    return NULL;
+}
+
+/* Runs --benchmark (or the validation run) for the host figures and the
+ * one-to-all aggregate on @root; the placement file's path in *file. */
+static void run_placed(Res *r, const char *root, const char *bus_ids,
+                       bool benchmark, char **file)
+{
+    g_autofree char *dir = g_dir_make_tmp("place-XXXXXX", NULL);
+    const char *env[3] = { "GPUP2P_FAKE_CUDA_PLACEMENT_FILE", NULL, NULL };
+
+    g_assert_nonnull(dir);
+    *file = g_build_filename(dir, "placement", NULL);
+    env[1] = *file;
+    run_standin_env(r, root, bus_ids, NULL, NULL, benchmark ?
+                    "--benchmark --size-mib 1 --samples 1 --figures "
+                    "host_to_device_memcpy_ce,device_to_host_memcpy_ce,"
+                    "one_to_all_write_ce" :
+                    "--size-mib 1 --samples 1 --figures "
+                    "host_to_device_memcpy_ce,device_to_host_memcpy_ce,"
+                    "one_to_all_write_ce", env);
+}
+
+static void remove_placed(char *file)
+{
+    g_autofree char *dir = g_path_get_dirname(file);
+
+    g_unlink(file);
+    g_rmdir(dir);
+    g_free(file);
+}
+
+/*
+ * Every host copy of GPU @g ran on @cpus with memory pinned by a thread
+ * on @cpus under @policy (NULL: no check of the policy); at least one
+ * each way.
+ */
+static void expect_host_copies(const char *file, int g, const char *cpus,
+                               const char *policy)
+{
+    for (int d = 0; d < 2; d++) {
+        g_autofree char *what = g_strdup_printf("%s %d ", d ? "d2h" : "h2d",
+                                                g);
+        g_autoptr(GPtrArray) lines = place_lines(file, what);
+
+        g_assert_cmpuint(lines->len, >, 0);
+        for (guint i = 0; i < lines->len; i++) {
+            char **f = g_ptr_array_index(lines, i);
+
+            g_assert_cmpstr(place_field(f, "cpus"), ==, cpus);
+            g_assert_cmpstr(place_field(f, "alloc_cpus"), ==, cpus);
+            if (policy) {
+                g_assert_cmpstr(place_field(f, "alloc_policy"), ==, policy);
+            }
+        }
+    }
+}
+
+static JsonObject *host_placement(const Res *r, int g)
+{
+    return json_object_get_object_member(gpu_of(r, g), "host_placement");
+}
+
+/*
+ * --benchmark places each GPU's host figures as nvbandwidth does: the
+ * measuring thread on the GPU's node's CPUs (local_cpulist), its pinned
+ * buffers allocated there with the node preferred; the thread's affinity
+ * and policy put back afterwards. The stand-in records the thread's
+ * affinity and memory policy at each copy and at each pinning, so a
+ * thread left unpinned, or pinned to the wrong node, fails here.
+ */
+static void test_host_placement(void)
+{
+    static const int node[2] = { 0, 1 };
+    static const char *const cpus[2] = { "0", "1" };
+    g_autofree char *bus_ids = NULL;
+    g_autoptr(SysfsBuilder) sb = numa_capture(node, cpus, 2, &bus_ids);
+    bool both = false;
+    g_autofree char *mine = own_cpus(&both);
+    int mode = -1;
+    unsigned long nodes[17] = { 0 };
+    char *file = NULL;
+    Res r = { 0 };
+
+    if (!both) {
+        g_test_skip("needs CPUs 0 and 1 in this process's affinity");
+        return;
+    }
+    g_assert_cmpint(syscall(SYS_get_mempolicy, &mode, nodes, 1025UL, NULL,
+                            0UL), ==, 0);
+    if (mode != MPOL_DEFAULT) {
+        g_test_skip("needs the default memory policy here");
+        return;
+    }
+    run_placed(&r, sb_root(sb), bus_ids, true, &file);
+    expect_exit(&r, 0);
+    for (int g = 0; g < 2; g++) {
+        JsonObject *p = host_placement(&r, g);
+        g_autofree char *policy = NULL;
+
+        g_assert_cmpint(json_object_get_int_member(p, "host_numa_node"), ==,
+                        node[g]);
+        g_assert_cmpstr(str_member(p, "cpus"), ==, cpus[g]);
+        /* A node this machine lacks cannot be preferred: the reason says
+         * so, and the memory comes from the pinned thread's own policy. */
+        if (json_object_get_null_member(p, "memory_numa_node")) {
+            g_assert_nonnull(strstr(str_member(p, "reason"),
+                                    "set_mempolicy(MPOL_PREFERRED, node"));
+            policy = g_strdup("default");
+        } else {
+            g_assert_cmpint(json_object_get_int_member(p, "memory_numa_node"),
+                            ==, node[g]);
+            g_assert_true(json_object_get_null_member(p, "reason"));
+            policy = g_strdup_printf("preferred:%d", node[g]);
+        }
+        expect_host_copies(file, g, cpus[g], policy);
+    }
+    /* GPU 0's node exists everywhere: its memory was preferred there. */
+    g_assert_cmpint(json_object_get_int_member(host_placement(&r, 0),
+                                               "memory_numa_node"), ==, 0);
+    /* Put back: GPU 1's aggregate runs after GPU 0's host figures. */
+    {
+        g_autoptr(GPtrArray) peer = place_lines(file, "peer 1-");
+
+        g_assert_cmpuint(peer->len, >, 0);
+        for (guint i = 0; i < peer->len; i++) {
+            char **f = g_ptr_array_index(peer, i);
+
+            g_assert_cmpstr(place_field(f, "cpus"), ==, mine);
+            g_assert_cmpstr(place_field(f, "policy"), ==, "default");
+        }
+    }
+    g_assert_nonnull(strstr(r.out, "\"host_numa_node\""));
+    remove_placed(file);
+    res_clear(&r);
+}
+
+/*
+ * Nothing placed, and the reason given, where the node is unknown, where
+ * there is one node, and in the validation run; the thread then keeps
+ * its own affinity at every host copy.
+ */
+static void test_host_placement_none(void)
+{
+    static const int unknown[2] = { -1, -1 }, zero[2] = { 0, 0 };
+    static const char *const cpus[2] = { "0", "1" };
+    static const struct {
+        const int *node;
+        int nodes;
+        bool benchmark;
+        const char *reason;
+    } cases[] = {
+        { unknown, 2, true, "NUMA node is unknown (numa_node -1)" },
+        { zero, 1, true, "one NUMA node" },
+        { zero, 2, false, "the validation run shares one set of host "
+          "buffers" },
+    };
+    bool both = false;
+    g_autofree char *mine = own_cpus(&both);
+
+    for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+        g_autofree char *bus_ids = NULL;
+        g_autoptr(SysfsBuilder) sb = numa_capture(cases[c].node, cpus,
+                                                  cases[c].nodes, &bus_ids);
+        char *file = NULL;
+        Res r = { 0 };
+
+        run_placed(&r, sb_root(sb), bus_ids, cases[c].benchmark, &file);
+        expect_exit(&r, 0);
+        for (int g = 0; g < 2; g++) {
+            JsonObject *p = host_placement(&r, g);
+
+            g_assert_true(json_object_get_null_member(p, "host_numa_node"));
+            g_assert_true(json_object_get_null_member(p, "cpus"));
+            g_assert_true(json_object_get_null_member(p, "memory_numa_node"));
+            g_assert_nonnull(strstr(str_member(p, "reason"),
+                                    cases[c].reason));
+            expect_host_copies(file, g, mine, NULL);
+        }
+        remove_placed(file);
+        res_clear(&r);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1864,5 +2141,9 @@ int main(int argc, char **argv)
                     test_health_without_nvml);
     g_test_add_func("/verify-cuda-standin/pci-only-verdicts",
                     test_pci_only_verdicts);
+    g_test_add_func("/verify-cuda-standin/host-placement",
+                    test_host_placement);
+    g_test_add_func("/verify-cuda-standin/host-placement-none",
+                    test_host_placement_none);
     return g_test_run();
 }

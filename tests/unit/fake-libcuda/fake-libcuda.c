@@ -82,12 +82,24 @@
  *                           at every copy; "ctx_set_current GPU COUNT"
  *                           (cuCtxSetCurrent calls with GPU's context:
  *                           what the N of a ctx-set fault counts).
+ *   GPUP2P_FAKE_CUDA_PLACEMENT_FILE=PATH  a line appended for each copy
+ *                           between a GPU and more than 4 KiB of pinned
+ *                           host memory, and for each peer copy: "h2d GPU
+ *                           ...", "d2h GPU ..." or "peer SRC-DST ...",
+ *                           then the calling thread's "cpus=LIST" (its
+ *                           CPU affinity) and "policy=MODE[:NODES]" (its
+ *                           memory policy) at the copy, and for a host
+ *                           copy "alloc_cpus=" and "alloc_policy=", the
+ *                           same of the thread that pinned the memory, at
+ *                           cuMemHostAlloc: so a test sees from outside
+ *                           where the tool placed its host figures.
  *
  * The tests point the tool at this file with LD_LIBRARY_PATH (the tool
  * dlopens "libcuda.so.1" by name); the tool has no path override.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -95,6 +107,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/mempolicy.h>
 
 #include "cuda-abi.h"
 
@@ -182,6 +196,8 @@ typedef struct Alloc {
     char *base;
     size_t bytes;
     int dev;                /* -1: pinned host memory */
+    char place[160];        /* host memory: the pinning thread's
+                             * placement (GPUP2P_FAKE_CUDA_PLACEMENT_FILE) */
 } Alloc;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -222,6 +238,69 @@ static bool dev_hung[FAKE_MAX_GPUS];     /* a stream of it never finishes */
 static unsigned long long peer_copies[FAKE_MAX_GPUS], host_copies;
 static unsigned long long ctx_sets[FAKE_MAX_GPUS];
 static const char *count_file;
+static const char *placement_file;
+
+/* "cpus=LIST policy=MODE[:NODES]" of the calling thread, into @buf. */
+static void thread_place(const char *prefix, char *buf, size_t n)
+{
+    static const char *const modes[] = { "default", "preferred", "bind",
+                                         "interleave", "local" };
+    cpu_set_t set;
+    unsigned long nodes[17] = { 0 };
+    int mode = -1;
+    size_t at;
+
+    at = (size_t)snprintf(buf, n, "%scpus=", prefix);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        bool first = true;
+
+        for (int c = 0; c < CPU_SETSIZE && at < n; c++) {
+            int end = c;
+
+            if (!CPU_ISSET(c, &set)) {
+                continue;
+            }
+            while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, &set)) {
+                end++;
+            }
+            at += (size_t)snprintf(buf + at, n - at, end > c ? "%s%d-%d" :
+                                   "%s%d", first ? "" : ",", c, end);
+            first = false;
+            c = end;
+        }
+    }
+    if (at < n && syscall(SYS_get_mempolicy, &mode, nodes, 1025UL, NULL,
+                          0UL) == 0) {
+        mode &= ~MPOL_MODE_FLAGS;
+        at += (size_t)snprintf(buf + at, n - at, " %spolicy=%s", prefix,
+                               mode >= 0 && mode < 5 ? modes[mode] : "?");
+        for (int i = 0, first = 1; i < 1024 && at < n; i++) {
+            if (nodes[i / 64] >> (i % 64) & 1) {
+                at += (size_t)snprintf(buf + at, n - at, "%c%d",
+                                       first ? ':' : ',', i);
+                first = 0;
+            }
+        }
+    }
+}
+
+/* One line of GPUP2P_FAKE_CUDA_PLACEMENT_FILE, under the lock. */
+static void record_place(const char *what, int a, int b, const Alloc *host)
+{
+    char place[160];
+    FILE *f;
+
+    if (!placement_file || !(f = fopen(placement_file, "a"))) {
+        return;
+    }
+    thread_place("", place, sizeof(place));
+    if (b >= 0) {
+        fprintf(f, "%s %d-%d %s\n", what, a, b, place);
+    } else {
+        fprintf(f, "%s %d %s %s\n", what, a, place, host->place);
+    }
+    fclose(f);
+}
 
 /* The copy counts, for a test that injects a fault at each copy. */
 static void write_counts(void)
@@ -376,6 +455,9 @@ static void parse_env(void)
         count_file = v;
         atexit(write_counts);
     }
+    if ((v = getenv("GPUP2P_FAKE_CUDA_PLACEMENT_FILE")) && *v) {
+        placement_file = v;
+    }
     if ((v = getenv("GPUP2P_FAKE_CUDA_FAULT")) && *v) {
         for (const char *at = v; at; at = strchr(at, ',')) {
             at += *at == ',';
@@ -465,6 +547,12 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
         dd = ad->dev;
     }
     peer = sd >= 0 && dd >= 0 && sd != dd;
+    if (peer) {
+        record_place("peer", sd, dd, NULL);
+    } else if ((sd < 0) != (dd < 0) && bytes > 4096) {
+        record_place(sd < 0 ? "h2d" : "d2h", sd < 0 ? dd : sd, -1,
+                     sd < 0 ? as : ad);
+    }
     if (peer) {
         for (int i = 0; i < nfaults; i++) {
             if (faults[i].kind == F_LOSE &&
@@ -953,6 +1041,9 @@ static CUresult mem_alloc(void **p, size_t bytes, int dev)
     memset(a->base, 0xa5, bytes);
     a->bytes = bytes;
     a->dev = dev;
+    if (dev < 0) {
+        thread_place("alloc_", a->place, sizeof(a->place));
+    }
     if (dev >= 0) {
         mem_used[dev] += bytes;
     }
