@@ -445,21 +445,15 @@ bool gpu_current_or_gone(Run *run, int g)
     return false;
 }
 
-/*
- * Waits out every stream of GPU @g, its context made current; why the
- * GPU is to be retired (to be freed), or NULL: no current context, hung,
- * or left with a sticky error. Touches no report, so that teardown runs
- * it on a thread per GPU.
- */
-static char *gpu_drain_streams(const Run *run, int g)
+void drain_gpu(Run *run, int g)
 {
-    const Gpu *gp = &run->gpus[g];
+    Gpu *gp = &run->gpus[g];
     g_autoptr(GError) err = NULL;
     bool ok = true;
     CUresult code;
 
-    if (!gpu_make_current(gp, &err)) {
-        return g_strdup(err->message);
+    if (run->gone[g] || !gp->ctx || !gpu_current_or_gone(run, g)) {
+        return;
     }
     ok = !gp->gate || wait_done(run, NULL, gp->gate, "gate stream", &err);
     for (int k = 0; ok && gp->to && k < run->n; k++) {
@@ -469,23 +463,9 @@ static char *gpu_drain_streams(const Run *run, int g)
                 wait_done(run, NULL, gp->checks, "checks stream", &err));
     code = cuda_error_code(err);
     if (!ok && code == CUDA_ERROR_NOT_READY) {
-        return g_strdup_printf("hung: %s", err->message);
+        mark_gone(run, g, "hung: %s", err->message);
     } else if (!ok && cu_sticky(code)) {
-        return g_strdup_printf("sticky CUDA error: %s", err->message);
-    }
-    return NULL;
-}
-
-void drain_gpu(Run *run, int g)
-{
-    g_autofree char *why = NULL;
-
-    if (run->gone[g] || !run->gpus[g].ctx) {
-        return;
-    }
-    why = gpu_drain_streams(run, g);
-    if (why) {
-        mark_gone(run, g, "%s", why);
+        mark_gone(run, g, "sticky CUDA error: %s", err->message);
     }
 }
 
@@ -693,109 +673,30 @@ static void gpu_free_memory(Gpu *g)
     }
 }
 
-/* Every GPU drained before any context is released: a context takes its
- * memory with it, which a peer's queued work might still use. */
-typedef struct {
-    GMutex lock;
-    GCond all_drained;
-    int left;                   /* GPUs still draining */
-} DrainBarrier;
-
-static void drain_barrier_pass(DrainBarrier *b)
-{
-    g_mutex_lock(&b->lock);
-    if (--b->left == 0) {
-        g_cond_broadcast(&b->all_drained);
-    }
-    while (b->left > 0) {
-        g_cond_wait(&b->all_drained, &b->lock);
-    }
-    g_mutex_unlock(&b->lock);
-}
-
-/* One GPU's teardown, on a thread of its own: what it was given, and
- * what it found. */
-typedef struct {
-    Run *run;
-    int g;
-    bool gone;                  /* retired before teardown */
-    char *why;                  /* retired at teardown: why (to be freed) */
-    DrainBarrier *barrier;
-} GpuTeardown;
-
-/*
- * The calls of a GPU's teardown, in the order a serial teardown makes
- * them: its context made current, its streams drained (unless it was
- * retired before), then, once every GPU is drained, what it holds freed
- * and its context released; a GPU retired loses only its streams (what
- * could block is left to the driver at exit). Releasing a primary
- * context is the slow part, and the GPUs' are independent.
- */
-static gpointer gpu_teardown_thread(gpointer data)
-{
-    GpuTeardown *job = data;
-    Run *run = job->run;
-    Gpu *g = &run->gpus[job->g];
-    g_autoptr(GError) err = NULL;
-
-    if (!gpu_make_current(g, &err)) {
-        job->why = job->gone ? NULL : g_strdup(err->message);
-    } else if (!job->gone) {
-        job->why = gpu_drain_streams(run, job->g);
-    }
-    drain_barrier_pass(job->barrier);
-    if (job->gone || job->why) {
-        teardown_streams(run, g);
-        return NULL;
-    }
-    gpu_free_memory(g);
-    teardown_streams(run, g);
-    if (g->mod) {
-        p_cuModuleUnload(g->mod);
-    }
-    p_cuDevicePrimaryCtxRelease(g->dev);
-    return NULL;
-}
-
-/* Every GPU with a context torn down on a thread of its own; the GPUs
- * found lost or hung then marked, in GPU order, on this thread. */
-static void teardown_gpus(Run *run)
-{
-    g_autofree GThread **threads = g_new0(GThread *, run->n);
-    g_autofree GpuTeardown *jobs = g_new0(GpuTeardown, run->n);
-    DrainBarrier barrier = { .left = 0 };
-
-    g_mutex_init(&barrier.lock);
-    g_cond_init(&barrier.all_drained);
-    for (int i = 0; i < run->n; i++) {
-        barrier.left += run->gpus[i].ctx != NULL;
-    }
-    for (int i = 0; i < run->n; i++) {
-        if (!run->gpus[i].ctx) {
-            continue;
-        }
-        jobs[i] = (GpuTeardown){ run, i, run->gone[i], NULL, &barrier };
-        threads[i] = g_thread_new("gpu-teardown", gpu_teardown_thread,
-                                  &jobs[i]);
-    }
-    for (int i = 0; i < run->n; i++) {
-        if (threads[i]) {
-            g_thread_join(threads[i]);
-        }
-    }
-    for (int i = 0; i < run->n; i++) {
-        if (jobs[i].why) {
-            mark_gone(run, i, "%s", jobs[i].why);
-        }
-        g_free(jobs[i].why);
-    }
-    g_cond_clear(&barrier.all_drained);
-    g_mutex_clear(&barrier.lock);
-}
-
 void cuda_teardown(Run *run)
 {
-    teardown_gpus(run);
+    for (int i = 0; i < run->n; i++) {
+        Gpu *g = &run->gpus[i];
+
+        if (!g->ctx) {
+            continue;
+        }
+        if (gpu_current_or_gone(run, i)) {
+            drain_gpu(run, i);
+        }
+        if (run->gone[i]) {
+            /* Lost or hung: what could block (frees, the context) is left
+             * to the driver at exit; streams go without waiting. */
+            teardown_streams(run, g);
+            continue;
+        }
+        gpu_free_memory(g);
+        teardown_streams(run, g);
+        if (g->mod) {
+            p_cuModuleUnload(g->mod);
+        }
+        p_cuDevicePrimaryCtxRelease(g->dev);
+    }
     if (run->flag) {
         p_cuMemFreeHost((void *)run->flag);
     }

@@ -64,36 +64,25 @@ static void measure_figures(Run *run, GPtrArray *schedule,
     }
 }
 
-static gpointer nvml_start_thread(gpointer unused)
-{
-    (void)unused;
-    return verify_nvml_start();
-}
-
-/*
- * Discover and allocate; false, with cuda_status, where CUDA cannot be
- * used at all. NVML starts on a thread of its own while cuInit runs: the
- * two are independent, and neither is quick; its GPUs are read, as
- * before, once CUDA is up and before any context exists.
- */
+/* Discover and allocate; false, with cuda_status, where CUDA cannot be
+ * used at all. */
 static bool cuda_open(Run *run, gint64 *t)
 {
     VerifyReport *r = run->r;
     g_autoptr(GError) err = NULL;
-    GThread *nvml = g_thread_new("nvml-start", nvml_start_thread, NULL);
-    bool up = cuda_discover(run, &err);
-    VerifyNvmlStart *started = g_thread_join(nvml);
     gint64 now;
 
-    if (!up || run->n == 0) {
-        r->cuda_status = up ? g_strdup("CUDA sees no GPU") :
-                         g_strdup(err->message);
+    if (!cuda_discover(run, &err)) {
+        r->cuda_status = g_strdup(err->message);
         r->untested = true;
-        /* As before: a run without CUDA reports no NVML. */
-        verify_nvml_start_free(started);
         return false;
     }
-    verify_nvml(r, started);
+    if (run->n == 0) {
+        r->cuda_status = g_strdup("CUDA sees no GPU");
+        r->untested = true;
+        return false;
+    }
+    verify_nvml(r);
     judge_unseen_gpus(r);
     now = g_get_monotonic_time();
     r->phase_s[1] = (now - *t) / 1e6 - r->phase_s[0];

@@ -413,19 +413,14 @@ static void xid_set_create(void)
     }
 }
 
-struct VerifyNvmlStart {
-    char *status;               /* why NVML is not used, NULL: it is */
-    char driver_version[32];
-};
-
-VerifyNvmlStart *verify_nvml_start(void)
+void verify_nvml(VerifyReport *r)
 {
-    VerifyNvmlStart *s = g_new0(VerifyNvmlStart, 1);
     void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    guint i;
 
     if (!h) {
-        s->status = g_strdup_printf("NVML not loaded: %s", dlerror());
-        return s;
+        r->nvml_status = g_strdup_printf("NVML not loaded: %s", dlerror());
+        return;
     }
     p_init = (__typeof__(p_init))dlsym(h, "nvmlInit_v2");
     p_by_bus = (__typeof__(p_by_bus))dlsym(h,
@@ -440,43 +435,20 @@ VerifyNvmlStart *verify_nvml_start(void)
     p_link_version = (__typeof__(p_link_version))dlsym(h,
                          "nvmlDeviceGetNvLinkVersion");
     if (!p_init || !p_by_bus || !p_link_state || !p_remote_pci) {
-        s->status = g_strdup("NVML lacks the NVLink queries");
-        return s;
+        r->nvml_status = g_strdup("NVML lacks the NVLink queries");
+        return;
     }
     if (p_init() != 0) {
-        s->status = g_strdup("nvmlInit failed");
-        return s;
+        r->nvml_status = g_strdup("nvmlInit failed");
+        return;
     }
     health_symbols(h);
     xid_set_create();
-    if (p_driver_version &&
-        p_driver_version(s->driver_version, sizeof(s->driver_version)) != 0) {
-        s->driver_version[0] = '\0';
-    }
-    return s;
-}
-
-void verify_nvml_start_free(VerifyNvmlStart *s)
-{
-    if (s) {
-        g_free(s->status);
-        g_free(s);
-    }
-}
-
-void verify_nvml(VerifyReport *r, VerifyNvmlStart *s)
-{
-    guint i;
-
-    if (s->status) {
-        r->nvml_status = g_steal_pointer(&s->status);
-        verify_nvml_start_free(s);
-        return;
-    }
     r->health_read = true;
-    g_strlcpy(r->driver_version, s->driver_version,
-              sizeof(r->driver_version));
-    verify_nvml_start_free(s);
+    if (p_driver_version &&
+        p_driver_version(r->driver_version, sizeof(r->driver_version)) != 0) {
+        r->driver_version[0] = '\0';
+    }
     for (i = 0; i < r->gpus->len; i++) {
         VerifyGpu *g = &g_array_index(r->gpus, VerifyGpu, i);
         nvmlDevice_t dev;

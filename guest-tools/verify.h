@@ -402,14 +402,7 @@ bool verify_pci(const VerifyOptions *o, VerifyReport *r);
  * with an RDMA device (/sys/class/infiniband) on the function. */
 bool verify_is_rdma_nic(unsigned class_code, bool has_rdma_device);
 void verify_cuda(const VerifyOptions *o, VerifyReport *r);
-/* NVML loaded and initialised, the driver version read: nothing of the
- * report touched, so that it runs on a thread beside CUDA's start-up. */
-typedef struct VerifyNvmlStart VerifyNvmlStart;
-VerifyNvmlStart *verify_nvml_start(void);
-void verify_nvml_start_free(VerifyNvmlStart *s);
-/* What @s found, into @r, then each GPU's links and health counters
- * (before the run) and the Xid registration; frees @s. */
-void verify_nvml(VerifyReport *r, VerifyNvmlStart *s);
+void verify_nvml(VerifyReport *r);
 void verify_nvml_pairs(VerifyReport *r);
 /* The health counters again, after the last check; Xid events since
  * verify_nvml registered them. Nothing where they were not read before. */

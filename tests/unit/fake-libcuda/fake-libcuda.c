@@ -94,17 +94,6 @@
  *                           cuMemHostAlloc: so a test sees from outside
  *                           where the tool placed its host figures.
  *
- *   GPUP2P_FAKE_CUDA_DELAY_US=CALL:US,...  the call takes US
- *                           microseconds more, slept outside the stand-in's
- *                           lock (as calls for different GPUs of a driver
- *                           that does not serialise them), so a test sees
- *                           whether the tool makes them one after another
- *                           or together. CALL: init (the first cuInit),
- *                           retain (cuDevicePrimaryCtxRetain), release
- *                           (cuDevicePrimaryCtxRelease), alloc
- *                           (cuMemAlloc), host-alloc (cuMemHostAlloc).
- *                           Read at the first cuInit, which is then slow.
- *
  * The tests point the tool at this file with LD_LIBRARY_PATH (the tool
  * dlopens "libcuda.so.1" by name); the tool has no path override.
  */
@@ -250,13 +239,6 @@ static unsigned long long peer_copies[FAKE_MAX_GPUS], host_copies;
 static unsigned long long ctx_sets[FAKE_MAX_GPUS];
 static const char *count_file;
 static const char *placement_file;
-
-/* GPUP2P_FAKE_CUDA_DELAY_US, microseconds per call. */
-enum { D_INIT, D_RETAIN, D_RELEASE, D_ALLOC, D_HOST_ALLOC, D_KINDS };
-static const char *const delay_names[D_KINDS] = {
-    "init", "retain", "release", "alloc", "host-alloc",
-};
-static unsigned long delay_us[D_KINDS];
 
 /* "cpus=LIST policy=MODE[:NODES]" of the calling thread, into @buf. */
 static void thread_place(const char *prefix, char *buf, size_t n)
@@ -421,39 +403,6 @@ static void parse_fault(const char *var, const char *v, const char *item)
     faults[nfaults++] = f;
 }
 
-static void parse_delays(const char *v)
-{
-    for (const char *at = v; *at; at += *at == ',') {
-        size_t len = strcspn(at, ":,");
-        char *end;
-        int k;
-
-        for (k = 0; k < D_KINDS; k++) {
-            if (strlen(delay_names[k]) == len &&
-                !strncmp(at, delay_names[k], len)) {
-                break;
-            }
-        }
-        if (k == D_KINDS || at[len] != ':') {
-            die("GPUP2P_FAKE_CUDA_DELAY_US", v, "CALL:US,... (CALL: init, "
-                "retain, release, alloc, host-alloc)");
-        }
-        delay_us[k] = strtoul(at + len + 1, &end, 10);
-        if (end == at + len + 1 || (*end && *end != ',')) {
-            die("GPUP2P_FAKE_CUDA_DELAY_US", v, "US: a number");
-        }
-        at = end;
-    }
-}
-
-/* Outside the lock: calls of other threads go on meanwhile. */
-static void call_delay(int kind)
-{
-    if (delay_us[kind]) {
-        usleep(delay_us[kind]);
-    }
-}
-
 static void parse_env(void)
 {
     const char *v = getenv("GPUP2P_FAKE_CUDA_BUS_IDS");
@@ -508,9 +457,6 @@ static void parse_env(void)
     }
     if ((v = getenv("GPUP2P_FAKE_CUDA_PLACEMENT_FILE")) && *v) {
         placement_file = v;
-    }
-    if ((v = getenv("GPUP2P_FAKE_CUDA_DELAY_US")) && *v) {
-        parse_delays(v);
     }
     if ((v = getenv("GPUP2P_FAKE_CUDA_FAULT")) && *v) {
         for (const char *at = v; at; at = strchr(at, ',')) {
@@ -823,8 +769,6 @@ static CUresult fake_cuInit(unsigned flags)
     if (flags) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    bool first = false;
-
     pthread_mutex_lock(&lock);
     if (!initialized) {
         parse_env();
@@ -832,12 +776,9 @@ static CUresult fake_cuInit(unsigned flags)
             ctxs[i].dev = i;
             null_streams[i].dev = i;
         }
-        initialized = first = true;
+        initialized = true;
     }
     pthread_mutex_unlock(&lock);
-    if (first) {
-        call_delay(D_INIT);
-    }
     return CUDA_SUCCESS;
 }
 
@@ -957,7 +898,6 @@ static CUresult ctx_retain(CUcontext *ctx, CUdevice dev)
 
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
-    call_delay(D_RETAIN);
     LOCKED(ctx_retain(ctx, dev));
 }
 
@@ -977,7 +917,6 @@ static CUresult ctx_release(CUdevice dev)
 
 static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
 {
-    call_delay(D_RELEASE);
     LOCKED(ctx_release(dev));
 }
 
@@ -1255,7 +1194,6 @@ static CUresult dev_alloc(CUdeviceptr *p, size_t bytes)
 
 static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t bytes)
 {
-    call_delay(D_ALLOC);
     LOCKED(dev_alloc(p, bytes));
 }
 
@@ -1267,7 +1205,6 @@ static CUresult fake_cuMemFree(CUdeviceptr p)
 static CUresult fake_cuMemHostAlloc(void **p, size_t bytes, unsigned flags)
 {
     (void)flags;
-    call_delay(D_HOST_ALLOC);
     LOCKED(mem_alloc(p, bytes, -1));
 }
 

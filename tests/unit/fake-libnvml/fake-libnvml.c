@@ -37,9 +37,6 @@
  *   nvlink_crc_flit, nvlink_crc_data, and xid_events, whose VALUE is the
  *   number of Xid 79 events raised after nvmlDeviceRegisterEvents (one
  *   delivered per nvmlEventSetWait_v2; no +STEP@N).
- *   GPUP2P_FAKE_NVML_INIT_DELAY_US=US  nvmlInit_v2 takes US microseconds
- *                           more (a test sees whether the tool waits for
- *                           it alone or beside CUDA's start-up).
  *   GPUP2P_FAKE_NVML_LOST=GPU@N  from its (N+1)th handle lookup on
  *                           (nvmlDeviceGetHandleByPciBusId_v2), GPU is not
  *                           found: NVML_ERROR_GPU_IS_LOST (15), as a GPU
@@ -58,7 +55,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #define FAKE_MAX_GPUS 16
 #define FAKE_MAX_LINKS 18
@@ -326,17 +322,7 @@ nvmlReturn_t nvmlInit_v2(void)
     const char *counters = getenv("GPUP2P_FAKE_NVML_COUNTERS");
     const char *lost = getenv("GPUP2P_FAKE_NVML_LOST");
     const char *stray = getenv("GPUP2P_FAKE_NVML_STRAY_XIDS");
-    const char *delay = getenv("GPUP2P_FAKE_NVML_INIT_DELAY_US");
 
-    if (delay && *delay) {
-        char *end;
-        unsigned long us = strtoul(delay, &end, 10);
-
-        if (end == delay || *end) {
-            die("GPUP2P_FAKE_NVML_INIT_DELAY_US", delay);
-        }
-        usleep(us);
-    }
     memset(gpus, 0, sizeof(gpus));
     n_gpus = 0;
     if (!ids) {
