@@ -25,6 +25,13 @@ if [ -z "$mirror" ]; then
     exit 1
 fi
 
+# And its security mirror (bookworm-security), where Debian's security
+# uploads of QEMU reach trixie first; none: no trixie-security source.
+security=$(apt-get -o Dir::Etc="$apt_etc" indextargets --no-release-info \
+               --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
+               'Identifier: Packages' 2>/dev/null |
+           awk '$2 == "bookworm-security" && $3 == "main" { print $1; exit }')
+
 # bookworm-backports, unless a source already names it: apt refuses one
 # suite listed twice with different Signed-By values.
 backports=$apt_etc/sources.list.d/vfio-gpu-p2p-backports.sources
@@ -74,6 +81,16 @@ Suites: trixie trixie-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
+if [ -n "$security" ]; then
+    cat >> "$newer/etc/sources.list.d/trixie-src.sources.tmp" <<SRC
+
+Types: deb-src
+URIs: $security
+Suites: trixie-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
 mv "$newer/etc/sources.list.d/trixie-src.sources.tmp" \
    "$newer/etc/sources.list.d/trixie-src.sources"
 # sid, binaries only, for rdma-core's rdma_topo (the GPUDirect RDMA test's

@@ -37,34 +37,48 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 src=$out/qemu-$version
 
-have_dsc() {
-    [ "$(sha256sum "$out/$dsc" 2>/dev/null | cut -d' ' -f1)" = "$dsc_sha256" ]
+# The source package is whole: the .dsc is the pinned one and every file
+# it lists has the SHA-256 it gives (an interrupted copy is caught here,
+# not in dpkg-source).
+source_ok() {
+    [ "$(sha256sum "$out/$dsc" 2>/dev/null | cut -d' ' -f1)" = \
+      "$dsc_sha256" ] || return 1
+    sed -n '/^Checksums-Sha256:/,/^[^ ]/s/^ \([0-9a-f]\{64\}\) [0-9]* \(.*\)$/\1  \2/p' \
+        "$out/$dsc" | (cd "$out" && sha256sum --check --status)
 }
-if ! have_dsc; then
-    rm -f "$out/$dsc"
+if ! source_ok; then
     # A copy fetched before: GPUP2P_QEMU_SOURCE (offline), else this
     # machine's cache, which outlives a mirror that drops the version.
+    # Each file through a temporary name.
     cache=${GPUP2P_QEMU_SOURCE:-${GPUP2P_CACHE:-/var/cache/gpup2p}/qemu-source}
     for f in "$cache/qemu_$version+ds"*; do
-        [ ! -e "$f" ] || cp "$f" "$out/"
+        [ -e "$f" ] || continue
+        cp "$f" "$out/.copy.tmp" && mv "$out/.copy.tmp" "$out/$(basename "$f")"
     done
-    if ! have_dsc && [ -z "${GPUP2P_QEMU_SOURCE:-}" ]; then
-        # trixie's deb-src is in the project's own apt configuration
-        # (scripts/setup-debian.sh), never in the host's.
+    if ! source_ok && [ -z "${GPUP2P_QEMU_SOURCE:-}" ]; then
+        # trixie's deb-src (and trixie-security's) is in the project's
+        # own apt configuration (scripts/setup-debian.sh), never in the
+        # host's; apt checks what it downloads against the signed index.
         (cd "$out" && "$top/scripts/apt-newer.sh" source --download-only \
             "qemu=$deb_version" >/dev/null 2>&1) || true
     fi
-    if ! have_dsc; then
+    if ! source_ok; then
         from="$cache or trixie's deb-src"
         [ -z "${GPUP2P_QEMU_SOURCE:-}" ] || from=$GPUP2P_QEMU_SOURCE
-        echo "build-qemu: $dsc (from $from) missing or its SHA-256 is" \
-             "not $dsc_sha256" >&2
+        echo "build-qemu: $dsc (from $from) missing, not the one pinned" \
+             "(SHA-256 $dsc_sha256), or a file it lists does not match" >&2
         exit 1
     fi
 fi
 
 patch_file=$here/qemu-$version-hooks.patch
 applied=$src/.vfio-gpu-p2p-patched     # a copy of the patch applied
+# A tree of another .dsc (a Debian upload of the same upstream version
+# keeps the folder's name) is unpacked afresh: its patches differ.
+if [ -d "$src" ] && [ "$(cat "$src/.gpup2p-dsc" 2>/dev/null)" != "$dsc_sha256" ]
+then
+    rm -rf "$src"
+fi
 if [ ! -d "$src" ]; then
     # dpkg-source checks the tarballs against the .dsc and applies
     # Debian's series (debian/patches/series); unpacked beside the tree
@@ -74,16 +88,17 @@ if [ ! -d "$src" ]; then
     # signature: the pinned SHA-256 stands for it.)
     (cd "$out" && dpkg-source -x "$dsc" "$src.tmp" > "$out/unpack.log" 2>&1) ||
         { cat "$out/unpack.log" >&2; exit 1; }
+    echo "$dsc_sha256" > "$src.tmp/.gpup2p-dsc"
     mv "$src.tmp" "$src"
-    # Checked now: kept in this machine's cache (not an offline copy's
+    # Checked: kept in this machine's cache (not an offline copy's
     # place), file by file through a temporary name.
     keep=${GPUP2P_CACHE:-/var/cache/gpup2p}/qemu-source
     if [ -z "${GPUP2P_QEMU_SOURCE:-}" ] && mkdir -p "$keep" 2>/dev/null; then
         for f in "$out/qemu_$version+ds"*; do
             name=$(basename "$f")
             cmp -s "$f" "$keep/$name" ||
-                { cp "$f" "$keep/.$name.tmp" && mv "$keep/.$name.tmp" "$keep/$name"; } ||
-                true
+                { cp "$f" "$keep/.$name.tmp" &&
+                  mv "$keep/.$name.tmp" "$keep/$name"; } || true
         done
     fi
 fi
@@ -147,8 +162,8 @@ done
 debian_rules_opts="--disable-install-blobs --disable-strip --disable-download
     --disable-containers --disable-relocatable --disable-docs
     --disable-xkbcommon --disable-user --disable-linux-user --disable-xen
-    --enable-modules --enable-module-upgrades"
-for opt in $debian_rules_opts; do
+    --enable-modules --libexecdir=/usr/lib/qemu"
+for opt in $debian_rules_opts --enable-module-upgrades; do
     if ! grep -q -e "[[:space:],]$opt\([[:space:])]\|$\)" "$src/debian/rules"
     then
         echo "build-qemu: $src/debian/rules no longer gives $opt;" \
@@ -161,17 +176,26 @@ done
 # among Debian's features goes without it.
 features=$(sh "$src/debian/extract-config-opts" linux-amd64 \
                "$src/debian/control" | sed 's/^--enable-blkio$/--disable-blkio/')
-# Ours: the x86_64 emulator only (no tools), our prefix, the paths
-# Debian's rules use for firmware, configuration and state, and -Werror.
+# Ours: the x86_64 emulator only (no tools, no guest agent), our prefix
+# (its modules in $prefix/lib/qemu), the paths Debian's rules use for
+# helpers (Debian's qemu-bridge-helper in /usr/lib/qemu), firmware,
+# configuration and state, and -Werror. Not Debian's
+# --enable-module-upgrades: its packages copy the old modules to
+# /run/qemu/ before an upgrade (debian/gen-module-upgrade.sh), ours do not,
+# so a running VM would find none there; a module of another build is
+# refused by its stamp instead (the pkgversion below names our version).
 configure_args="--target-list=x86_64-softmmu --disable-tools
+    --disable-guest-agent
     --prefix=$prefix --libdir=lib --sysconfdir=/etc --localstatedir=/var
     --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu
     --enable-werror --python=/usr/bin/python3
     $debian_rules_opts
     $features"
-# As Debian's rules name its builds, with ours added (one word for the
-# list above, so passed on its own).
-pkgversion="Debian $deb_version, vfio-gpu-p2p"
+# Ours first, then the Debian upload it is built from (not "Debian ..."
+# alone: Debian's scripts take /run/qemu/Debian_* as theirs). One word for
+# the list above, so passed on its own.
+project_version=$(sed -n "s/^  version: '\(.*\)',$/\1/p" "$top/meson.build")
+pkgversion="vfio-gpu-p2p $project_version, Debian $deb_version"
 # shellcheck disable=SC2086,SC2116 # one line of words, for the stamp
 configure_args=$(echo $configure_args)
 stamp="$configure_args --with-pkgversion=$pkgversion"

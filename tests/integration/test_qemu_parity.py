@@ -33,6 +33,9 @@ BLKIO_DRIVERS = {"io_uring", "nvme-io_uring", "virtio-blk-vfio-pci",
                  "virtio-blk-vhost-user", "virtio-blk-vhost-vdpa"}
 # Help listings compared line by line.
 LISTINGS = [
+    # Every option and its defaults (the bridge helper's path among them),
+    # less the version line.
+    ("-help", ["-help"]),
     ("-netdev help", ["-netdev", "help"]),
     ("-display help", ["-display", "help"]),
     ("-audiodev help", ["-audiodev", "help"]),
@@ -42,6 +45,15 @@ LISTINGS = [
     ("-device help", ["-device", "help"]),
     ("-object help", ["-object", "help"]),
 ]
+# Guest ABI: the properties and defaults of the machine type a domain
+# names and of the devices libvirt gives a GPU VM, as Debian's.
+ABI_LISTINGS = [
+    ("pc-q35-10.0's properties", ["-machine", "pc-q35-10.0,help"]),
+] + [("%s's properties" % d, ["-machine", "pc-q35-10.0", "-device",
+                               d + ",help"])
+     for d in ("vfio-pci", "pcie-root-port", "virtio-net-pci",
+               "virtio-blk-pci", "virtio-scsi-pci", "virtio-iommu-pci",
+               "intel-iommu", "ich9-ahci", "qemu-xhci", "virtio-gpu-pci")]
 # A start that reaches the monitor and quits: each needs a feature the
 # old minimal build lacked (seccomp, NUMA binding, VNC, slirp).
 STARTS = [
@@ -106,11 +118,17 @@ def ours_only(line):
     return "gpup2p" in line or "x-gpu-p2p-" in line
 
 
+def version_line(line):
+    """-help's first line: each binary's own version string."""
+    return line.startswith("QEMU emulator version ")
+
+
 def compare_listing(t, label, name, args, ours, judge, tmp):
     o = run(OURS, args, ours, tmp)
     j = run(JUDGE, args, judge, tmp)
-    ol = [l for l in o[1].splitlines() if not ours_only(l)]
-    jl = j[1].splitlines()
+    ol = [l for l in o[1].splitlines()
+          if not ours_only(l) and not version_line(l)]
+    jl = [l for l in j[1].splitlines() if not version_line(l)]
     missing = [l for l in jl if l not in ol]
     extra = [l for l in ol if l not in jl]
     t.ok(o[0] == 0 and j[0] == 0 and ol == jl,
@@ -211,6 +229,9 @@ def test(t):
                                   "debian-common")
         compare_set(t, "qemu-system-common's modules", common_ours,
                     common_judge, tmp)
+        for name, args in ABI_LISTINGS:
+            compare_listing(t, "guest ABI", name, args, common_ours,
+                            common_judge, tmp)
         for name, args in STARTS:
             o = start_and_quit(OURS, args, common_ours, tmp)
             j = start_and_quit(JUDGE, args, common_judge, tmp)

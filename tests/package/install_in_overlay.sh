@@ -82,10 +82,17 @@ step qemu-start sh -c "echo quit | timeout 120 $qemu -machine q35 \
 # Modules load from the package's own module folder: ui-curses from
 # gpup2p-qemu; GTK, SDL, SPICE and the extra block drivers only once
 # gpup2p-qemu-modules is installed.
+# (A block driver's module loads only when a -blockdev asks for it: ssh
+# against a closed port fails in the driver itself once its module is
+# there, and says the module is missing before.)
+ssh_blockdev="driver=ssh,node-name=b,server.host=127.0.0.1,server.port=1,path=/x,user=u"
 step qemu-display "$qemu" -display help
+step qemu-ssh "$qemu" -machine none -nodefaults -display none -S \
+    -blockdev "$ssh_blockdev"
 step qemu-modules-install dpkg -i "$debs"/gpup2p-qemu-modules_*.deb
 step qemu-display-all "$qemu" -display help
-step qemu-formats-all "$qemu" -drive format=help
+step qemu-ssh-all "$qemu" -machine none -nodefaults -display none -S \
+    -blockdev "$ssh_blockdev"
 step qemu-emulator sh -c "gpup2p libvirt --sysfs-root $fixture \
     $fixture/../libvirt/gpu-vm.xml 2>/dev/null | grep '<emulator>'"
 step snapshot env GPUP2P_SYSFS_ROOT="$fixture" \

@@ -44,6 +44,15 @@ if [ ! -x "$plain/usr/bin/qemu-system-x86_64" ]; then
         echo "deb $mirror $suite main" \
             > "$work/root/etc/apt/sources.list.d/$suite.list"
     fi
+    # Debian's security uploads of QEMU reach trixie-security first.
+    security=$(apt-get indextargets --no-release-info \
+                   --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
+                   'Identifier: Packages' 2>/dev/null |
+               awk '$2 == "bookworm-security" && $3 == "main" { print $1; exit }')
+    if [ -n "$security" ]; then
+        echo "deb $security trixie-security main" \
+            > "$work/root/etc/apt/sources.list.d/trixie-security.list"
+    fi
     chroot "$work/root" apt-get update -q >&2
     # -t: its dependencies (qemu-system-common, -data, seabios) must come
     # from the same suite; apt would take older ones.
@@ -55,7 +64,7 @@ if [ ! -x "$plain/usr/bin/qemu-system-x86_64" ]; then
     trap - EXIT
     rm -rf "$work"
 fi
-if [ $# -gt 0 ] && [ ! -e "$root/.packages-done" ]; then
+if [ $# -gt 0 ] && [ "$(cat "$root/.packages-done" 2>/dev/null)" != "$*" ]; then
     work=$(mktemp -d "$cache/.trixie-qemu.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     cp -a "$plain" "$work/root"
