@@ -138,6 +138,16 @@ def compare_listing(t, label, name, args, ours, judge, tmp):
                               o[2][-300:], j[2][-300:]))
 
 
+def only_added(t, args, mark, name, ours, judge, tmp):
+    """Ours lists Debian's lines, and more only where they carry @mark."""
+    o = run(OURS, args, ours, tmp)[1].splitlines()
+    j = run(JUDGE, args, judge, tmp)[1].splitlines()
+    added = sorted(set(o) - set(j))
+    gone = sorted(set(j) - set(o))
+    t.ok(not gone and added and all(mark in l for l in added), name,
+         "only ours: %s\nonly Debian's: %s" % (added, gone))
+
+
 def start_and_quit(qemu, args, modules, tmp):
     env = dict(os.environ, QEMU_MODULE_DIR=modules)
     cmd = [qemu, "-machine", "q35", "-accel", "tcg", "-nodefaults",
@@ -243,21 +253,12 @@ def test(t):
 
         # Ours adds only the extension's vfio-pci properties and machine
         # types.
-        o = run(OURS, ["-device", "vfio-pci,help"], common_ours, tmp)[1]
-        j = run(JUDGE, ["-device", "vfio-pci,help"], common_judge, tmp)[1]
-        added = sorted(set(o.splitlines()) - set(j.splitlines()))
-        gone = sorted(set(j.splitlines()) - set(o.splitlines()))
-        t.ok(not gone and added and all("x-gpu-p2p-" in l for l in added),
-             "vfio-pci: Debian's properties and the x-gpu-p2p-* ones",
-             "only ours: %s\nonly Debian's: %s" % (added, gone))
-        o = run(OURS, ["-machine", "help"], common_ours, tmp)[1]
-        j = run(JUDGE, ["-machine", "help"], common_judge, tmp)[1]
-        added = sorted(set(o.splitlines()) - set(j.splitlines()))
-        gone = sorted(set(j.splitlines()) - set(o.splitlines()))
-        t.ok(not gone and added and all("gpup2p" in l for l in added),
-             "-machine help: Debian's machine types and the -gpup2p ones",
-             "only ours: %s\nonly Debian's: %s" % (added, gone))
-
+        only_added(t, ["-device", "vfio-pci,help"], "x-gpu-p2p-",
+                   "vfio-pci: Debian's properties and the x-gpu-p2p-* ones",
+                   common_ours, common_judge, tmp)
+        only_added(t, ["-machine", "help"], "gpup2p",
+                   "-machine help: Debian's machine types and the -gpup2p "
+                   "ones", common_ours, common_judge, tmp)
 
 if __name__ == "__main__":
     Tap().run(test)
