@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,14 @@ static bool prefer_node(HostPlaceSaved *s, int node, char *why, size_t n)
         g_snprintf(why, n, "get_mempolicy: %s", g_strerror(errno));
         return false;
     }
+    /* A policy the user chose (numactl --membind, --interleave) stays:
+     * nvbandwidth sets none, so it would honour it too. */
+    if ((s->saved_mode & ~MPOL_MODE_FLAGS) != MPOL_DEFAULT &&
+        (s->saved_mode & ~MPOL_MODE_FLAGS) != MPOL_LOCAL) {
+        g_snprintf(why, n, "the process's own memory policy (mode %d) "
+                   "kept", s->saved_mode & ~MPOL_MODE_FLAGS);
+        return false;
+    }
     mask[node / bits] = 1UL << (node % bits);
     if (syscall(SYS_set_mempolicy, MPOL_PREFERRED, mask, maxnode)) {
         g_snprintf(why, n, "set_mempolicy(MPOL_PREFERRED, node %d): %s",
@@ -217,7 +226,14 @@ void host_place_enter(const char *root, const VerifyGpu *g,
     {
         g_autofree char *cpus = host_place_format_cpulist(want, setsize);
 
-        g_strlcpy(p->cpus, cpus, sizeof(p->cpus));
+        /* A list longer than the field (CPUs numbered across nodes)
+         * ends in "...", never in a cut number. */
+        if (g_strlcpy(p->cpus, cpus, sizeof(p->cpus)) >= sizeof(p->cpus)) {
+            char *cut = strrchr(p->cpus, ',');
+
+            g_strlcpy(cut && cut - p->cpus < (ptrdiff_t)sizeof(p->cpus) - 4 ?
+                      cut + 1 : p->cpus + sizeof(p->cpus) - 4, "...", 4);
+        }
     }
     CPU_FREE(want);
     p->node = g->numa_node;

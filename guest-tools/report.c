@@ -72,7 +72,8 @@ static void matrix(const VerifyReport *r, int fig)
     }
 }
 
-/* "node 1, CPUs 8-15, memory node 1", or why not; to be freed. */
+/* "node 1, CPUs 8-15, memory preferred on node 1", or why not; to be
+ * freed. */
 static char *host_place_text(const VerifyHostPlacement *p)
 {
     if (!p->tried) {
@@ -85,8 +86,8 @@ static char *host_place_text(const VerifyHostPlacement *p)
         return g_strdup_printf("node %d, CPUs %s; %s", p->node, p->cpus,
                                p->why);
     }
-    return g_strdup_printf("node %d, CPUs %s, memory node %d", p->node,
-                           p->cpus, p->memory_node);
+    return g_strdup_printf("node %d, CPUs %s, memory preferred on node %d",
+                           p->node, p->cpus, p->memory_node);
 }
 
 static void aggregates(const VerifyReport *r)
@@ -586,7 +587,7 @@ static void json_host_place(JsonBuilder *b, const VerifyGpu *g)
     json_builder_end_array(b);
     add_int_or_null(b, "host_numa_node", p->node, placed);
     gp_json_add_string_or_null(b, "cpus", placed ? p->cpus : NULL);
-    add_int_or_null(b, "memory_numa_node", p->memory_node,
+    add_int_or_null(b, "memory_preferred_numa_node", p->memory_node,
                     p->tried && p->memory_node >= 0);
     gp_json_add_string_or_null(b, "reason", p->tried ?
                                (p->why[0] ? p->why : NULL) :

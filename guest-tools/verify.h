@@ -196,10 +196,13 @@ typedef struct {
                                  * was tried (validation never places) */
     int node;                   /* the thread ran on this node's CPUs;
                                  * -1: not pinned */
-    char cpus[128];             /* those CPUs, as a cpulist; "" */
+    char cpus[256];             /* those CPUs, as a cpulist ("..." where
+                                 * cut); "" */
     int memory_node;            /* pinned memory allocated with this node
-                                 * preferred; -1: the thread's own policy */
-    char why[256];              /* what was not placed and why; "" */
+                                 * preferred (the kernel may still take
+                                 * another's pages); -1: the thread's own
+                                 * policy */
+    char why[512];              /* what was not placed and why; "" */
 } VerifyHostPlacement;
 
 /* Why the validation run places nothing. */

@@ -1992,12 +1992,12 @@ static void test_host_placement(void)
         g_assert_cmpstr(str_member(p, "cpus"), ==, cpus[g]);
         /* A node this machine lacks cannot be preferred: the reason says
          * so, and the memory comes from the pinned thread's own policy. */
-        if (json_object_get_null_member(p, "memory_numa_node")) {
+        if (json_object_get_null_member(p, "memory_preferred_numa_node")) {
             g_assert_nonnull(strstr(str_member(p, "reason"),
                                     "set_mempolicy(MPOL_PREFERRED, node"));
             policy = g_strdup("default");
         } else {
-            g_assert_cmpint(json_object_get_int_member(p, "memory_numa_node"),
+            g_assert_cmpint(json_object_get_int_member(p, "memory_preferred_numa_node"),
                             ==, node[g]);
             g_assert_true(json_object_get_null_member(p, "reason"));
             policy = g_strdup_printf("preferred:%d", node[g]);
@@ -2006,7 +2006,7 @@ static void test_host_placement(void)
     }
     /* GPU 0's node exists everywhere: its memory was preferred there. */
     g_assert_cmpint(json_object_get_int_member(host_placement(&r, 0),
-                                               "memory_numa_node"), ==, 0);
+                                               "memory_preferred_numa_node"), ==, 0);
     /* Put back: GPU 1's aggregate runs after GPU 0's host figures. */
     {
         g_autoptr(GPtrArray) peer = place_lines(file, "peer 1-");
@@ -2061,7 +2061,7 @@ static void test_host_placement_none(void)
 
             g_assert_true(json_object_get_null_member(p, "host_numa_node"));
             g_assert_true(json_object_get_null_member(p, "cpus"));
-            g_assert_true(json_object_get_null_member(p, "memory_numa_node"));
+            g_assert_true(json_object_get_null_member(p, "memory_preferred_numa_node"));
             g_assert_nonnull(strstr(str_member(p, "reason"),
                                     cases[c].reason));
             expect_host_copies(file, g, mine, NULL);
