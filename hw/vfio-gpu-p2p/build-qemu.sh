@@ -199,6 +199,24 @@ pkgversion="vfio-gpu-p2p $project_version, Debian $deb_version"
 # shellcheck disable=SC2086,SC2116 # one line of words, for the stamp
 configure_args=$(echo $configure_args)
 stamp="$configure_args --with-pkgversion=$pkgversion"
+# And the other way: every option Debian's rules give the system build is
+# ours too or a difference named above (paths, flags, tools, module
+# upgrades), so a bump that adds one stops here.
+rules_opts=$(awk '/^common_configure_opts = \\/,/\$\{empty\}/
+                  /^common_configure_opts +\+=/
+                  /^b\/qemu\/configured:/,/\|\| \\/' "$src/debian/rules" |
+             grep -o -e '--[a-z0-9][a-z0-9-]*\(=[^ \\"]*\)\?' | sort -u)
+for opt in $rules_opts; do
+    case " $configure_args " in *" $opt "*) continue ;; esac
+    case ${opt%%=*} in
+    --with-pkgversion|--prefix|--libdir|--firmwarepath|--mandir|\
+    --extra-cflags|--extra-ldflags|--enable-tools|--enable-module-upgrades|\
+    --cross-prefix) continue ;;
+    esac
+    echo "build-qemu: $src/debian/rules gives $opt, which this build" \
+         "neither takes nor names as a difference" >&2
+    exit 1
+done
 if [ ! -f "$src/build/build.ninja" ] ||
    [ "$(cat "$src/build/.gpup2p-configure" 2>/dev/null)" != "$stamp" ]
 then
