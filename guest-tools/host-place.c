@@ -109,17 +109,19 @@ static bool node_cpus(const char *root, const char *bdf, int node,
     for (guint i = 0; i < G_N_ELEMENTS(paths); i++) {
         g_autofree char *text = NULL;
 
-        if (!g_file_get_contents(paths[i], &text, NULL, NULL)) {
+        /* Unreadable, or empty (a node without CPUs of its own): the
+         * next path. */
+        if (!g_file_get_contents(paths[i], &text, NULL, NULL) ||
+            !*g_strstrip(text)) {
             continue;
         }
         if (host_place_parse_cpulist(text, set, setsize)) {
             return true;
         }
-        g_snprintf(why, n, "%s: not a CPU list: \"%s\"", paths[i],
-                   g_strchomp(text));
+        g_snprintf(why, n, "%s: not a CPU list: \"%s\"", paths[i], text);
         return false;
     }
-    g_snprintf(why, n, "neither %s nor %s could be read", dev, of_node);
+    g_snprintf(why, n, "neither %s nor %s names a CPU", dev, of_node);
     return false;
 }
 

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -66,8 +67,18 @@ static void test_cpulist_rejects(void)
     }
 }
 
-/* A two-node sysfs under @root with the GPU 0000:01:00.0 on node 1. */
+/* A two-node sysfs under @root with the GPU 0000:01:00.0 on node 1: its
+ * local_cpulist @local, node 1's cpulist @node1_cpus. */
+static void two_nodes_local(const char *root, const char *local,
+                            const char *node1_cpus);
+
 static void two_nodes(const char *root, const char *node1_cpus)
+{
+    two_nodes_local(root, node1_cpus, node1_cpus);
+}
+
+static void two_nodes_local(const char *root, const char *local,
+                            const char *node1_cpus)
 {
     g_autofree char *n0 = g_build_filename(root, "sys/devices/system/node/"
                                            "node0", NULL);
@@ -81,7 +92,7 @@ static void two_nodes(const char *root, const char *node1_cpus)
     g_assert_cmpint(g_mkdir_with_parents(n0, 0755), ==, 0);
     g_assert_cmpint(g_mkdir_with_parents(n1, 0755), ==, 0);
     g_assert_cmpint(g_mkdir_with_parents(dev, 0755), ==, 0);
-    g_assert_true(g_file_set_contents(list, node1_cpus, -1, NULL));
+    g_assert_true(g_file_set_contents(list, local, -1, NULL));
     g_assert_true(g_file_set_contents(n1list, node1_cpus, -1, NULL));
 }
 
@@ -131,6 +142,41 @@ static void test_own_policy_kept(void)
                     0);
 }
 
+/* The first CPU this thread may use, as a cpulist line; to be freed. */
+static char *first_own_cpu(void)
+{
+    cpu_set_t own;
+
+    g_assert_cmpint(sched_getaffinity(0, sizeof(own), &own), ==, 0);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, &own)) {
+            return g_strdup_printf("%d\n", c);
+        }
+    }
+    g_assert_not_reached();
+}
+
+/* A GPU whose local_cpulist is empty (its node has no CPUs listed there):
+ * the node's own cpulist, not "not a CPU list". */
+static void test_empty_local_cpulist(void)
+{
+    g_autofree char *root = g_dir_make_tmp("host-place-XXXXXX", NULL);
+    g_autofree char *cpu = first_own_cpu();
+    VerifyGpu g = { .numa_node = 1 };
+    VerifyHostPlacement p;
+    HostPlaceSaved s;
+    VerifyReport r = { 0 };
+
+    two_nodes_local(root, "\n", cpu);
+    g_strlcpy(g.bdf, "0000:01:00.0", sizeof(g.bdf));
+    host_place_enter(root, &g, &s, &p);
+    /* (The memory policy may be refused: node 1 need not exist here.) */
+    g_assert_null(strstr(p.why, "CPU list"));
+    g_assert_cmpint(p.node, ==, 1);
+    g_assert_cmpint(atoi(p.cpus), ==, atoi(cpu));
+    host_place_leave(&s, &r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -139,5 +185,7 @@ int main(int argc, char **argv)
                     test_cpulist_rejects);
     g_test_add_func("/verify-host-place/own-policy-kept",
                     test_own_policy_kept);
+    g_test_add_func("/verify-host-place/empty-local-cpulist",
+                    test_empty_local_cpulist);
     return g_test_run();
 }
