@@ -13,12 +13,17 @@ if [ -z "${GPUP2P_APT_ETC:-}" ] && [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
+# The mirror this machine's apt sources use for SUITE's main component.
+suite_mirror() {
+    apt-get -o Dir::Etc="$apt_etc" indextargets --no-release-info \
+        --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
+        'Identifier: Packages' 2>/dev/null |
+    awk -v suite="$1" '$2 == suite && $3 == "main" { print $1; exit }'
+}
+
 # The Debian mirror this machine already uses (its bookworm main source),
 # so that an operator's own mirror serves every suite we add.
-mirror=$(apt-get -o Dir::Etc="$apt_etc" indextargets --no-release-info \
-             --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
-             'Identifier: Packages' 2>/dev/null |
-         awk '$2 == "bookworm" && $3 == "main" { print $1; exit }')
+mirror=$(suite_mirror bookworm)
 if [ -z "$mirror" ]; then
     echo "setup-debian.sh: no apt source in $apt_etc serves Debian bookworm" \
          "main; add one (any Debian mirror) and run again" >&2
@@ -27,10 +32,7 @@ fi
 
 # And its security mirror (bookworm-security), where Debian's security
 # uploads of QEMU reach trixie first; none: no trixie-security source.
-security=$(apt-get -o Dir::Etc="$apt_etc" indextargets --no-release-info \
-               --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
-               'Identifier: Packages' 2>/dev/null |
-           awk '$2 == "bookworm-security" && $3 == "main" { print $1; exit }')
+security=$(suite_mirror bookworm-security)
 
 # bookworm-backports, unless a source already names it: apt refuses one
 # suite listed twice with different Signed-By values.

@@ -29,11 +29,16 @@ plain=$cache/trixie-qemu-$(echo "$version" | tr ':~+' '___')
 root=$plain
 [ $# -eq 0 ] || root=$plain-modules
 
+# The mirror this machine's apt sources use for SUITE's main component.
+suite_mirror() {
+    apt-get indextargets --no-release-info \
+        --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
+        'Identifier: Packages' 2>/dev/null |
+    awk -v suite="$1" '$2 == suite && $3 == "main" { print $1; exit }'
+}
+
 if [ ! -x "$plain/usr/bin/qemu-system-x86_64" ]; then
-    mirror=$(apt-get indextargets --no-release-info \
-                 --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
-                 'Identifier: Packages' 2>/dev/null |
-             awk '$2 == "bookworm" && $3 == "main" { print $1; exit }')
+    mirror=$(suite_mirror bookworm)
     [ -n "$mirror" ] || { echo "debian-qemu: no Debian mirror in" \
                                "this machine's apt sources" >&2; exit 1; }
     mkdir -p "$cache"
@@ -45,10 +50,7 @@ if [ ! -x "$plain/usr/bin/qemu-system-x86_64" ]; then
             > "$work/root/etc/apt/sources.list.d/$suite.list"
     fi
     # Debian's security uploads of QEMU reach trixie-security first.
-    security=$(apt-get indextargets --no-release-info \
-                   --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
-                   'Identifier: Packages' 2>/dev/null |
-               awk '$2 == "bookworm-security" && $3 == "main" { print $1; exit }')
+    security=$(suite_mirror bookworm-security)
     if [ -n "$security" ]; then
         echo "deb $security trixie-security main" \
             > "$work/root/etc/apt/sources.list.d/trixie-security.list"
