@@ -107,6 +107,17 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 mv "$newer/etc/sources.list.d/sid.sources.tmp" \
    "$newer/etc/sources.list.d/sid.sources"
+# sid's contrib sources (deb-src only): NCCL's, whose topology reader judges
+# the NCCL file the host writes for a mirrored guest (scripts/nccl-source.sh).
+cat > "$newer/etc/sources.list.d/sid-contrib-src.sources.tmp" <<SRC
+Types: deb-src
+URIs: $mirror
+Suites: sid
+Components: contrib
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+mv "$newer/etc/sources.list.d/sid-contrib-src.sources.tmp" \
+   "$newer/etc/sources.list.d/sid-contrib-src.sources"
 cat > "$newer/etc/preferences.d/sid.tmp" <<'PIN'
 Package: *
 Pin: release n=sid
@@ -132,7 +143,8 @@ apt-get update -q
 
 # Build and unit tests.
 apt-get install -y -q --no-install-recommends \
-    gcc libc6-dev make binutils pkg-config ninja-build git ca-certificates \
+    gcc g++ libc6-dev make binutils pkg-config ninja-build git \
+    ca-certificates \
     libglib2.0-dev libjson-glib-dev libxml2-dev libxml2-utils \
     libvirt-dev libibverbs-dev rdma-core ibverbs-providers
 # The libvirt tests: virt-xml-validate, virsh and libvirtd; the host
@@ -193,3 +205,6 @@ scripts_dir=$(cd "$(dirname "$0")" && pwd)
 # rdma-core's rdma_topo from sid, unpacked (never installed): the judge of
 # the GPUDirect RDMA pair test.
 "$scripts_dir/rdma-topo.sh"
+# NCCL's source from sid, checked and unpacked (never built as a library):
+# its topology reader judges the host's NCCL file for a mirrored guest.
+"$scripts_dir/nccl-source.sh"

@@ -24,6 +24,7 @@ to read its sysfs: too slow for CI."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,7 +52,103 @@ cat /sys/devices/system/node/online > $VHOST_OUT/nodes-online 2>&1 || true
 modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION qemu_fw_cfg
 F=/sys/firmware/qemu_fw_cfg/by_name/opt/gpup2p/nccl-topo.xml/raw
 if [ -e $F ]; then cp $F $VHOST_OUT/fwcfg-nccl-topo.xml; fi
+# NCCL's own reader on the guest: the fw_cfg file (none: sysfs alone), each
+# network device at the path NCCL's Socket plugin takes for it.
+J=build/nccl-judge/nccl-topo-judge
+if [ -x $J ]; then
+    # The NICs' driver, for their network devices.
+    modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION e1000e
+    nets=""
+    for n in /sys/class/net/*; do
+        if [ -e $n/device ]; then
+            nets="$nets ${n##*/}=$(realpath $n/device)"
+        fi
+    done
+    f=none
+    if [ -e $VHOST_OUT/fwcfg-nccl-topo.xml ]; then
+        f=$VHOST_OUT/fwcfg-nccl-topo.xml
+    fi
+    rc=0
+    $J $f $VHOST_OUT/nccl-dump.xml $nets > $VHOST_OUT/nccl-judge.out 2>&1 ||
+        rc=$?
+    echo $rc > $VHOST_OUT/nccl-judge.rc
+fi
 """
+
+# NCCL's topology reader, built from NCCL's source (scripts/nccl-source.sh)
+# into the build tree the guests see.
+JUDGE_DIR = os.path.join(PROJECT, "build", "nccl-judge")
+
+
+def build_nccl_judge(t):
+    """Build nccl-topo-judge (tests/nccl/build-judge.sh); a failure is a
+    failed check that names what is missing."""
+    p = subprocess.run([os.path.join(PROJECT, "scripts", "nccl-source.sh")],
+                       capture_output=True, text=True)
+    tree = p.stdout.strip()
+    if not t.ok(p.returncode == 0 and tree, "NCCL's source is at hand "
+                "(scripts/nccl-source.sh: %s)" % (tree or "none"),
+                p.stderr + "\nrun scripts/setup-debian.sh, or set "
+                "GPUP2P_NCCL_SOURCE to an unpacked NCCL tree"):
+        return False
+    shutil.rmtree(JUDGE_DIR, ignore_errors=True)
+    p = subprocess.run([os.path.join(PROJECT, "tests", "nccl",
+                                     "build-judge.sh"), tree, JUDGE_DIR],
+                       capture_output=True, text=True)
+    return t.ok(p.returncode == 0, "NCCL's topology reader (src/graph/xml.cc "
+                "of %s) is built into nccl-topo-judge" % tree,
+                p.stdout + p.stderr)
+
+
+def nccl_dump(t, what, gdir):
+    """NCCL's dump from the guest in @gdir: {guest bus id of each <pci>:
+    (its parent element's tag, the parent's bus id)} and the nets' bus ids
+    ({net name: bus id of the <pci> holding its <nic>}), or None."""
+    rc = read(gdir, "nccl-judge.rc")
+    if not t.eq(rc, "0", "%s: NCCL's reader loaded the guest's file, placed "
+                "its network devices and wrote its dump" % what):
+        t.diag(read(gdir, "nccl-judge.out"))
+        return None
+    try:
+        root = ET.parse(os.path.join(gdir, "nccl-dump.xml")).getroot()
+    except (OSError, ET.ParseError) as e:
+        t.ok(False, "%s: NCCL's dump parses" % what, str(e))
+        return None
+    parent_of = {c: p for p in root.iter() for c in p}
+    pcis = {}
+    for e in root.iter("pci"):
+        up = parent_of.get(e)
+        pcis[e.get("busid")] = (up.tag if up is not None else None,
+                                up.get("busid") if up is not None else None)
+    nets = {}
+    for net in root.iter("net"):
+        nic = parent_of.get(net)
+        holder = parent_of.get(nic) if nic is not None else None
+        nets[net.get("name")] = holder.get("busid") \
+            if holder is not None and holder.tag == "pci" else None
+    return pcis, nets
+
+
+def judge_nccl_nics(t, what, b, gmap, gdir):
+    """NCCL's own dump shows each NIC beside its GPU: the NIC's <pci> holds
+    its <nic><net>, and sits in the same switch element as the GPU the host
+    paired it with (PAIRS: nic0-gpu0, nic1-gpu2)."""
+    got = nccl_dump(t, what, gdir)
+    if got is None:
+        return
+    pcis, nets = got
+    nic_bdfs = sorted(gmap.get(b[n]) for n in b if n.startswith("nic"))
+    t.eq(sorted(nets.values()), nic_bdfs, "%s: NCCL's dump holds a net on "
+         "each NIC's PCI function, none on a CPU (the guest's Socket "
+         "devices: %s)" % (what, ", ".join(sorted(nets))))
+    for nic, gpu in (("nic0", "gpu0"), ("nic1", "gpu2")):
+        n, g = gmap.get(b[nic]), gmap.get(b[gpu])
+        up_n, up_g = pcis.get(n), pcis.get(g)
+        t.ok(up_n and up_n == up_g and up_n[0] == "pci",
+             "%s: in NCCL's dump %s (%s) and %s (%s) sit under one PCI "
+             "switch, %s" % (what, nic, n, gpu, g,
+                             up_n[1] if up_n else "none"),
+             "%s under %s, %s under %s" % (n, up_n, g, up_g))
 
 
 def classes(topo):
@@ -133,7 +230,7 @@ def stand_ins(args, host):
     return out
 
 
-def test_flat(t, host):
+def test_flat(t, host, have_judge):
     """The same devices as a plain domain has them: a root port each."""
     args = []
     for i, d in enumerate(DEVICES.values()):
@@ -158,11 +255,22 @@ def test_flat(t, host):
          "%s %s" % (bdfs, kinds))
     t.ok(not os.path.exists(os.path.join(gdir, "fwcfg-nccl-topo.xml")),
          "flat guest: no NCCL file in fw_cfg")
+    # The judge's control: NCCL's reader, from the flat guest's sysfs, puts
+    # each NIC straight on a CPU, beside no switch and no GPU.
+    got = nccl_dump(t, "flat guest", gdir) if have_judge else None
+    if got is not None:
+        pcis, nets = got
+        hung = {name: pcis.get(bdf) for name, bdf in nets.items()}
+        t.ok(len(nets) == 2 and all(up and up[0] == "cpu"
+                                    for up in hung.values()),
+             "flat guest: in NCCL's dump both NICs hang on a CPU, under no "
+             "switch (what the mirrored guest's file changes)", hung)
     t.diag("flat guest results in " + gdir)
 
 
 def test_stand_ins(t):
     g = gpup2p()
+    have_judge = build_nccl_judge(t)
     devs = list(DEVICES.values())
     host = json.loads(subprocess.run(
         [g, "topo", "--sysfs-root", HIDDEN, "--json", "--devices",
@@ -193,8 +301,10 @@ def test_stand_ins(t):
         t.eq(read(gdir, "nodes-online"), "0-1",
              "the guest has two NUMA nodes")
         judge(t, "stand-ins", DEVICES, host, gmap, gdir, nccl)
+        if have_judge:
+            judge_nccl_nics(t, "stand-ins", DEVICES, gmap, gdir)
         t.diag("guest results in " + gdir)
-    test_flat(t, host)
+    test_flat(t, host, have_judge)
 
 
 def pci_functions(reply):

@@ -25,12 +25,14 @@ TOP = os.path.dirname(os.path.dirname(HERE))
 SETUP = os.path.join(TOP, "scripts", "setup-debian.sh")
 DECLARED = os.path.join(HERE, "programs.txt")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Scripts call apt-helper by its full path: apt keeps it off PATH.
+PROGRAM_PATH = SYSTEM_PATH + ":/usr/lib/apt"
 
 # Scanned for calls: everything CI runs (tests/gpu runs on GPU machines
 # only, not in CI, and is left out).
 SCAN_DIRS = ["scripts", "tests/unit", "tests/integration", "tests/vhost",
              "tests/bench", "tests/kernel", "tests/fuzz", "kernel",
-             "tests/package", "hw/vfio-gpu-p2p", ".ci"]
+             "tests/package", "tests/nccl", "hw/vfio-gpu-p2p", ".ci"]
 
 # The project's own programs: the package test calls them where it has
 # installed the project's packages.
@@ -431,13 +433,13 @@ def main():
          "\n".join("%s (called in %s)" % (p, ", ".join(w))
                    for p, w in sorted(undeclared.items())))
 
-    found = {prog: shutil.which(prog, path=SYSTEM_PATH)
+    found = {prog: shutil.which(prog, path=PROGRAM_PATH)
              for prog in declared}
     owner_of = owners([p for p in found.values() if p])
     for prog, pkg in sorted(declared.items()):
         path = found[prog]
         if not t.ok(path is not None, "%s is installed" % prog,
-                    "not on %s; setup must install %s" % (SYSTEM_PATH, pkg)):
+                    "not on %s; setup must install %s" % (PROGRAM_PATH, pkg)):
             continue
         got = owner_of[path]
         t.ok(got is not None and provides(pkg, got),
