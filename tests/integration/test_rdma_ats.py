@@ -384,10 +384,12 @@ def fix_wanted(snap, bdfs, nic, gpu, acs, iotlb, kind):
 
 
 def check_capture(t, label, outdir, bdfs, iotlb, acs):
-    name = "%s, %s" % (label, {None: "ports as QEMU gives them",
-                               "vm": "ACS as NVIDIA's VM policy",
-                               "no-dt": "ACS without DT on the NIC's port"}
-                       [acs])
+    # The label names every edit: the capture is the kernel's, the rest
+    # are stand-ins (edited()).
+    name = "%s, %s, verbs devices mlx5_0/mlx5_1 edited in" % (label, {
+        None: "ports as QEMU gives them",
+        "vm": "ACS edited in as NVIDIA's VM policy",
+        "no-dt": "ACS edited in without DT on the NIC's port"}[acs])
     snap = edited(outdir, "%s-%s" % (label, acs), bdfs, acs)
     gpus = "%s,%s" % (bdfs["gpu0"], bdfs["gpu1"])
     _, topo = run_json(["topo", "--sysfs-root", snap])
@@ -450,11 +452,13 @@ def check_inline(t, outdir, bdfs):
     t.eq((ats_by_lspci(outdir, "nic0"), ats_by_lspci(outdir, "nic1")),
          (True, None), "inline: lspci: nic0's ATS enabled by the kernel, "
          "nic1 without ATS")
-    for acs, name in (("vm", "ACS as NVIDIA's VM policy"),
-                      ("no-dt", "ACS without DT on the NIC's port")):
+    for acs, name in (("vm", "ACS edited in as NVIDIA's VM policy"),
+                      ("no-dt", "ACS edited in without DT on the NIC's "
+                       "port")):
         snap = edited(outdir, "inline-" + acs, bdfs, acs, nvidia=True)
-        judged.compare(t, "inline, NVIDIA's IDs, %s" % name, snap)
-        pairs, _, _ = judged.ours(snap)
+        judged.compare(t, "inline, NVIDIA's IDs edited in, %s" % name,
+                       snap)
+        pairs, _ = judged.ours(snap)
         for p in pairs:
             t.diag("inline, %s: ours %s-%s %s %s: %s" % (
                 name, p["nic"], p["gpu"], p["type"], p["guest_path"],
@@ -462,13 +466,14 @@ def check_inline(t, outdir, bdfs):
         paths = {p["nic"]: p["guest_path"] for p in pairs}
         t.eq(paths, {bdfs["nic0"]: "switch-local-translated" if acs == "vm"
                      else "root-complex", bdfs["nic1"]: "root-complex"},
-             "inline, NVIDIA's IDs, %s: ours, nic0 %s, nic1 (no ATS) "
-             "root-complex" % (name, "switch-local" if acs == "vm"
+             "inline, NVIDIA's IDs edited in, %s: ours, nic0 %s, nic1 "
+             "(no ATS) root-complex" % (name, "switch-local" if acs == "vm"
                                else "root-complex"))
     snap = edited(outdir, "inline-none", bdfs, None, nvidia=True)
-    judged.no_answer(t, "inline, NVIDIA's IDs, ports as QEMU gives them",
+    judged.no_answer(t, "inline, NVIDIA's IDs edited in, ports as QEMU "
+                     "gives them",
                      snap, "lacks ACS")
-    pairs, _, _ = judged.ours(snap)
+    pairs, _ = judged.ours(snap)
     t.ok(pairs and all(p["guest_path"] == "bypass" for p in pairs),
          "inline, ports as QEMU gives them: ours says bypass",
          json.dumps(pairs, indent=1))
@@ -484,9 +489,10 @@ def check_inline_ats_off(t, outdir, bdfs):
     t.eq(ats_by_lspci(outdir, "nic0"), False, "inline, no device IOTLB: "
          "lspci: nic0 has ATS and the kernel left it off")
     snap = edited(outdir, "inline-ats-off", bdfs, "vm", nvidia=True)
-    judged.compare(t, "inline, NVIDIA's IDs, ATS off", snap,
+    judged.compare(t, "inline, NVIDIA's IDs and ACS edited in, ATS off",
+                   snap,
                    ats_stricter=True)
-    pairs, _, _ = judged.ours(snap)
+    pairs, _ = judged.ours(snap)
     paths = {p["nic"]: p["guest_path"] for p in pairs}
     t.eq(paths.get(bdfs["nic0"]), "root-complex", "inline, ATS off: ours, "
          "nic0 through the root complex (translated P2P needs ATS on)")
