@@ -219,9 +219,15 @@ static GpTopology *read_capture(const char *tmp, GError **errp)
 }
 
 /*
- * Config space only of the devices the reader reads it of (GPU and NIC
- * paths: gp_topo_read() run over the capture so far). A capture the reader
- * refuses fails here.
+ * Config space of every PCI function of the capture (gp_topo_read() run
+ * over it so far), bridges included, not only of those on GPU and NIC
+ * paths: a reader of named devices (`topo --devices`, `plan --devices`)
+ * or of all (`--all`) reads the config of others too, and must find in
+ * the snapshot what it finds on the host. lspci -xxxx reads all of them,
+ * and more of each. As for a GPU or NIC, a device in D3cold is not woken
+ * and one whose config cannot be read is skipped (its reader then says
+ * so): neither fails the snapshot. A capture the reader refuses fails
+ * here.
  */
 static gboolean copy_configs(const char *sys, const char *tmp, GError **errp)
 {
@@ -235,8 +241,7 @@ static gboolean copy_configs(const char *sys, const char *tmp, GError **errp)
     for (i = 0; i < topo->devices->len; i++) {
         const GpDevice *dev = g_ptr_array_index(topo->devices, i);
 
-        if (!dev->config_not_read &&
-            !copy_device_config(sys, out_sys, dev->sysfs_path, errp)) {
+        if (!copy_device_config(sys, out_sys, dev->sysfs_path, errp)) {
             return FALSE;
         }
     }

@@ -20,9 +20,10 @@ What QEMU cannot give is added to that capture, each edit named:
    capability; the capture gets one, with the controls NVIDIA's VM policy
    asks (SV RR CR UF, and Direct Translated on the NIC's port) or without
    DT;
- - config space and modalias of every function: `gpup2p snapshot` keeps
-   config space only on GPU and NIC paths (a virtio NIC is the VM's own to
-   it), rdma_topo needs modalias.
+ - modalias of every function (rdma_topo needs it, `gpup2p snapshot`
+   keeps none), and config space where the snapshot kept none (it keeps
+   every function's, the walks' bytes only, but of a device in D3cold or
+   whose config could not be read).
 On each edited capture `gpup2p topo/plan/check` give each pair's path
 with its reason, and must give the one the description implies; ATS on
 vs off must change it. rdma_topo --virt has no design for these devices
@@ -84,8 +85,8 @@ echo $rc > $O/check.rc
 rc=0; python3 %(rdma_topo)s check --virt > $O/rdma_topo.txt 2>&1 || rc=$?
 echo $rc > $O/rdma_topo.rc
 $G snapshot /run/snap
-# What the snapshot leaves out and the judges read: every function's
-# config space (it keeps GPU and NIC paths only) and modalias.
+# What the snapshot leaves out and the judges read: modalias, and config
+# space where it kept none (D3cold, unreadable).
 for d in /sys/bus/pci/devices/*; do
     t=/run/snap/sys/bus/pci/devices/$(basename $d)
     [ -e $t ] || continue

@@ -1166,6 +1166,125 @@ static void test_config_named_devices_read(void)
     g_assert_cmpuint(named->config_not_read, ==, plain->config_not_read - 2);
 }
 
+/*
+ * What a read made of each device's config space, one line a device:
+ * read or not, why not (D3cold, else unreadable), port type, ACS.
+ */
+static char *config_reads(const GpTopology *t)
+{
+    GString *out = g_string_new(NULL);
+    guint i;
+
+    for (i = 0; i < t->devices->len; i++) {
+        const GpDevice *d = g_ptr_array_index(t->devices, i);
+        const char *state = d->config_not_read ? "not read" :
+            !d->config_unreadable ? "read" :
+            strstr(d->config_unreadable, "D3cold") ? "D3cold" : "unreadable";
+
+        g_string_append_printf(out, "%s %s %s", d->bdf, state,
+                               gp_pcie_type_name(d->pcie.type));
+        if (!d->acs_known) {
+            g_string_append(out, " acs unknown\n");
+        } else if (!d->acs.present) {
+            g_string_append(out, " acs absent\n");
+        } else {
+            g_string_append_printf(out, " acs cap 0x%04x ctrl 0x%04x\n",
+                                   d->acs.cap, d->acs.ctrl);
+        }
+    }
+    return g_string_free(out, FALSE);
+}
+
+/* Path class and bare-metal verdict of the pair @a @b, as text. */
+static char *pair_reads(const GpTopology *t, const char *a, const char *b)
+{
+    g_autofree char *why = NULL;
+    GpP2pKind kind = verdict(t, a, b, &why);
+
+    return g_strdup_printf("%s %s: %s, %s (%s)", a, b,
+                           gp_path_type_name(path(t, a, b)),
+                           gp_p2p_kind_name(kind), why ? why : "");
+}
+
+/*
+ * A snapshot keeps the config space of every function, so that what a
+ * read of named devices (topo/plan --devices) or of all (--all) finds in
+ * it is what it finds on the host. An NVMe controller (neither GPU nor
+ * NIC) beside GPU A under its switch, on a downstream port with ACS
+ * redirect on: named, the port's ACS decides their pair on the host, and
+ * must on the snapshot too. Off every path: a function in D3cold (not
+ * woken, so the snapshot has no config of it) and one whose config cannot
+ * be read (a FIFO): neither fails the snapshot, and each reads as
+ * unreadable on both.
+ */
+static void test_config_named_devices_snapshot(void)
+{
+    const char *const bdfs[] = { "06:00.0", SB_GPU_A, NULL };
+    g_autoptr(SysfsBuilder) sb = sb_new();
+    g_autoptr(GpTopology) host = NULL, snap = NULL;
+    g_autoptr(GpTopology) host_all = NULL, snap_all = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *tmp = g_dir_make_tmp("gpup2p-snap-XXXXXX", NULL);
+    g_autofree char *dest = g_build_filename(tmp, "snap", NULL);
+    g_autofree char *dir = NULL, *cfg = NULL, *copy = NULL;
+    g_autofree char *a = NULL, *b = NULL;
+
+    sb_two_node_host(sb, 0x29c0);
+    sb_add(sb, "0000:01:00.0", "0000:02:02.0", SB_SWITCH_DOWN, 0x1000,
+           0xc010, 0x060400, 0, 16, "pcieport");
+    sb_set_acs(sb, "0000:02:02.0", 0x5f, SB_ACS_LINUX);
+    sb_add(sb, "0000:02:02.0", "0000:06:00.0", SB_ENDPOINT, 0x144d, 0xa80a,
+           0x010802, 0, 17, "nvme");
+    sb_add(sb, NULL, "0000:00:1f.3", SB_ENDPOINT, 0x8086, 0xa123, 0x0c0500,
+           0, 20, NULL);
+    sb_add(sb, NULL, "0000:00:1f.4", SB_ENDPOINT, 0x8086, 0xa171, 0x040300,
+           0, 21, NULL);
+    set_attr(sb, "0000:00:1f.4", "power_state", "D3cold\n", -1);
+    dir = sb_device_dir(sb, "0000:00:1f.3");
+    cfg = g_build_filename(dir, "config", NULL);
+    g_unlink(cfg);
+    g_assert_cmpint(mkfifo(cfg, 0600), ==, 0);
+
+    g_assert_true(gp_snapshot_write(sb_root(sb), dest, &err));
+    g_assert_no_error(err);
+
+    host = gp_topo_read_devices(sb_root(sb), bdfs, &err);
+    g_assert_no_error(err);
+    snap = gp_topo_read_devices(dest, bdfs, &err);
+    g_assert_no_error(err);
+    a = config_reads(host);
+    b = config_reads(snap);
+    g_assert_cmpstr(b, ==, a);
+    g_clear_pointer(&a, g_free);
+    g_clear_pointer(&b, g_free);
+    a = pair_reads(host, "0000:06:00.0", SB_GPU_A);
+    b = pair_reads(snap, "0000:06:00.0", SB_GPU_A);
+    g_assert_cmpstr(b, ==, a);
+    /* The host's answer: the port's ACS redirects the pair. */
+    g_assert_true(gp_topo_find(snap, "0000:02:02.0")->acs_known);
+    g_assert_cmpint(path(snap, "0000:06:00.0", SB_GPU_A), ==, GP_PATH_PIX);
+    g_assert_cmpint(verdict(snap, "0000:06:00.0", SB_GPU_A, NULL), !=,
+                    GP_P2P_UNKNOWN);
+
+    host_all = gp_topo_read_all(sb_root(sb), &err);
+    g_assert_no_error(err);
+    snap_all = gp_topo_read_all(dest, &err);
+    g_assert_no_error(err);
+    g_clear_pointer(&a, g_free);
+    g_clear_pointer(&b, g_free);
+    a = config_reads(host_all);
+    b = config_reads(snap_all);
+    g_assert_cmpstr(b, ==, a);
+    g_assert_nonnull(strstr(b, "0000:00:1f.3 unreadable"));
+    g_assert_nonnull(strstr(b, "0000:00:1f.4 D3cold"));
+
+    /* The device in D3cold was not woken: no config of it was kept. */
+    copy = g_build_filename(dest, "sys/bus/pci/devices/0000:00:1f.4",
+                            "config", NULL);
+    g_assert_false(g_file_test(copy, G_FILE_TEST_EXISTS));
+    sb_remove_tree(tmp);
+}
+
 static void test_config_unreadable(void)
 {
     g_autoptr(SysfsBuilder) sb = sb_new();
@@ -1243,6 +1362,8 @@ int main(int argc, char **argv)
     g_test_add_func("/topo/config-off-paths", test_config_off_paths_not_read);
     g_test_add_func("/topo/config-named-devices",
                     test_config_named_devices_read);
+    g_test_add_func("/topo/config-named-devices/snapshot",
+                    test_config_named_devices_snapshot);
     g_test_add_func("/topo/vf", test_vf);
     return g_test_run();
 }
