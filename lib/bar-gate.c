@@ -352,9 +352,21 @@ static uint64_t largest_bar(const GpDevice *dev, unsigned *index)
     return size;
 }
 
-static void add_unknown(GString *u, const char *why)
+void gp_bar_gate_add_unknown(GString *unknown, const char *why)
 {
-    g_string_append_printf(u, "%s%s", u->len ? "; " : "", why);
+    g_string_append_printf(unknown, "%s%s", unknown->len ? "; " : "", why);
+}
+
+/* An unknown of the gate, and where it could be settled. */
+typedef struct {
+    GString *text;
+    unsigned from;              /* GP_BAR_GATE_UNKNOWN_* */
+} Unknowns;
+
+static void add_unknown(Unknowns *u, unsigned from, const char *why)
+{
+    gp_bar_gate_add_unknown(u->text, why);
+    u->from |= from;
 }
 
 char *gp_bar_gate_container_why(const GpBarGateHost *host, bool *proven)
@@ -480,7 +492,7 @@ static char *backend_why(const GpBarGateHost *host, const GpBarGateVm *vm,
  * BAR larger than the IOMMU's whole address space is proven; what rests
  * on the modelled window is unknown.
  */
-static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
+static char *space_why(const Space *s, const GpBarGateGpu *g, Unknowns *u)
 {
     unsigned index = 0;
     uint64_t bar = largest_bar(g->dev, &index);
@@ -488,7 +500,7 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
     guint i;
 
     if (s->reserved_why) {
-        add_unknown(u, s->reserved_why);
+        add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->reserved_why);
     }
     for (i = 0; s->window_known && s->reserved && i < s->reserved->len; i++) {
         const GpRange *r = &g_array_index(s->reserved, GpRange, i);
@@ -506,7 +518,7 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
                                   "where nothing is mapped; %s",
                                   s->win_start, s->win_end, group, r->start,
                                   r->end, r->type, WINDOW_MODEL);
-            add_unknown(u, why);
+            add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, why);
             continue;
         }
         why = g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
@@ -515,10 +527,10 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
                               " (%s), where nothing is mapped: a BAR the "
                               "firmware places there is not", s->win_start,
                               s->win_end, group, r->start, r->end, r->type);
-        add_unknown(u, why);
+        add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, why);
     }
     if (!s->iommu_bits) {
-        add_unknown(u, s->iommu_why);
+        add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->iommu_why);
         return NULL;
     }
     top = s->iommu_bits >= 64 ? G_MAXUINT64 : (1ULL << s->iommu_bits) - 1;
@@ -528,7 +540,7 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
                                bar >> 20, s->iommu_bits);
     }
     if (!s->window_known) {
-        add_unknown(u, s->window_why);
+        add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->window_why);
         return NULL;
     }
     if (s->win_start > top) {
@@ -538,7 +550,7 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
             "0x%" PRIx64 "): a BAR placed there is not mapped; %s",
             s->win_start, s->win_end, s->iommu_bits, top, WINDOW_MODEL);
 
-        add_unknown(u, why);
+        add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, why);
     } else if (s->win_end > top) {
         g_autofree char *why = g_strdup_printf(
             "the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
@@ -546,7 +558,7 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, GString *u)
             PRIx64 "): a BAR the firmware places above it is not mapped",
             s->win_start, s->win_end, s->iommu_bits, top);
 
-        add_unknown(u, why);
+        add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, why);
     }
     return NULL;
 }
@@ -555,7 +567,7 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
                              const Space *s, const GpBarGateGpu *g)
 {
     GpBarGate *out = g_new0(GpBarGate, 1);
-    g_autoptr(GString) u = g_string_new(NULL);
+    Unknowns u = { g_string_new(NULL), 0 };
     g_autofree char *no = NULL, *backend = NULL;
     bool proven;
 
@@ -568,18 +580,19 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
     if (backend && proven) {
         no = g_steal_pointer(&backend);
     } else if (backend) {
-        add_unknown(u, backend);
+        add_unknown(&u, GP_BAR_GATE_UNKNOWN_HOST, backend);
     }
     if (!no && g->no_mmap_why) {
-        add_unknown(u, g->no_mmap_why);
+        add_unknown(&u, GP_BAR_GATE_UNKNOWN_VM, g->no_mmap_why);
     }
     if (!no && g->dev->iommu_group < 0) {
-        add_unknown(u, "it is in no IOMMU group");
+        add_unknown(&u, GP_BAR_GATE_UNKNOWN_HOST,
+                    "it is in no IOMMU group");
     }
     if (!no && vm->viommu) {
         g_autofree char *why = gp_bar_gate_viommu_why(vm->viommu);
 
-        add_unknown(u, why);
+        add_unknown(&u, GP_BAR_GATE_UNKNOWN_VM, why);
     }
     if (!no && g->dev->driver && strstr(g->dev->driver, "vfio") &&
         strcmp(g->dev->driver, "vfio-pci") != 0) {
@@ -588,17 +601,18 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
             "offer only part of a BAR to mmap (sparse mmap): what is "
             "covered is known only to the VMM at realize", g->dev->driver);
 
-        add_unknown(u, why);
+        add_unknown(&u, GP_BAR_GATE_UNKNOWN_VM, why);
     }
     if (!no) {
-        no = space_why(s, g, u);
+        no = space_why(s, g, &u);
     }
     if (no) {
         out->verdict = GP_BAR_GATE_NOT_MAPPED;
         out->reason = g_steal_pointer(&no);
-    } else if (u->len) {
+    } else if (u.text->len) {
         out->verdict = GP_BAR_GATE_UNKNOWN;
-        out->reason = g_string_free(g_steal_pointer(&u), FALSE);
+        out->unknown_from = u.from;
+        out->reason = g_string_free(g_steal_pointer(&u.text), FALSE);
     } else {
         out->verdict = GP_BAR_GATE_MAPPED;
         out->reason = g_strdup_printf(
@@ -606,6 +620,9 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
             " is inside the IOMMU's %u-bit address space and clear of its "
             "reserved regions", g->iommufd ? host->dmabuf_why :
             host->container_why, s->win_start, s->win_end, s->iommu_bits);
+    }
+    if (u.text) {
+        g_string_free(u.text, TRUE);
     }
     return out;
 }

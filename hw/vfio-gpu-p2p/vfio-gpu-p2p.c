@@ -816,9 +816,11 @@ static const char *viommu_name(VFIODevice *vbasedev)
     return owner ? object_get_typename(owner) : as->name;
 }
 
+/* The library's list of unknowns, so both front ends join them alike;
+ * takes @why. */
 static void add_unknown(GString *unknown, char *why)
 {
-    g_string_append_printf(unknown, "%s%s", unknown->len ? "; " : "", why);
+    gp_bar_gate_add_unknown(unknown, why);
     g_free(why);
 }
 

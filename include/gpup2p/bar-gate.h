@@ -103,11 +103,25 @@ typedef enum {
     GP_BAR_GATE_UNKNOWN,        /* a warning with the reason, id kept */
 } GpBarGateVerdict;
 
+/* Where an unknown could be settled: bits of GpBarGate.unknown_from. */
+enum {
+    /* facts of the host a run on it reads (modules, kernel config, IOMMU
+     * registers and groups, the emulator's version) */
+    GP_BAR_GATE_UNKNOWN_HOST = 1 << 0,
+    /* the VM's own doing, which no reading of the host settles: a vIOMMU,
+     * where its firmware places BARs, a VMM's view of sparse mmaps */
+    GP_BAR_GATE_UNKNOWN_VM = 1 << 1,
+};
+
 typedef struct GpBarGate {
     const GpDevice *dev;
     GpBarGateVerdict verdict;
     char *reason;
+    unsigned unknown_from;      /* GP_BAR_GATE_UNKNOWN_*; 0 unless unknown */
 } GpBarGate;
+
+/* Append @why to the "; "-separated unknowns of @unknown. */
+void gp_bar_gate_add_unknown(GString *unknown, const char *why);
 
 /* QEMU 11.0 maps BARs into an IOAS as dma-bufs (8cfaf22668c7). */
 #define GP_QEMU_DMABUF_MAJOR 11

@@ -909,6 +909,23 @@ def test_start_cost(t, d):
                  "dma-buf path named, no type1 figure" % (gpus, release),
                  item)
     host = os.path.join(d, "h200-6.12.95+deb12-amd64")
+    # A domain the gate cannot read (a clique value nobody takes): the
+    # items that judge the domain fail; the cost, never worked out, is
+    # untested, not one more failure.
+    bad = xml.replace("</domain>", "<qemu:commandline><qemu:arg "
+                      "value='-global'/><qemu:arg value='vfio-pci.x-gpu-p2p-"
+                      "clique=bogus'/></qemu:commandline></domain>")
+    if "xmlns:qemu" not in bad:
+        bad = bad.replace("<domain ", "<domain xmlns:qemu='http://libvirt."
+                          "org/schemas/domain/qemu/1.0' ", 1)
+    items = check_items(host, write_out(d, "cost-bad.xml", bad))
+    item = items.get("VM start cost", {})
+    t.ok(items.get("clique ids", {}).get("verdict") == "fail" and
+         item.get("verdict") == "untested" and
+         "could not be read" in item.get("detail", "") and
+         "bogus" in item.get("detail", ""),
+         "start cost, a domain the gate cannot read: untested, saying why; "
+         "the ids item fails it", item)
     p = run("check", "--sysfs-root", host, "--domain", path, "--qemu",
             QEMU_STANDIN)
     t.ok(re.search(r"warn +VM start cost +about 179\.2 s to map the GPUs' "
@@ -1402,22 +1419,24 @@ def test_bar_gate(t, d):
     # promises P2P nobody could check.
     viommu = {"extra_dev": "<iommu model='intel'/>"}
     big_ram = {"memory": "600"}
-    for what, host, kw, words in (
+    # The fix says what settles each: the host's own facts, by a run on
+    # it (True); the VM's doing, only in the guest (False).
+    for what, host, kw, words, on_host in (
             ("a vIOMMU", real, viommu, "a vIOMMU in the VM (<iommu "
-             "model='intel'>)"),
+             "model='intel'>)", False),
             # The window is a model of the guest's layout: no proof.
             ("a window past a 39-bit IOMMU", narrow, big_ram,
              "window as modelled, 0x9700000000-0x9effffffff, starts past "
-             "the IOMMU's 39-bit address space"),
+             "the IOMMU's 39-bit address space", False),
             ("no kernel config or modules", NV_HOST, {},
-             "no kernel config is readable"),
+             "no kernel config is readable", True),
             # A release before 6.19 proves no dma-buf without a config.
             ("iommufd on Linux 6.12 without a config",
              gate_host(NV_HOST, os.path.join(d, "gate-6.12-noconf"),
                        "6.12.95+deb12-amd64", None, type1=True, cap=CAP_48),
              {"hostdev_driver": iommufd}, "Linux 6.12.95+deb12-amd64 "
              "predates VFIO's dma-buf export (6.19), but a vendor kernel "
-             "may backport it")):
+             "may backport it", True)):
         path = gate_domain(d, "unknown.xml", q11, **kw)
         p = run("libvirt", "--sysfs-root", host, "--qemu-stock", path)
         ck, item = gate_item(host, path, q11)
@@ -1448,6 +1467,12 @@ def test_bar_gate(t, d):
         t.ok(text.returncode == 6 and re.search(
             r"\nuntested +peer BAR maps +not checked \(a clique", text.stdout),
              "... and its text says untested", text.stdout[-1500:])
+        fix = item.get("fix") or ""
+        t.ok(("run on the host itself" in fix) == on_host and
+             ("gpup2p-verify" in fix) == (not on_host),
+             "gate, %s: the fix offers %s" % (
+                 what, "a run on the host" if on_host else
+                 "the guest's proof, not a run on the host"), fix)
 
     # A proven unmapped GPU with a clique beside an unknown one: the
     # failure decides (exit 5), both said.

@@ -402,6 +402,40 @@ static void append_gate_lines(GString *detail, const char *label,
 
 #endif
 
+#ifdef GP_HAVE_LIBVIRT
+/*
+ * What settles the unknowns among @gates: a run on the host reads its own
+ * facts; what the VM does (a vIOMMU, its firmware's BAR placement) only
+ * the guest can show. NULL where nothing is unknown.
+ */
+static char *unknown_fix(const GPtrArray *gates)
+{
+    g_autoptr(GString) fix = g_string_new(NULL);
+    unsigned from = 0;
+    guint i;
+
+    for (i = 0; i < gates->len; i++) {
+        const GpBarGate *g = g_ptr_array_index(gates, i);
+
+        if (g->verdict == GP_BAR_GATE_UNKNOWN) {
+            from |= g->unknown_from;
+        }
+    }
+    if (from & GP_BAR_GATE_UNKNOWN_HOST) {
+        g_string_append(fix, "run on the host itself (modules, kernel "
+                        "config, IOMMU registers)");
+    }
+    if (from & GP_BAR_GATE_UNKNOWN_VM) {
+        g_string_append_printf(fix, "%swhat the VM itself does (named in "
+                               "the reason) no reading of the host settles: "
+                               "remove it from the domain, or prove P2P in "
+                               "the guest with gpup2p-verify",
+                               fix->len ? "; " : "");
+    }
+    return fix->len ? g_string_free(g_steal_pointer(&fix), FALSE) : NULL;
+}
+#endif
+
 /*
  * Will each GPU's BARs be mapped in the IOMMU for its peers? The BAR
  * gate (gpup2p/bar-gate.h), as `gpup2p libvirt` asks it: a GPU proven
@@ -420,6 +454,7 @@ void check_domain_bar_gate(Check *c)
     g_autoptr(GPtrArray) promised = g_ptr_array_new();
     g_autoptr(GPtrArray) unpromised = g_ptr_array_new();
     g_autoptr(GString) detail = g_string_new(NULL);
+    g_autofree char *fix = NULL;
     ItemState st;
     guint i;
 
@@ -454,11 +489,11 @@ void check_domain_bar_gate(Check *c)
     }
     st = no->len ? ITEM_FAIL : unchecked->len ? ITEM_UNTESTED :
          unknown->len ? ITEM_WARN : ITEM_OK;
-    check_item_data(c->r, st, "peer BAR maps", detail->str,
-                    st == ITEM_FAIL ? "no clique for those GPUs ('gpup2p "
-                    "libvirt' writes none); or remove the condition named" :
-                    "run on the host itself (modules, kernel config, IOMMU "
-                    "registers), or see the reason",
+    fix = st == ITEM_FAIL ?
+          g_strdup("no clique for those GPUs ('gpup2p libvirt' writes "
+                   "none); or remove the condition named") :
+          unknown_fix(gates);
+    check_item_data(c->r, st, "peer BAR maps", detail->str, fix,
                     "bar_gate", bar_gate_json(gates, cliques));
 #else
     (void)c;
@@ -595,7 +630,13 @@ void check_domain_start_cost(Check *c)
 
     iommufd = iommufd_gpus(c, &err);
     if (!iommufd) {
-        check_item(c->r, ITEM_FAIL, "VM start cost", err->message,
+        /* The domain's fault is failed once, by the items that judge it;
+         * a cost that could not be worked out is untested. */
+        g_autofree char *why = g_strdup_printf("not worked out: the domain "
+                                               "could not be read: %s",
+                                               err->message);
+
+        check_item(c->r, ITEM_UNTESTED, "VM start cost", why,
                    "fix the domain XML");
         return;
     }
