@@ -17,24 +17,40 @@ if [ -n "${GPUP2P_NCCL_SOURCE:-}" ]; then
              "src/graph/xml.cc" >&2
         exit 1
     fi
-    echo "$GPUP2P_NCCL_SOURCE"
+    printf '%s\n' "$GPUP2P_NCCL_SOURCE"
     exit 0
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${GPUP2P_CACHE:-/var/cache/gpup2p}
 tree=$cache/nccl-source
+mkdir -p "$cache"
+# One run at a time per cache: the swap below is not atomic.
+exec 9> "$cache/.nccl-source.lock"
+flock 9
+work=$(mktemp -d "$cache/.nccl-source.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+# apt fetches as its own user (_apt), which must be able to write here.
+if [ "$(id -u)" -eq 0 ] && id _apt > /dev/null 2>&1; then
+    chown _apt "$work"
+fi
+# In an empty directory: apt skips files it finds in the current one.
 # One line: 'URI' NAME SIZE SHA256:HEX, for the upstream tarball.
-orig=$("$here/apt-newer.sh" source --print-uris -q nvidia-nccl 2>/dev/null |
-       awk '$2 ~ /\.orig\.tar\./ { print; exit }')
-if [ -z "$orig" ]; then
-    echo "nccl-source.sh: no nvidia-nccl source in sid contrib" \
-         "(scripts/setup-debian.sh adds it; then scripts/apt-newer.sh" \
-         "update)" >&2
+rc=0
+(cd "$work" && "$here/apt-newer.sh" source --print-uris -q nvidia-nccl) \
+    > "$work/uris" 2> "$work/apt.err" || rc=$?
+orig=$(awk '$2 ~ /\.orig\.tar\./ { print; exit }' "$work/uris")
+if [ "$rc" -ne 0 ] || [ -z "$orig" ]; then
+    cat "$work/apt.err" >&2
+    echo "nccl-source.sh: no nvidia-nccl source in sid contrib (apt exit" \
+         "$rc); scripts/setup-debian.sh adds it, then scripts/apt-newer.sh" \
+         "update" >&2
     exit 1
 fi
-uri=$(echo "$orig" | awk '{ gsub(/\047/, "", $1); print $1 }')
-name=$(echo "$orig" | awk '{ print $2 }')
-hash=$(echo "$orig" | awk '{ print $4 }')
+uri=$(printf '%s\n' "$orig" | awk '{ gsub(/\047/, "", $1); print $1 }')
+name=$(printf '%s\n' "$orig" | awk '{ print $2 }')
+hash=$(printf '%s\n' "$orig" | awk '{ print $4 }')
 case "$hash" in
 SHA256:????????????????????????????????????????????????????????????????) ;;
 *)
@@ -44,25 +60,25 @@ SHA256:????????????????????????????????????????????????????????????????) ;;
 esac
 if [ -f "$tree/.gpup2p-orig" ] &&
    [ "$(cat "$tree/.gpup2p-orig")" = "$name $hash" ]; then
-    echo "$tree"
+    printf '%s\n' "$tree"
     exit 0
 fi
-mkdir -p "$cache"
-work=$(mktemp -d "$cache/.nccl-source.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-# apt fetches as its own user (_apt), which must be able to write here.
-chmod 755 "$work"
 # apt-helper checks the hash; a mismatch leaves no file.
-/usr/lib/apt/apt-helper -q download-file "$uri" "$work/$name" "$hash" >&2
+if ! /usr/lib/apt/apt-helper -q download-file "$uri" "$work/$name" \
+        "$hash" >&2; then
+    echo "nccl-source.sh: $name could not be fetched; scripts/apt-newer.sh" \
+         "update, if sid has moved on" >&2
+    exit 1
+fi
 mkdir "$work/tree"
 tar -C "$work/tree" --strip-components=1 -xf "$work/$name"
 if [ ! -f "$work/tree/src/graph/xml.cc" ]; then
     echo "nccl-source.sh: $name has no src/graph/xml.cc" >&2
     exit 1
 fi
-echo "$name $hash" > "$work/tree/.gpup2p-orig"
+printf '%s\n' "$name $hash" > "$work/tree/.gpup2p-orig"
 rm -rf "$tree.old"
 [ ! -e "$tree" ] || mv "$tree" "$tree.old"
 mv "$work/tree" "$tree"
 rm -rf "$tree.old"
-echo "$tree"
+printf '%s\n' "$tree"

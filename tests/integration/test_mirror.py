@@ -52,26 +52,37 @@ cat /sys/devices/system/node/online > $VHOST_OUT/nodes-online 2>&1 || true
 modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION qemu_fw_cfg
 F=/sys/firmware/qemu_fw_cfg/by_name/opt/gpup2p/nccl-topo.xml/raw
 if [ -e $F ]; then cp $F $VHOST_OUT/fwcfg-nccl-topo.xml; fi
-# NCCL's own reader on the guest: the fw_cfg file (none: sysfs alone), each
-# network device at the path NCCL's Socket plugin takes for it.
+# NCCL's own reader on the guest (tests/nccl): the guest's GPUs by bus id
+# and its network devices at the path NCCL's Socket plugin takes for them,
+# placed with the fw_cfg file, with a control file that moves the NICs,
+# and from the guest's sysfs alone.
 J=build/nccl-judge/nccl-topo-judge
 if [ -x $J ]; then
     # The NICs' driver, for their network devices.
     modprobe -d $VHOST_KERNEL_DIR -S $VHOST_KERNEL_VERSION e1000e
-    nets=""
-    for n in /sys/class/net/*; do
-        if [ -e $n/device ]; then
-            nets="$nets ${n##*/}=$(realpath $n/device)"
+    args=""
+    for d in /sys/bus/pci/devices/*; do
+        if [ "$(cat $d/class)" = 0x038000 ]; then
+            args="$args gpu:${d##*/}"
         fi
     done
-    f=none
+    for n in /sys/class/net/*; do
+        if [ -e $n/device ]; then
+            args="$args ${n##*/}=$(realpath $n/device)"
+        fi
+    done
+    echo "$args" > $VHOST_OUT/nccl-judge.args
+    judge() {
+        rc=0
+        $J $2 $VHOST_OUT/nccl-dump-$1.xml $args \
+            > $VHOST_OUT/nccl-judge-$1.out 2>&1 || rc=$?
+        echo $rc > $VHOST_OUT/nccl-judge-$1.rc
+    }
+    judge sysfs none
     if [ -e $VHOST_OUT/fwcfg-nccl-topo.xml ]; then
-        f=$VHOST_OUT/fwcfg-nccl-topo.xml
+        judge file $VHOST_OUT/fwcfg-nccl-topo.xml
+        judge control build/nccl-judge/control-nccl-topo.xml
     fi
-    rc=0
-    $J $f $VHOST_OUT/nccl-dump.xml $nets > $VHOST_OUT/nccl-judge.out 2>&1 ||
-        rc=$?
-    echo $rc > $VHOST_OUT/nccl-judge.rc
 fi
 """
 
@@ -95,24 +106,29 @@ def build_nccl_judge(t):
     p = subprocess.run([os.path.join(PROJECT, "tests", "nccl",
                                      "build-judge.sh"), tree, JUDGE_DIR],
                        capture_output=True, text=True)
+    stamp = os.path.join(tree, ".gpup2p-orig")
+    t.diag("NCCL source: %s" % (read(tree, ".gpup2p-orig")
+                                if os.path.exists(stamp) else tree))
     return t.ok(p.returncode == 0, "NCCL's topology reader (src/graph/xml.cc "
                 "of %s) is built into nccl-topo-judge" % tree,
                 p.stdout + p.stderr)
 
 
-def nccl_dump(t, what, gdir):
-    """NCCL's dump from the guest in @gdir: {guest bus id of each <pci>:
-    (its parent element's tag, the parent's bus id)} and the nets' bus ids
-    ({net name: bus id of the <pci> holding its <nic>}), or None."""
-    rc = read(gdir, "nccl-judge.rc")
-    if not t.eq(rc, "0", "%s: NCCL's reader loaded the guest's file, placed "
-                "its network devices and wrote its dump" % what):
-        t.diag(read(gdir, "nccl-judge.out"))
+def nccl_dump(t, what, gdir, run):
+    """NCCL's dump of judge run @run in @gdir: {bus id of each <pci>: (its
+    parent element's tag, the parent's bus id)} and {net name: bus id of
+    the <pci> holding its <nic>, or None}; None where the run failed."""
+    if not t.eq(read(gdir, "nccl-judge-%s.rc" % run), "0",
+                "%s: NCCL's reader placed the guest's GPUs and network "
+                "devices (%s) and wrote its dump" % (what, RUNS[run])):
+        t.diag(read(gdir, "nccl-judge-%s.out" % run))
         return None
     try:
-        root = ET.parse(os.path.join(gdir, "nccl-dump.xml")).getroot()
+        root = ET.parse(os.path.join(gdir, "nccl-dump-%s.xml" % run)) \
+            .getroot()
     except (OSError, ET.ParseError) as e:
-        t.ok(False, "%s: NCCL's dump parses" % what, str(e))
+        t.ok(False, "%s: NCCL's dump parses (%s)" % (what, RUNS[run]),
+             str(e))
         return None
     parent_of = {c: p for p in root.iter() for c in p}
     pcis = {}
@@ -129,26 +145,87 @@ def nccl_dump(t, what, gdir):
     return pcis, nets
 
 
-def judge_nccl_nics(t, what, b, gmap, gdir):
-    """NCCL's own dump shows each NIC beside its GPU: the NIC's <pci> holds
-    its <nic><net>, and sits in the same switch element as the GPU the host
-    paired it with (PAIRS: nic0-gpu0, nic1-gpu2)."""
-    got = nccl_dump(t, what, gdir)
-    if got is None:
-        return
-    pcis, nets = got
-    nic_bdfs = sorted(gmap.get(b[n]) for n in b if n.startswith("nic"))
-    t.eq(sorted(nets.values()), nic_bdfs, "%s: NCCL's dump holds a net on "
-         "each NIC's PCI function, none on a CPU (the guest's Socket "
-         "devices: %s)" % (what, ", ".join(sorted(nets))))
-    for nic, gpu in (("nic0", "gpu0"), ("nic1", "gpu2")):
-        n, g = gmap.get(b[nic]), gmap.get(b[gpu])
-        up_n, up_g = pcis.get(n), pcis.get(g)
-        t.ok(up_n and up_n == up_g and up_n[0] == "pci",
-             "%s: in NCCL's dump %s (%s) and %s (%s) sit under one PCI "
-             "switch, %s" % (what, nic, n, gpu, g,
-                             up_n[1] if up_n else "none"),
-             "%s under %s, %s under %s" % (n, up_n, g, up_g))
+RUNS = {"file": "the host's file", "sysfs": "no file, the guest's sysfs",
+        "control": "a control file with the NICs moved onto their CPU"}
+
+
+def switch_of(map_text):
+    """Host BDF of each device -> guest bus id of the switch upstream port
+    above it in `qemu-args --map` (None: on a root port)."""
+    out, up = {}, None
+    for line in map_text.splitlines()[1:]:
+        f = line.split()
+        if len(f) < 3:
+            continue
+        if f[2] in ("expander", "root-port"):
+            up = None
+        elif f[2] == "switch-upstream":
+            up = f[0]
+        elif f[2] == "device":
+            out[f[1]] = up
+    return out
+
+
+def nics_beside(dump, nic_bdfs, pairs):
+    """Whether, in @dump, a net sits on each of @nic_bdfs' functions and
+    each (nic, gpu, switch) of @pairs has both under that switch's <pci>;
+    and what was found, for the diagnostic."""
+    pcis, nets = dump
+    found = {"nets": nets}
+    ok = sorted(str(v) for v in nets.values()) == sorted(nic_bdfs)
+    for nic, gpu, switch in pairs:
+        found[nic] = pcis.get(nic)
+        found[gpu] = pcis.get(gpu)
+        ok = ok and switch is not None and \
+            pcis.get(nic) == pcis.get(gpu) == ("pci", switch)
+    return ok, found
+
+
+def judge_nccl_nics(t, what, b, gmap, switches, gdir):
+    """NCCL's own placement in the mirrored guest: with the host's file
+    and from the guest's sysfs alone, each NIC's <nic><net> sits in its
+    <pci> under the switch where the host predicted it (--map), beside the
+    GPU the host paired it with (PAIRS: nic0-gpu0, nic1-gpu2); a control
+    file that moves the NICs onto their CPU moves them in NCCL's dump, so
+    the file, where given, decides."""
+    nic_bdfs = [gmap.get(b[n]) for n in sorted(b) if n.startswith("nic")]
+    pairs = [(gmap.get(b[nic]), gmap.get(b[gpu]), switches.get(b[nic]))
+             for nic, gpu in (("nic0", "gpu0"), ("nic1", "gpu2"))]
+    for run in ("file", "sysfs"):
+        dump = nccl_dump(t, what, gdir, run)
+        if dump is None:
+            continue
+        ok, found = nics_beside(dump, nic_bdfs, pairs)
+        t.ok(ok, "%s, %s: in NCCL's dump a net on each NIC (%s), and "
+             "%s" % (what, RUNS[run], ", ".join(nic_bdfs), "; ".join(
+                 "%s beside %s under the switch %s" % p for p in pairs)),
+             json.dumps(found))
+    dump = nccl_dump(t, what, gdir, "control")
+    if dump is not None:
+        pcis, nets = dump
+        hung = {name: pcis.get(bdf) for name, bdf in nets.items()}
+        t.ok(len(nets) == len(nic_bdfs) and
+             all(up and up[0] == "cpu" for up in hung.values()) and
+             not nics_beside(dump, nic_bdfs, pairs)[0],
+             "%s, %s: NCCL's dump follows the file, the NICs on their CPU "
+             "and beside no GPU" % (what, RUNS["control"]), hung)
+
+
+def control_file(src, dst):
+    """@src with each NIC's <pci> (class 0x02...) moved from its switch to
+    hang on its <cpu>, written as NCCL reads a file (one element a line,
+    no declaration, no space before "/>")."""
+    tree = ET.parse(src)
+    for cpu in tree.getroot().iter("cpu"):
+        parents = {c: p for p in cpu.iter() for c in p}
+        for nic in [n for n in cpu.iter("pci")
+                    if n.get("class", "").startswith("0x02")]:
+            parents[nic].remove(nic)
+            cpu.append(nic)
+    ET.indent(tree, space="  ")
+    text = ET.tostring(tree.getroot(), encoding="unicode")
+    with open(dst, "w") as f:
+        f.write(text.replace(" />", "/>") + "\n")
 
 
 def classes(topo):
@@ -255,16 +332,17 @@ def test_flat(t, host, have_judge):
          "%s %s" % (bdfs, kinds))
     t.ok(not os.path.exists(os.path.join(gdir, "fwcfg-nccl-topo.xml")),
          "flat guest: no NCCL file in fw_cfg")
-    # The judge's control: NCCL's reader, from the flat guest's sysfs, puts
-    # each NIC straight on a CPU, beside no switch and no GPU.
-    got = nccl_dump(t, "flat guest", gdir) if have_judge else None
+    # The judge's own control: NCCL's reader on the flat guest's sysfs
+    # hangs each NIC on a CPU, under no switch: a placement the mirrored
+    # checks above would fail.
+    got = nccl_dump(t, "flat guest", gdir, "sysfs") if have_judge else None
     if got is not None:
         pcis, nets = got
         hung = {name: pcis.get(bdf) for name, bdf in nets.items()}
         t.ok(len(nets) == 2 and all(up and up[0] == "cpu"
                                     for up in hung.values()),
              "flat guest: in NCCL's dump both NICs hang on a CPU, under no "
-             "switch (what the mirrored guest's file changes)", hung)
+             "switch (what mirroring changes)", hung)
     t.diag("flat guest results in " + gdir)
 
 
@@ -288,9 +366,13 @@ def test_stand_ins(t):
             t.diag(p.stderr)
             return
         args = stand_ins(p.stdout.splitlines(), host)
-        gmap = guest_map(subprocess.run(
+        map_text = subprocess.run(
             [g, "qemu-args", "--mirror", "--map", "--sysfs-root", HIDDEN]
-            + devs, capture_output=True, text=True).stdout)
+            + devs, capture_output=True, text=True).stdout
+        gmap = guest_map(map_text)
+        if have_judge:
+            control_file(nccl, os.path.join(JUDGE_DIR,
+                                            "control-nccl-topo.xml"))
         rc, out, err, gdir = vhost_run(
             "mirror-guest.json", GUEST, timeout=300,
             extra=["--qemu-arg=" + a for a in args],
@@ -302,7 +384,8 @@ def test_stand_ins(t):
              "the guest has two NUMA nodes")
         judge(t, "stand-ins", DEVICES, host, gmap, gdir, nccl)
         if have_judge:
-            judge_nccl_nics(t, "stand-ins", DEVICES, gmap, gdir)
+            judge_nccl_nics(t, "stand-ins", DEVICES, gmap,
+                            switch_of(map_text), gdir)
         t.diag("guest results in " + gdir)
     test_flat(t, host, have_judge)
 

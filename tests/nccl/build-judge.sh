@@ -1,8 +1,9 @@
 #!/bin/sh
 # Build nccl-topo-judge: NCCL's topology reader (src/graph/xml.cc of the
-# tree scripts/nccl-source.sh unpacks), compiled unchanged with NCCL's own
-# flags for Linux, linked with our driver and the stand-ins for what the
-# reader links to but the judge never reaches. Prints the binary's path.
+# tree scripts/nccl-source.sh unpacks), compiled unchanged with NCCL's
+# include paths and defines for Linux (not its -O3 or symbol visibility,
+# which change no behaviour), linked with our driver and the stand-ins of
+# outside-reader.cc. Prints the binary's path.
 #
 #   tests/nccl/build-judge.sh NCCL_TREE OUTDIR
 #
@@ -36,6 +37,21 @@ if [ -z "$major" ] || [ -z "$minor" ] || [ -z "$patch" ]; then
 fi
 cuda_major=$(awk '$2 == "CUDART_VERSION" { print int($3 / 1000); exit }' \
              "$cuda_inc/cuda_runtime_api.h")
+if [ -z "$cuda_major" ]; then
+    echo "build-judge.sh: $cuda_inc/cuda_runtime_api.h gives no" \
+         "CUDART_VERSION" >&2
+    exit 1
+fi
+# The reader's capacity as NCCL allocates it (src/graph/topo.h).
+max_nodes=$(awk '$2 == "NCCL_TOPO_XML_MAX_NODES" { print $3; exit }' \
+            "$tree/src/graph/topo.h")
+case "$max_nodes" in
+''|*[!0-9]*)
+    echo "build-judge.sh: $tree/src/graph/topo.h gives no" \
+         "NCCL_TOPO_XML_MAX_NODES" >&2
+    exit 1
+    ;;
+esac
 mkdir -p "$out/include"
 # nccl.h as NCCL's src/Makefile makes it from nccl.h.in.
 sed -e "s/\${nccl:Major}/$major/g" -e "s/\${nccl:Minor}/$minor/g" \
@@ -43,7 +59,8 @@ sed -e "s/\${nccl:Major}/$major/g" -e "s/\${nccl:Minor}/$minor/g" \
     -e "s/\${nccl:Version}/$((major * 10000 + minor * 100 + patch))/g" \
     "$tree/src/nccl.h.in" > "$out/include/nccl.h.tmp"
 mv "$out/include/nccl.h.tmp" "$out/include/nccl.h"
-flags="-std=c++17 -O1 -DNCCL_OS_LINUX -DCUDA_MAJOR=${cuda_major:-13}"
+flags="-std=c++17 -O1 -DNCCL_OS_LINUX -DCUDA_MAJOR=$cuda_major
+       -DTOPO_XML_MAX_NODES=$max_nodes"
 # NCCL's file with NCCL's warning flags; ours with the project's, NCCL's
 # and CUDA's headers taken as system headers (their warnings are theirs).
 # shellcheck disable=SC2086

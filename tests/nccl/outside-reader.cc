@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Stand-ins for the parts of NCCL that its topology reader (xml.cc) links
- * to but that the judge (nccl-topo-judge.cc) never reaches, or that need
- * the rest of NCCL: its logger, its host hash, NVML and the CUDA runtime
- * (GPU discovery, ncclTopoFillGpu). The logger prints NCCL's warnings and,
- * with NCCL_DEBUG=INFO, its INFO lines; everything GPU-side fails loudly.
+ * Stand-ins for the parts of the rest of NCCL that its topology reader
+ * (xml.cc) links to: its logger and host hash, which the judge reaches
+ * (the logger prints NCCL's warnings and, with NCCL_DEBUG=INFO, its INFO
+ * lines; the hash only labels a <cpu>), and NVML and the CUDA runtime,
+ * which only the GPU half of ncclTopoFillGpu calls and the judge never
+ * reaches: they fail loudly.
  */
 #include <stdarg.h>
 #include <stdio.h>
