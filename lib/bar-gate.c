@@ -481,6 +481,56 @@ static char *backend_why(const GpBarGateHost *host, const GpBarGateVm *vm,
     return NULL;
 }
 
+void gp_bar_gate_window_unknowns(GString *unknown, const char *window,
+                                 uint64_t start, uint64_t end,
+                                 const char *space, uint64_t top,
+                                 const GpWindowHole *holes, unsigned n,
+                                 const char *note)
+{
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        const GpWindowHole *h = &holes[i];
+        g_autofree char *why = NULL;
+
+        if (h->end < start || h->start > end) {
+            continue;
+        }
+        if (h->start <= start && h->end >= end) {
+            why = g_strdup_printf("the guest's 64-bit BAR window %s, 0x%"
+                                  PRIx64 "-0x%" PRIx64 ", lies inside %s, "
+                                  "where nothing is mapped%s%s", window,
+                                  start, end, h->name, note ? "; " : "",
+                                  note ? note : "");
+        } else {
+            why = g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
+                                  "-0x%" PRIx64 " overlaps %s, where nothing "
+                                  "is mapped: a BAR the firmware places "
+                                  "there is not", start, end, h->name);
+        }
+        gp_bar_gate_add_unknown(unknown, why);
+    }
+    if (!space) {
+        return;
+    }
+    if (start > top) {
+        g_autofree char *why = g_strdup_printf(
+            "the guest's 64-bit BAR window %s, 0x%" PRIx64 "-0x%" PRIx64
+            ", starts past %s (up to 0x%" PRIx64 "): a BAR placed there is "
+            "not mapped%s%s", window, start, end, space, top,
+            note ? "; " : "", note ? note : "");
+
+        gp_bar_gate_add_unknown(unknown, why);
+    } else if (end > top) {
+        g_autofree char *why = g_strdup_printf(
+            "the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
+            " reaches past %s (up to 0x%" PRIx64 "): a BAR the firmware "
+            "places above it is not mapped", start, end, space, top);
+
+        gp_bar_gate_add_unknown(unknown, why);
+    }
+}
+
 /* Why a verdict from the modelled window is no proof. */
 #define WINDOW_MODEL "the model (above 4 GiB plus all of RAM) is not " \
     "where the guest puts it: q35 puts only the RAM above its below-4G " \
@@ -496,69 +546,50 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, Unknowns *u)
 {
     unsigned index = 0;
     uint64_t bar = largest_bar(g->dev, &index);
+    g_autoptr(GArray) holes = g_array_new(FALSE, FALSE, sizeof(GpWindowHole));
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GString) w = g_string_new(NULL);
+    g_autofree char *space = NULL;
     uint64_t top;
     guint i;
 
     if (s->reserved_why) {
         add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->reserved_why);
     }
-    for (i = 0; s->window_known && s->reserved && i < s->reserved->len; i++) {
+    for (i = 0; s->reserved && i < s->reserved->len; i++) {
         const GpRange *r = &g_array_index(s->reserved, GpRange, i);
         int group = GPOINTER_TO_INT(g_ptr_array_index(s->reserved_groups, i));
-        g_autofree char *why = NULL;
+        GpWindowHole h = { r->start, r->end, NULL };
 
-        if (r->end < s->win_start || r->start > s->win_end) {
-            continue;
-        }
-        if (r->start <= s->win_start && r->end >= s->win_end) {
-            why = g_strdup_printf("the guest's 64-bit BAR window as "
-                                  "modelled, 0x%" PRIx64 "-0x%" PRIx64 ", "
-                                  "lies inside IOMMU group %d's reserved "
-                                  "region 0x%" PRIx64 "-0x%" PRIx64 " (%s), "
-                                  "where nothing is mapped; %s",
-                                  s->win_start, s->win_end, group, r->start,
-                                  r->end, r->type, WINDOW_MODEL);
-            add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, why);
-            continue;
-        }
-        why = g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
-                              "-0x%" PRIx64 " overlaps IOMMU group %d's "
-                              "reserved region 0x%" PRIx64 "-0x%" PRIx64
-                              " (%s), where nothing is mapped: a BAR the "
-                              "firmware places there is not", s->win_start,
-                              s->win_end, group, r->start, r->end, r->type);
-        add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, why);
+        h.name = g_strdup_printf("IOMMU group %d's reserved region 0x%"
+                                 PRIx64 "-0x%" PRIx64 " (%s)", group,
+                                 r->start, r->end, r->type);
+        g_ptr_array_add(names, (char *)h.name);
+        g_array_append_val(holes, h);
     }
-    if (!s->iommu_bits) {
-        add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->iommu_why);
-        return NULL;
-    }
-    top = s->iommu_bits >= 64 ? G_MAXUINT64 : (1ULL << s->iommu_bits) - 1;
-    if (bar && bar - 1 > top) {
+    top = !s->iommu_bits ? G_MAXUINT64 : s->iommu_bits >= 64 ? G_MAXUINT64 :
+          (1ULL << s->iommu_bits) - 1;
+    if (s->iommu_bits && bar && bar - 1 > top) {
         return g_strdup_printf("BAR%u (%" PRIu64 " MiB) is larger than the "
                                "IOMMU's %u-bit address space", index,
                                bar >> 20, s->iommu_bits);
     }
-    if (!s->window_known) {
-        add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->window_why);
-        return NULL;
+    if (s->window_known) {
+        space = s->iommu_bits ?
+                g_strdup_printf("the IOMMU's %u-bit address space",
+                                s->iommu_bits) : NULL;
+        gp_bar_gate_window_unknowns(w, "as modelled", s->win_start,
+                                    s->win_end, space, top,
+                                    (const GpWindowHole *)holes->data,
+                                    holes->len, WINDOW_MODEL);
+        if (w->len) {
+            add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, w->str);
+        }
     }
-    if (s->win_start > top) {
-        g_autofree char *why = g_strdup_printf(
-            "the guest's 64-bit BAR window as modelled, 0x%" PRIx64 "-0x%"
-            PRIx64 ", starts past the IOMMU's %u-bit address space (up to "
-            "0x%" PRIx64 "): a BAR placed there is not mapped; %s",
-            s->win_start, s->win_end, s->iommu_bits, top, WINDOW_MODEL);
-
-        add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, why);
-    } else if (s->win_end > top) {
-        g_autofree char *why = g_strdup_printf(
-            "the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
-            " reaches past the IOMMU's %u-bit address space (up to 0x%"
-            PRIx64 "): a BAR the firmware places above it is not mapped",
-            s->win_start, s->win_end, s->iommu_bits, top);
-
-        add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, why);
+    if (!s->iommu_bits) {
+        add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->iommu_why);
+    } else if (!s->window_known) {
+        add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->window_why);
     }
     return NULL;
 }

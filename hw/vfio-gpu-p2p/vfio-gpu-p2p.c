@@ -19,6 +19,8 @@
 #include "qapi/qapi-visit-vfio.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
+#include "hw/boards.h"
+#include "hw/core/cpu.h"
 #include "hw/qdev-core.h"
 #include "hw/core/qdev-prop-internal.h"
 #include "hw/pci/pci.h"
@@ -664,6 +666,128 @@ static gint by_host_address(gconstpointer a, gconstpointer b)
     return strcmp(x, y);
 }
 
+/*
+ * The guest's 64-bit BAR window as this machine declares it before any
+ * firmware runs: its PCI host's pci-hole64 (q35 or i440fx), reaching to
+ * the top of the guest's address space where UEFI firmware (pflash, or an
+ * OVMF/edk2 -bios) may place its aperture. Inclusive; false where there
+ * is none to read. @how says which.
+ */
+static bool declared_window(uint64_t *start, uint64_t *end, char **how)
+{
+    MachineState *ms = MACHINE(qdev_get_machine());
+    Object *host = object_resolve_path_component(OBJECT(ms), "q35");
+    Error *err = NULL;
+    uint64_t hole_end, phys_bits = 0;
+    bool uefi;
+
+    if (!host) {
+        host = object_resolve_path_component(OBJECT(ms), "i440fx");
+    }
+    if (!host) {
+        return false;
+    }
+    /* Read by name (hw/i386/pc.h's PCI_HOST_PROP_PCI_HOLE64_*): vfio is
+     * not x86's only, and these are the hosts' QOM properties. */
+    *start = object_property_get_uint(host, "pci-hole64-start", &err);
+    hole_end = err ? 0 : object_property_get_uint(host, "pci-hole64-end",
+                                                  &err);
+    if (err || hole_end <= *start) {
+        error_free(err);
+        return false;
+    }
+    *end = hole_end - 1;
+    /* The machine keeps pflash0 only where a drive backs it. */
+    uefi = object_property_find(OBJECT(ms), "pflash0") ||
+           (ms->firmware && (strstr(ms->firmware, "OVMF") ||
+                             strstr(ms->firmware, "edk2")));
+    if (uefi && first_cpu) {
+        phys_bits = object_property_get_uint(OBJECT(first_cpu), "phys-bits",
+                                             NULL);
+    }
+    if (phys_bits > 32 && phys_bits < 64 &&
+        (1ULL << phys_bits) - 1 > *end) {
+        *end = (1ULL << phys_bits) - 1;
+        *how = g_strdup_printf("as this machine declares it (pci-hole64, "
+                               "to the top of the guest's %" PRIu64 "-bit "
+                               "address space for UEFI firmware)",
+                               phys_bits);
+    } else {
+        *how = g_strdup("as this machine declares it (pci-hole64)");
+    }
+    return true;
+}
+
+/* Why a window past the IOVA ranges is no proof. */
+#define DECLARED_WINDOW_NOTE "firmware places the BARs, and SeaBIOS may " \
+    "keep 64-bit BARs below 4 GiB"
+
+/*
+ * Before firmware places any BAR: a GPU given a clique whose peers' writes
+ * may land outside its container's IOVA ranges (past their end, or in a
+ * hole between them, e.g. a reserved region) is warned, naming the
+ * window; never refused, as the firmware decides where BARs go.
+ */
+static void check_window(GPtrArray *devs)
+{
+    g_autofree char *how = NULL;
+    uint64_t start, end;
+    guint i;
+
+    if (!declared_window(&start, &end, &how)) {
+        return;
+    }
+    for (i = 0; i < devs->len; i++) {
+        VFIOPCIDevice *vdev = g_ptr_array_index(devs, i);
+        VFIOContainerBase *bc = vdev->vbasedev.bcontainer;
+        g_autoptr(GString) unknown = g_string_new(NULL);
+        g_autoptr(GArray) holes = g_array_new(FALSE, FALSE,
+                                              sizeof(GpWindowHole));
+        g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+        uint64_t top = 0, next = 0;
+        GList *l;
+
+        if (id_in_effect(vdev) < 0 || !bc || !bc->iova_ranges ||
+            (!is_auto(vdev) &&
+             vdev->gpu_p2p.verify == VFIO_GPU_P2P_VERIFY_TRUST)) {
+            continue;
+        }
+        /* The ranges are sorted (range_list_insert); between them, holes. */
+        for (l = bc->iova_ranges; l; l = l->next) {
+            Range *r = l->data;
+
+            if (range_lob(r) > next) {
+                GpWindowHole h = { next, range_lob(r) - 1, NULL };
+
+                h.name = g_strdup_printf("a hole in its container's IOVA "
+                                         "ranges, 0x%" PRIx64 "-0x%" PRIx64,
+                                         h.start, h.end);
+                g_ptr_array_add(names, (char *)h.name);
+                g_array_append_val(holes, h);
+            }
+            top = MAX(top, range_upb(r));
+            next = range_upb(r) + 1;
+        }
+        gp_bar_gate_window_unknowns(unknown, how, start, end,
+                                    "its container's IOVA ranges", top,
+                                    (const GpWindowHole *)holes->data,
+                                    holes->len, DECLARED_WINDOW_NOTE);
+        if (!unknown->len) {
+            continue;
+        }
+        trace_vfio_gpu_p2p_unknown(name_of(vdev), unknown->str);
+        if (is_auto(vdev)) {
+            warn_report("vfio %s: x-gpu-p2p-clique=auto: P2P writes of its "
+                        "peers to it may fault: %s", name_of(vdev),
+                        unknown->str);
+        } else {
+            warn_report("vfio %s: x-gpu-p2p-clique=%d: P2P writes of its "
+                        "peers to it may fault: %s", name_of(vdev),
+                        explicit_id(vdev), unknown->str);
+        }
+    }
+}
+
 static void machine_done(Notifier *notifier, void *data)
 {
     VFIOGpuP2PVm *vm = container_of(notifier, VFIOGpuP2PVm, machine_done);
@@ -697,6 +821,7 @@ static void machine_done(Notifier *notifier, void *data)
         }
     }
     assign(devs, known, NULL);
+    check_window(devs);
 }
 
 /*

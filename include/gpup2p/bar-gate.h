@@ -162,6 +162,27 @@ uint64_t gp_bar_mmap_uncovered(uint64_t size, const GpMmapArea *areas,
 char *gp_bar_gate_sparse_why(unsigned index, uint64_t size,
                              uint64_t uncovered);
 
+/* A range of IOVA where nothing is mapped, and how to name it. */
+typedef struct GpWindowHole {
+    uint64_t start, end;        /* inclusive */
+    const char *name;
+} GpWindowHole;
+
+/*
+ * What the guest's 64-bit BAR window [@start, @end] leaves unknown,
+ * appended to @unknown: each of @n @holes it meets, and, where @space
+ * names the IOVA space (NULL: its end is not known), whether it starts
+ * or reaches past @top, that space's last address. @window says how the
+ * window is known ("as modelled"); @note, or NULL, why a window wholly
+ * in a hole or past @top is still no proof. Nothing here is proven: the
+ * firmware places BARs, and may keep a 64-bit one below 4 GiB.
+ */
+void gp_bar_gate_window_unknowns(GString *unknown, const char *window,
+                                 uint64_t start, uint64_t end,
+                                 const char *space, uint64_t top,
+                                 const GpWindowHole *holes, unsigned n,
+                                 const char *note);
+
 /* "mapped", "not mapped", "unknown". */
 const char *gp_bar_gate_verdict_name(GpBarGateVerdict v);
 

@@ -10,7 +10,9 @@ refused or warned per x-gpu-p2p-verify; behind a guest vIOMMU (unknown)
 both keep it with a warning. Then the
 guest's view: BARs placed by config writes as firmware would, and what the
 container's listener did with them as x-gpu-p2p-bar-maps reports (a BAR
-placed beyond the IOMMU's reach is refused by VFIO itself). The machine
+placed beyond the IOMMU's reach is refused by VFIO itself; a 64-bit BAR
+window reaching past the container's IOVA ranges is warned at machine
+done, before firmware places a BAR). The machine
 type pc-q35-*-gpup2p gives auto with no per-device setting; plain q35
 keeps stock's default (off). Writes $VHOST_OUT/backends.json."""
 
@@ -93,6 +95,35 @@ def far_bar(g0, shm):
         enable_bar(vm, 2, 2, FAR, is64=True)
         r["bar_maps"] = vm.qom("s0", "x-gpu-p2p-bar-maps")
     r["rc"], r["stderr"], _ = vm.quit()
+    return r
+
+
+def iommu_bits():
+    """The virtual host's IOMMU input address width (Intel's MGAW, from
+    its capability register), which bounds every container's IOVA."""
+    for name in sorted(os.listdir("/sys/class/iommu")):
+        try:
+            with open("/sys/class/iommu/%s/intel-iommu/cap" % name) as f:
+                return ((int(f.read(), 16) >> 16) & 0x3f) + 1
+        except OSError:
+            continue
+    return None
+
+
+def window_past(g0, g1):
+    """A 64-bit BAR window (pci-hole64) reaching past the container's IOVA
+    ranges, the guest's address width raised to hold it: the capability
+    stays (the firmware places BARs) and a warning names the window."""
+    bits = iommu_bits()
+    if not bits or bits > 50:
+        return {"skipped": "IOMMU width %s: no guest can reach past it"
+                % bits}
+    r = run([dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),
+             dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto")],
+            ["-cpu", "qemu64,phys-bits=%d" % (bits + 2), "-global",
+             "q35-pcihost.pci-hole64-size=%dG" % (1 << (bits - 30))],
+            bars=False)
+    r["iommu_bits"] = bits
     return r
 
 
@@ -186,6 +217,7 @@ def main():
         "q35-default": lambda: run([dev(g0, "rp0", "g0"),
                                     dev(g1, "rp1", "g1")], bars=False),
         "far-bar": lambda: far_bar(g0, b["shm0"]),
+        "window-past": lambda: window_past(g0, g1),
         # A vIOMMU first, so that the devices sit behind it.
         "viommu-auto": lambda: run([
             VIOMMU, dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),

@@ -462,6 +462,62 @@ static void test_iommu_and_reserved_unknown(void)
     host_free(&h);
 }
 
+/*
+ * The window rule QEMU applies at machine done, on its container's IOVA
+ * ranges: each hole the window meets, and the end it passes, named; a
+ * window clear of both says nothing.
+ */
+static void test_window_unknowns(void)
+{
+    const GpWindowHole holes[] = {
+        { 0xfee00000, 0xfeefffff, "the MSI range" },
+        { 0xfd00000000, 0xffffffffff, "the HyperTransport hole" },
+    };
+    const uint64_t top = (1ULL << 48) - 1;
+    g_autoptr(GString) u = g_string_new(NULL);
+
+    /* Below the hole, inside the ranges: nothing. */
+    gp_bar_gate_window_unknowns(u, "as declared", 1ULL << 32,
+                                (1ULL << 36) - 1, "the ranges", top,
+                                holes, G_N_ELEMENTS(holes), "a note");
+    g_assert_cmpstr(u->str, ==, "");
+    /* Across the HyperTransport hole and past the end. */
+    gp_bar_gate_window_unknowns(u, "as declared", 0xf000000000,
+                                1ULL << 48, "the ranges", top, holes,
+                                G_N_ELEMENTS(holes), "a note");
+    g_assert_cmpstr(u->str, ==,
+                    "the guest's 64-bit BAR window 0xf000000000-"
+                    "0x1000000000000 overlaps the HyperTransport hole, "
+                    "where nothing is mapped: a BAR the firmware places "
+                    "there is not; the guest's 64-bit BAR window "
+                    "0xf000000000-0x1000000000000 reaches past the ranges "
+                    "(up to 0xffffffffffff): a BAR the firmware places "
+                    "above it is not mapped");
+    /* Wholly in a hole, and wholly past the end: the note says why that
+     * is still no proof. */
+    g_string_truncate(u, 0);
+    gp_bar_gate_window_unknowns(u, "as declared", 0xfd00000000,
+                                0xfdffffffff, "the ranges", top, holes,
+                                G_N_ELEMENTS(holes), "a note");
+    g_assert_cmpstr(u->str, ==,
+                    "the guest's 64-bit BAR window as declared, "
+                    "0xfd00000000-0xfdffffffff, lies inside the "
+                    "HyperTransport hole, where nothing is mapped; a note");
+    g_string_truncate(u, 0);
+    gp_bar_gate_window_unknowns(u, "as declared", 1ULL << 48, 1ULL << 49,
+                                "the ranges", top, NULL, 0, NULL);
+    g_assert_cmpstr(u->str, ==,
+                    "the guest's 64-bit BAR window as declared, "
+                    "0x1000000000000-0x2000000000000, starts past the "
+                    "ranges (up to 0xffffffffffff): a BAR placed there is "
+                    "not mapped");
+    /* The end not known: only the holes are judged. */
+    g_string_truncate(u, 0);
+    gp_bar_gate_window_unknowns(u, "as declared", 1ULL << 48, 1ULL << 49,
+                                NULL, 0, holes, G_N_ELEMENTS(holes), NULL);
+    g_assert_cmpstr(u->str, ==, "");
+}
+
 static void test_release_version(void)
 {
     unsigned a = 0, b = 0;
@@ -493,6 +549,7 @@ int main(int argc, char **argv)
     g_test_add_func("/bar-gate/no-mmap-unknown", test_no_mmap_unknown);
     g_test_add_func("/bar-gate/viommu", test_viommu);
     g_test_add_func("/bar-gate/window-beyond-iommu", test_window_beyond_iommu);
+    g_test_add_func("/bar-gate/window-unknowns", test_window_unknowns);
     g_test_add_func("/bar-gate/bar-beyond-iommu", test_bar_beyond_iommu);
     g_test_add_func("/bar-gate/reserved-region", test_reserved_region);
     g_test_add_func("/bar-gate/reserved-parse", test_reserved_parse);
