@@ -192,6 +192,15 @@ static char *get_source(Object *obj, Error **errp)
     return g_strdup(vdev->gpu_p2p.source ? vdev->gpu_p2p.source : "");
 }
 
+/* What a vIOMMU in front of the device is, e.g. "intel-iommu". */
+static const char *viommu_name(VFIODevice *vbasedev)
+{
+    AddressSpace *as = vbasedev->bcontainer->space->as;
+    Object *owner = memory_region_owner(as->root);
+
+    return owner ? object_get_typename(owner) : as->name;
+}
+
 /*
  * "REGION[+0xOFFSET]: PATH 0xIOVA+0xSIZE" or "REGION[+0xOFFSET]: not mapped
  * by PATH (WHY)", joined by "; ".
@@ -225,7 +234,16 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
                                    m->path, m->iova, m->size);
         }
     }
-    if (!shown) {
+    if (!shown && vdev->vbasedev.bcontainer &&
+        vfio_viommu_preset(&vdev->vbasedev)) {
+        /* The guest's IOMMU maps reach VFIO through its notifier, not
+         * through the RAM-device sections recorded here. */
+        g_string_append_printf(out, "none recorded: behind a vIOMMU (%s), "
+                               "the guest's own IOMMU maps decide which "
+                               "BARs peers reach, and they are not "
+                               "recorded here",
+                               viommu_name(&vdev->vbasedev));
+    } else if (!shown) {
         g_string_append(out, "none yet (BARs not enabled by the guest)");
     }
 }
@@ -930,15 +948,6 @@ static GpBarGateHost *bar_gate_host(void)
         gp_bar_gate_host_container_open(vm->bar_gate_host);
     }
     return vm->bar_gate_host;
-}
-
-/* What a vIOMMU in front of the device is, e.g. "intel-iommu". */
-static const char *viommu_name(VFIODevice *vbasedev)
-{
-    AddressSpace *as = vbasedev->bcontainer->space->as;
-    Object *owner = memory_region_owner(as->root);
-
-    return owner ? object_get_typename(owner) : as->name;
 }
 
 /* The library's list of unknowns, so both front ends join them alike;

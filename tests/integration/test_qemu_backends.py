@@ -188,6 +188,11 @@ def test(t):
         t.ok("may fault: a vIOMMU in the VM (intel-iommu)" in
              c.get("stderr", ""), "%s: and a warning names the vIOMMU"
              % case, c)
+        t.ok(all(str(m).startswith("none recorded: behind a vIOMMU "
+                                   "(intel-iommu)")
+                 for m in (c.get("bar_maps") or {"g0": None}).values()),
+             "%s: x-gpu-p2p-bar-maps says the vIOMMU decides, not that "
+             "the guest enabled no BAR" % case, c.get("bar_maps"))
     # iommufd's emulated type1 container, a stand-in (inner_backends.py):
     # proven not mapped.
     c = res.get("emulated-auto", {})
