@@ -62,17 +62,18 @@ typedef struct {
     const char *why;        /* the kernel behaviour behind it, or why no
                              * figure applies (NULL: no figure for the
                              * kernel) */
+    const char *path;       /* "type1", or "iommufd (dma-buf)" */
 } GpStartCost;
 
 /*
  * The start cost of mapping @bar_bytes of BARs on a host running Linux
  * @release (uname -r; NULL: not known), from the figures measured in
- * docs/results.md for type1: Linux 6.12 maps a BAR 4 KiB at a time
- * (about 0.35 s per GiB), 7.x maps aligned huge pfnmaps at once (0.4 ms
- * for 64 GiB, measured on 7.3). Any other release: not known, no guess.
- * With @iommufd (a GPU on the iommufd backend, whose BARs QEMU maps as
- * dma-bufs where it and the kernel can) no type1 figure applies: not
- * known, @why saying so.
+ * docs/results.md. type1: Linux 6.12 maps a BAR 4 KiB at a time (about
+ * 0.35 s per GiB), 7.x maps aligned huge pfnmaps at once (0.4 ms for
+ * 64 GiB, measured on 7.3). With @iommufd (QEMU 11 maps each BAR into
+ * the IOAS as one dma-buf, Linux 6.19 and later): 7.x, about 16 ms
+ * whatever the size (measured on 7.3 with QEMU 11.1.3). Any other
+ * release: not known, no guess, @why saying so.
  */
 void gp_start_cost_predict(const char *release, guint64 bar_bytes,
                            bool iommufd, GpStartCost *out);

@@ -1,0 +1,22 @@
+#!/bin/sh
+# What a passed-through BAR adds to a VM's start on Linux 7.x, BAR mapping
+# included (tests/bench/vm_start_bars.py): our QEMU on type1 and Debian's
+# QEMU 11.1 on iommufd (dma-buf), each against its own start with no
+# device, for ivshmem BAR stand-ins of 1, 16 and 64 GiB in the Linux 7.x
+# virtual host. Not part of CI (minutes under TCG); prints JSON lines.
+#
+#   tests/bench/vm-start-bench.sh [ROUNDS]
+set -eu
+cd "$(dirname "$0")/../.."
+rounds=${1:-5}
+cache=${VHOST_CACHE_7X:-$(sh tests/vhost/build-linux.sh | tail -n 1)}
+newer=$(sh tests/vhost/stock-qemu-newer.sh | tail -n 1)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+# A 64 GiB BAR needs a 64-bit PCI window larger than q35's default.
+VHOST_CACHE=$cache python3 tests/vhost/vhost.py run \
+    tests/kernel/type1-map-bench.json --timeout 1500 --out "$out" \
+    --qemu-arg=-global --qemu-arg=q35-pcihost.pci-hole64-size=256G -- \
+    sh -c "ROUNDS=$rounds GPUP2P_QEMU_DMABUF=$newer \
+           python3 tests/bench/vm_start_bars.py"
+cat "$out/output.log"
