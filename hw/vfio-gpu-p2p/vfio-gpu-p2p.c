@@ -236,12 +236,14 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
     }
     if (!shown && vdev->vbasedev.bcontainer &&
         vfio_viommu_preset(&vdev->vbasedev)) {
-        /* The guest's IOMMU maps reach VFIO through its notifier, not
-         * through the RAM-device sections recorded here. */
+        /*
+         * The guest's IOMMU maps reach VFIO through its notifier, not
+         * through the RAM-device sections recorded here.
+         */
         g_string_append_printf(out, "none recorded: behind a vIOMMU (%s), "
                                "the guest's own IOMMU maps decide which "
-                               "BARs peers reach, and they are not "
-                               "recorded here",
+                               "BARs peers reach; maps made through its "
+                               "notifier are not recorded here",
                                viommu_name(&vdev->vbasedev));
     } else if (!shown) {
         g_string_append(out, "none yet (BARs not enabled by the guest)");
@@ -685,19 +687,21 @@ static gint by_host_address(gconstpointer a, gconstpointer b)
 }
 
 /*
- * The guest's 64-bit BAR window as this machine declares it before any
- * firmware runs: its PCI host's pci-hole64 (q35 or i440fx), reaching to
- * the top of the guest's address space where UEFI firmware (pflash, or an
- * OVMF/edk2 -bios) may place its aperture. Inclusive; false where there
- * is none to read. @how says which.
+ * Where the guest may put 64-bit BARs, known before any firmware runs:
+ * the window its PCI host declares (q35's or i440fx's pci-hole64), and
+ * the top of the guest's physical address space, where SeaBIOS (1.16.3)
+ * and OVMF move their 64-bit window, each capping it at 46 bits or below
+ * (@fw_end; 0 where phys-bits cannot be read). Inclusive; false where
+ * the machine declares no window.
  */
-static bool declared_window(uint64_t *start, uint64_t *end, char **how)
+#define FIRMWARE_TOP_BITS 46
+
+static bool declared_window(uint64_t *start, uint64_t *end, uint64_t *fw_end)
 {
     MachineState *ms = MACHINE(qdev_get_machine());
     Object *host = object_resolve_path_component(OBJECT(ms), "q35");
     Error *err = NULL;
-    uint64_t hole_end, phys_bits = 0;
-    bool uefi;
+    uint64_t hole_end, bits = 0;
 
     if (!host) {
         host = object_resolve_path_component(OBJECT(ms), "i440fx");
@@ -705,8 +709,10 @@ static bool declared_window(uint64_t *start, uint64_t *end, char **how)
     if (!host) {
         return false;
     }
-    /* Read by name (hw/i386/pc.h's PCI_HOST_PROP_PCI_HOLE64_*): vfio is
-     * not x86's only, and these are the hosts' QOM properties. */
+    /*
+     * Read by name (hw/i386/pc.h's PCI_HOST_PROP_PCI_HOLE64_*): vfio is
+     * not x86's only, and these are the hosts' QOM properties.
+     */
     *start = object_property_get_uint(host, "pci-hole64-start", &err);
     hole_end = err ? 0 : object_property_get_uint(host, "pci-hole64-end",
                                                   &err);
@@ -715,24 +721,11 @@ static bool declared_window(uint64_t *start, uint64_t *end, char **how)
         return false;
     }
     *end = hole_end - 1;
-    /* The machine keeps pflash0 only where a drive backs it. */
-    uefi = object_property_find(OBJECT(ms), "pflash0") ||
-           (ms->firmware && (strstr(ms->firmware, "OVMF") ||
-                             strstr(ms->firmware, "edk2")));
-    if (uefi && first_cpu) {
-        phys_bits = object_property_get_uint(OBJECT(first_cpu), "phys-bits",
-                                             NULL);
+    if (first_cpu) {
+        bits = object_property_get_uint(OBJECT(first_cpu), "phys-bits", NULL);
     }
-    if (phys_bits > 32 && phys_bits < 64 &&
-        (1ULL << phys_bits) - 1 > *end) {
-        *end = (1ULL << phys_bits) - 1;
-        *how = g_strdup_printf("as this machine declares it (pci-hole64, "
-                               "to the top of the guest's %" PRIu64 "-bit "
-                               "address space for UEFI firmware)",
-                               phys_bits);
-    } else {
-        *how = g_strdup("as this machine declares it (pci-hole64)");
-    }
+    bits = MIN(bits, FIRMWARE_TOP_BITS);
+    *fw_end = bits > 32 ? (1ULL << bits) - 1 : 0;
     return true;
 }
 
@@ -740,19 +733,35 @@ static bool declared_window(uint64_t *start, uint64_t *end, char **how)
 #define DECLARED_WINDOW_NOTE "firmware places the BARs, and SeaBIOS may " \
     "keep 64-bit BARs below 4 GiB"
 
-/*
- * Before firmware places any BAR: a GPU given a clique whose peers' writes
- * may land outside its container's IOVA ranges (past their end, or in a
- * hole between them, e.g. a reserved region) is warned, naming the
- * window; never refused, as the firmware decides where BARs go.
- */
-static void check_window(GPtrArray *devs)
+/* Another device holds @vdev's clique id: it has peers to write to it. */
+static bool has_peer(GPtrArray *devices, VFIOPCIDevice *vdev)
 {
-    g_autofree char *how = NULL;
-    uint64_t start, end;
     guint i;
 
-    if (!declared_window(&start, &end, &how)) {
+    for (i = 0; i < devices->len; i++) {
+        VFIOPCIDevice *o = g_ptr_array_index(devices, i);
+
+        if (o != vdev && id_in_effect(o) == id_in_effect(vdev)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Before firmware places any BAR (or at hot-plug, for @devs' newcomer):
+ * a GPU with peers in its clique whose BARs may land outside its
+ * container's IOVA ranges (past their end, or in a hole between them,
+ * e.g. a reserved region) is warned, naming the window; never refused,
+ * as the firmware decides where BARs go. Behind a vIOMMU the guest's
+ * addresses are not the container's IOVAs: the vIOMMU warning stands.
+ */
+static void check_window(GPtrArray *devs, GPtrArray *all)
+{
+    uint64_t start, end, fw_end;
+    guint i;
+
+    if (!declared_window(&start, &end, &fw_end)) {
         return;
     }
     for (i = 0; i < devs->len; i++) {
@@ -765,7 +774,8 @@ static void check_window(GPtrArray *devs)
         uint64_t top = 0, next = 0;
         GList *l;
 
-        if (id_in_effect(vdev) < 0 || !bc || !bc->iova_ranges ||
+        if (id_in_effect(vdev) < 0 || !has_peer(all, vdev) || !bc ||
+            !bc->iova_ranges || vfio_viommu_preset(&vdev->vbasedev) ||
             (!is_auto(vdev) &&
              vdev->gpu_p2p.verify == VFIO_GPU_P2P_VERIFY_TRUST)) {
             continue;
@@ -786,10 +796,24 @@ static void check_window(GPtrArray *devs)
             top = MAX(top, range_upb(r));
             next = range_upb(r) + 1;
         }
-        gp_bar_gate_window_unknowns(unknown, how, start, end,
+        /*
+         * Holes only in the window the machine declares: firmware keeps
+         * clear of what the guest's e820 reserves beyond it.
+         */
+        gp_bar_gate_window_unknowns(unknown, "as this machine declares it "
+                                    "(pci-hole64)", start, end,
                                     "its container's IOVA ranges", top,
                                     (const GpWindowHole *)holes->data,
                                     holes->len, DECLARED_WINDOW_NOTE);
+        if (end <= top && fw_end > top) {
+            g_autofree char *how = g_strdup_printf(
+                "as firmware may move it (to the top of the guest's "
+                "address space, at most %d bits)", FIRMWARE_TOP_BITS);
+
+            gp_bar_gate_window_unknowns(unknown, how, start, fw_end,
+                                        "its container's IOVA ranges", top,
+                                        NULL, 0, DECLARED_WINDOW_NOTE);
+        }
         if (!unknown->len) {
             continue;
         }
@@ -806,6 +830,18 @@ static void check_window(GPtrArray *devs)
     }
 }
 
+static bool any_auto(GPtrArray *devs)
+{
+    guint i;
+
+    for (i = 0; i < devs->len; i++) {
+        if (is_auto(g_ptr_array_index(devs, i))) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void machine_done(Notifier *notifier, void *data)
 {
     VFIOGpuP2PVm *vm = container_of(notifier, VFIOGpuP2PVm, machine_done);
@@ -817,6 +853,11 @@ static void machine_done(Notifier *notifier, void *data)
         return;
     }
     devs = g_ptr_array_copy(vm->devices, NULL, NULL);
+    if (!any_auto(devs)) {
+        /* Explicit ids only: nothing to plan, the window to check. */
+        check_window(devs, vm->devices);
+        return;
+    }
     /*
      * Ids follow host addresses, not -device order: reordering a domain's
      * hostdevs must not move a GPU to another clique id.
@@ -839,7 +880,7 @@ static void machine_done(Notifier *notifier, void *data)
         }
     }
     assign(devs, known, NULL);
-    check_window(devs);
+    check_window(devs, vm->devices);
 }
 
 /*
@@ -950,8 +991,10 @@ static GpBarGateHost *bar_gate_host(void)
     return vm->bar_gate_host;
 }
 
-/* The library's list of unknowns, so both front ends join them alike;
- * takes @why. */
+/*
+ * The library's list of unknowns, so both front ends join them alike;
+ * takes @why.
+ */
 static void add_unknown(GString *unknown, char *why)
 {
     gp_bar_gate_add_unknown(unknown, why);
@@ -1257,9 +1300,13 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
         g_autoptr(GPtrArray) devs = g_ptr_array_copy(vm->devices, NULL,
                                                      NULL);
 
+        g_autoptr(GPtrArray) one = g_ptr_array_new();
+
         assign(devs, NULL, vdev);
-    } else if (is_auto(vdev) && !vm->machine_done.notify) {
-        /* Cold plug: planned once every device is known. */
+        g_ptr_array_add(one, vdev);
+        check_window(one, vm->devices);
+    } else if (!vm->machine_done.notify) {
+        /* Cold plug: planned and checked once every device is known. */
         vm->machine_done.notify = machine_done;
         qemu_add_machine_init_done_notifier(&vm->machine_done);
     }

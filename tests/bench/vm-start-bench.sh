@@ -3,7 +3,8 @@
 # included (tests/bench/vm_start_bars.py): our QEMU on type1 and Debian's
 # QEMU 11.1 on iommufd (dma-buf), each against its own start with no
 # device, for ivshmem BAR stand-ins of 1, 16 and 64 GiB in the Linux 7.x
-# virtual host. Not part of CI (minutes under TCG); prints JSON lines.
+# virtual host. Not part of CI (minutes under TCG); prints JSON lines and
+# keeps them in build/vm-start-bench.jsonl.
 #
 #   tests/bench/vm-start-bench.sh [ROUNDS]
 set -eu
@@ -19,4 +20,6 @@ VHOST_CACHE=$cache python3 tests/vhost/vhost.py run \
     --qemu-arg=-global --qemu-arg=q35-pcihost.pci-hole64-size=256G -- \
     sh -c "ROUNDS=$rounds GPUP2P_QEMU_DMABUF=$newer \
            python3 tests/bench/vm_start_bars.py"
-cat "$out/output.log"
+# The raw lines stay, so that the figures can be derived again.
+cp "$out/output.log" build/vm-start-bench.jsonl
+cat build/vm-start-bench.jsonl

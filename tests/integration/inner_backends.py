@@ -110,7 +110,7 @@ def iommu_bits():
     return None
 
 
-def window_past(g0, g1):
+def window_past(g0, g1, clique="auto"):
     """A 64-bit BAR window (pci-hole64) reaching past the container's IOVA
     ranges, the guest's address width raised to hold it: the capability
     stays (the firmware places BARs) and a warning names the window."""
@@ -118,8 +118,8 @@ def window_past(g0, g1):
     if not bits or bits > 50:
         return {"skipped": "IOMMU width %s: no guest can reach past it"
                 % bits}
-    r = run([dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),
-             dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto")],
+    r = run([dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=" + clique),
+             dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=" + clique)],
             ["-cpu", "qemu64,phys-bits=%d" % (bits + 2), "-global",
              "q35-pcihost.pci-hole64-size=%dG" % (1 << (bits - 30))],
             bars=False)
@@ -218,6 +218,7 @@ def main():
                                     dev(g1, "rp1", "g1")], bars=False),
         "far-bar": lambda: far_bar(g0, b["shm0"]),
         "window-past": lambda: window_past(g0, g1),
+        "window-past-explicit": lambda: window_past(g0, g1, "5"),
         # A vIOMMU first, so that the devices sit behind it.
         "viommu-auto": lambda: run([
             VIOMMU, dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),

@@ -166,17 +166,22 @@ def test(t):
     # A 64-bit BAR window past the container's IOVA ranges, known at
     # machine done before any firmware: unknown (the firmware places the
     # BARs), so the capability stays and a warning names the window.
-    c = res.get("window-past", {})
-    bits = c.get("iommu_bits") or 0
-    t.ok(c.get("in_effect") == {"g0": 0, "g1": 0} and c.get("rc") == 0,
-         "window past the IOVA ranges: the capability is kept", c)
-    t.ok(bits and re.search(
-        r"vfio \S+: x-gpu-p2p-clique=auto: P2P writes of its peers to it "
-        r"may fault: the guest's 64-bit BAR window 0x[0-9a-f]+-0x[0-9a-f]+ "
-        r"reaches past its container's IOVA ranges \(up to 0x%x\)"
-        % ((1 << bits) - 1), c.get("stderr", "")),
-         "window past the IOVA ranges: a warning names the window and the "
-         "ranges' end (the virtual host's %d-bit IOMMU)" % bits, c)
+    # With explicit ids only, too: nothing to plan, the window checked.
+    for case, clique, ids in (("window-past", "auto", 0),
+                              ("window-past-explicit", "5", 5)):
+        c = res.get(case, {})
+        bits = c.get("iommu_bits") or 0
+        t.ok(c.get("in_effect") == {"g0": ids, "g1": ids} and
+             c.get("rc") == 0, "%s: the capability is kept" % case, c)
+        warned = re.findall(
+            r"vfio \S+: x-gpu-p2p-clique=%s: P2P writes of its peers to "
+            r"it may fault: the guest's 64-bit BAR window "
+            r"0x[0-9a-f]+-0x[0-9a-f]+ reaches past its container's IOVA "
+            r"ranges \(up to 0x%x\)" % (clique, (1 << bits) - 1),
+            c.get("stderr", ""))
+        t.ok(bits and len(warned) == 2, "%s: a warning for each GPU names "
+             "the window and the ranges' end (the virtual host's %d-bit "
+             "IOMMU)" % (case, bits), c)
     # A guest vIOMMU: unknown (the guest decides what is mapped), so the
     # capability stays and a warning gives the reason, for auto and for
     # an explicit id under the default verify=refuse alike.

@@ -70,10 +70,10 @@ typedef struct {
  * @release (uname -r; NULL: not known), from the figures measured in
  * docs/results.md. type1: Linux 6.12 maps a BAR 4 KiB at a time (about
  * 0.35 s per GiB), 7.x maps aligned huge pfnmaps at once (0.4 ms for
- * 64 GiB, measured on 7.3). With @iommufd (QEMU 11 maps each BAR into
- * the IOAS as one dma-buf, Linux 6.19 and later): 7.x, about 16 ms
- * whatever the size (measured on 7.3 with QEMU 11.1.3). Any other
- * release: not known, no guess, @why saying so.
+ * 64 GiB, measured on 7.3). Any other release: not known, no guess.
+ * With @iommufd (QEMU 11 maps each BAR into the IOAS as one dma-buf,
+ * Linux 6.19 and later): not known, @why naming the one measurement
+ * there is (one BAR, 7.3, QEMU 11.1.3), which predicts nothing else.
  */
 void gp_start_cost_predict(const char *release, guint64 bar_bytes,
                            bool iommufd, GpStartCost *out);
