@@ -112,7 +112,6 @@ void gp_start_cost_predict(const char *release, guint64 bar_bytes,
     if (iommufd) {
         /* One BAR on one kernel and one QEMU, at the bench's noise: a
          * figure, not a prediction for other GPUs, QEMUs or kernels. */
-        out->path = "iommufd (dma-buf)";
         out->why = "the iommufd backend, whose BAR mapping (as dma-bufs, "
                    "Linux 6.19 and later with QEMU 11) was measured for "
                    "one BAR only (Linux 7.3, QEMU 11.1.3: within the "
@@ -121,7 +120,6 @@ void gp_start_cost_predict(const char *release, guint64 bar_bytes,
                    "no prediction is made";
         return;
     }
-    out->path = "type1";
     for (i = 0; release && i < G_N_ELEMENTS(start_costs); i++) {
         if (!g_str_has_prefix(release, start_costs[i].prefix)) {
             continue;

@@ -62,7 +62,6 @@ typedef struct {
     const char *why;        /* the kernel behaviour behind it, or why no
                              * figure applies (NULL: no figure for the
                              * kernel) */
-    const char *path;       /* "type1", or "iommufd (dma-buf)" */
 } GpStartCost;
 
 /*
