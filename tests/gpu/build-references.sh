@@ -2,7 +2,8 @@
 # Build the independent references that tests/gpu/run-gpu-tests.sh runs
 # beside gpup2p-verify: NVIDIA's nvbandwidth and cuda-samples'
 # p2pBandwidthLatencyTest, from their public sources (fetched separately,
-# never part of this tree).
+# never part of this tree); and the driver's floor of this tree
+# (tests/gpu/driver-floor.c, for floor-bench.sh).
 #
 #   tests/gpu/build-references.sh NVBANDWIDTH_SRC CUDA_SAMPLES_SRC \
 #       NVML_INCLUDE_DIR OUTDIR
@@ -22,6 +23,12 @@ arch=${CUDA_ARCH:-sm_90}
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# nvcc's own toolkit: cuda.h and the link-time libcuda stub.
+cuda=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
+cc -O2 -Wall -Wextra -Werror -I "$cuda/include" \
+    -o "$out/driver-floor" "$(dirname "$0")/driver-floor.c" \
+    -L "$cuda/lib64/stubs" -lcuda -ldl -lpthread
 
 p2p=$samples/Samples/5_Domain_Specific/p2pBandwidthLatencyTest
 "$nvcc" -O2 -arch="$arch" -I "$samples/Common" \

@@ -1694,6 +1694,88 @@ static void test_health_went_down(void)
 }
 
 /*
+ * Each GPU's health reading before the run ends before the GPU gets any
+ * work (its source fill), and the reading after the run begins after the
+ * last work of any GPU, with RDMA checks or without: the stand-in NVML
+ * logs each counter read, the stand-in CUDA each piece of work, in one
+ * file. Seen failing with the reading before moved after cuda_allocate.
+ */
+static void health_reading_order(const char *args)
+{
+    g_autofree char *dir = g_dir_make_tmp("health-order-XXXXXX", NULL);
+    g_autofree char *file = NULL, *text = NULL;
+    g_autofree char *libs = g_strdup_printf("%s:%s",
+                                            g_getenv("FAKE_LIBCUDA_DIR"),
+                                            g_getenv("FAKE_LIBNVML_DIR"));
+    g_auto(GStrv) lines = NULL;
+    const char *env[] = {
+        "LD_LIBRARY_PATH", libs,
+        "GPUP2P_FAKE_NVML_NVLINKS", "2",
+        "GPUP2P_FAKE_EVENT_FILE", NULL,
+        NULL,
+    };
+    int first_work[2] = { -1, -1 }, last_work = -1;
+    int reads[2][2] = { { 0 } };
+    Res r = { 0 };
+
+    g_assert_nonnull(dir);
+    file = g_build_filename(dir, "events", NULL);
+    env[5] = file;
+    run_standin_env(&r, fixture(), H200_BUS_IDS, NULL, NULL, args, env);
+    expect_exit(&r, 0);
+    g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (int i = 0; lines[i]; i++) {
+        int g;
+
+        if (sscanf(lines[i], "cuda work %d", &g) == 1) {
+            g_assert_cmpint(g, >=, 0);
+            g_assert_cmpint(g, <, 2);
+            if (first_work[g] < 0) {
+                first_work[g] = i;
+            }
+            last_work = i;
+        }
+    }
+    for (int i = 0; lines[i]; i++) {
+        unsigned n;
+        int g;
+
+        if (sscanf(lines[i], "nvml read %d %u", &g, &n) != 2) {
+            continue;
+        }
+        g_assert_cmpint(g, >=, 0);
+        g_assert_cmpint(g, <, 2);
+        g_assert_cmpuint(n, <, 2);
+        reads[g][n]++;
+        if (n == 0) {
+            /* Before the run: ahead of the GPU's first work. */
+            g_assert_cmpint(first_work[g], >=, 0);
+            g_assert_cmpint(i, <, first_work[g]);
+        } else {
+            /* After it: behind every GPU's last work. */
+            g_assert_cmpint(i, >, last_work);
+        }
+    }
+    for (int g = 0; g < 2; g++) {
+        /* ECC 2, retired pages 2, remapped rows 4, two links of 4 each. */
+        g_assert_cmpint(reads[g][0], ==, 16);
+        g_assert_cmpint(reads[g][1], ==, 16);
+    }
+    g_assert_cmpstr(str_member(health_of(&r, 0), "verdict"), ==, "ok");
+    g_assert_cmpstr(str_member(health_of(&r, 1), "verdict"), ==, "ok");
+    res_clear(&r);
+    g_unlink(file);
+    g_rmdir(dir);
+}
+
+static void test_health_reading_order(void)
+{
+    health_reading_order("--quick --size-mib 1");
+    health_reading_order("--quick --skip-rdma --size-mib 1");
+}
+
+/*
  * Xid events are never a pass where they cannot be attributed: a GPU
  * NVML cannot find after the run (it fell off the bus) has its counters
  * "not read" with why, and an Xid for a device that is none of the GPUs
@@ -2135,6 +2217,8 @@ int main(int argc, char **argv)
                     test_health_crc_sum);
     g_test_add_func("/verify-cuda-standin/health-went-down",
                     test_health_went_down);
+    g_test_add_func("/verify-cuda-standin/health-reading-order",
+                    test_health_reading_order);
     g_test_add_func("/verify-cuda-standin/health-xid-unattributed",
                     test_health_xid_unattributed);
     g_test_add_func("/verify-cuda-standin/health-without-nvml",

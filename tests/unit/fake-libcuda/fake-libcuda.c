@@ -93,11 +93,17 @@
  *                           same of the thread that pinned the memory, at
  *                           cuMemHostAlloc: so a test sees from outside
  *                           where the tool placed its host figures.
+ *   GPUP2P_FAKE_EVENT_FILE=PATH  a line appended for each piece of work
+ *                           given to a GPU (a kernel, a memset, a copy,
+ *                           for each GPU it touches): "cuda work GPU"; the
+ *                           stand-in NVML appends its counter reads to the
+ *                           same file, so a test sees the order of both.
  *
  * The tests point the tool at this file with LD_LIBRARY_PATH (the tool
  * dlopens "libcuda.so.1" by name); the tool has no path override.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -284,6 +290,27 @@ static void thread_place(const char *prefix, char *buf, size_t n)
     }
 }
 
+static const char *event_file;
+
+/* "cuda work GPU" in GPUP2P_FAKE_EVENT_FILE: one write(2) with O_APPEND,
+ * so that lines of the stand-in NVML's threads do not interleave. */
+static void record_work(int dev)
+{
+    char line[32];
+    int fd, n;
+
+    if (!event_file || dev < 0) {
+        return;
+    }
+    n = snprintf(line, sizeof(line), "cuda work %d\n", dev);
+    fd = open(event_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || write(fd, line, (size_t)n) != n) {
+        perror(event_file);
+        abort();
+    }
+    close(fd);
+}
+
 /* One line of GPUP2P_FAKE_CUDA_PLACEMENT_FILE, under the lock. */
 static void record_place(const char *what, int a, int b, const Alloc *host)
 {
@@ -458,6 +485,9 @@ static void parse_env(void)
     if ((v = getenv("GPUP2P_FAKE_CUDA_PLACEMENT_FILE")) && *v) {
         placement_file = v;
     }
+    if ((v = getenv("GPUP2P_FAKE_EVENT_FILE")) && *v) {
+        event_file = v;
+    }
     if ((v = getenv("GPUP2P_FAKE_CUDA_FAULT")) && *v) {
         for (const char *at = v; at; at = strchr(at, ',')) {
             at += *at == ',';
@@ -547,6 +577,10 @@ static CUresult do_copy(void *dst, const void *src, size_t bytes,
         dd = ad->dev;
     }
     peer = sd >= 0 && dd >= 0 && sd != dd;
+    record_work(sd);
+    if (dd != sd) {
+        record_work(dd);
+    }
     if (peer) {
         record_place("peer", sd, dd, NULL);
     } else if ((sd < 0) != (dd < 0) && bytes > 4096) {
@@ -1280,6 +1314,7 @@ static CUresult memset32(CUdeviceptr p, unsigned v, size_t n, CUstream s)
     if (is_lost(a->dev) || is_lost(st->dev)) {
         return lose_code;
     }
+    record_work(a->dev);
     if (!st->hung) {
         touch(st, op_tick(st), w, n * 4, true);
         for (size_t i = 0; i < n; i++) {
@@ -1583,6 +1618,7 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned bx, CUstream s,
     if (is_lost(st->dev)) {
         return lose_code;
     }
+    record_work(st->dev);
     if (st->hung) {
         return CUDA_SUCCESS;
     }

@@ -46,15 +46,24 @@
  *                           @1 loses it for both, @2 for the Xids only.
  *   GPUP2P_FAKE_NVML_STRAY_XIDS=K  K Xid 79 events for a device that is
  *                           none of the GPUs, delivered before theirs.
+ *   GPUP2P_FAKE_EVENT_FILE=PATH  a line appended for each health counter
+ *                           query, when it returns: "nvml read GPU N NAME"
+ *                           (N: the counter's reads before this one, so
+ *                           0 is the reading before the run); the
+ *                           stand-in CUDA appends its own lines to the
+ *                           same file, so a test sees the order of both.
  *
  * The tests load it with LD_LIBRARY_PATH beside the stand-in libcuda.so.1
  * (the tool dlopens "libnvidia-ml.so.1" by name).
  */
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define FAKE_MAX_GPUS 16
 #define FAKE_MAX_LINKS 18
@@ -179,17 +188,46 @@ static void die(const char *what, const char *value)
     abort();
 }
 
-/* The value a read returns now; counts the read. */
-static unsigned long long counter_read(FakeCounter *c)
+static const char *event_file;
+
+/* One line of GPUP2P_FAKE_EVENT_FILE: one write(2) with O_APPEND, so
+ * lines from threads and from the stand-in CUDA do not interleave. */
+static void event_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void event_line(const char *fmt, ...)
+{
+    char line[160];
+    va_list ap;
+    int fd, n;
+
+    if (!event_file) {
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    fd = open(event_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || n <= 0 || n >= (int)sizeof(line) ||
+        write(fd, line, (size_t)n) != n) {
+        die("GPUP2P_FAKE_EVENT_FILE", event_file);
+    }
+    close(fd);
+}
+
+/* The value a read of GPU @dev's counter @name returns now; counts the
+ * read. */
+static unsigned long long counter_read_of(const struct FakeGpu *dev,
+                                          const char *name, FakeCounter *c)
 {
     unsigned long long v = c->value;
 
     if (c->step_after && c->reads >= c->step_after) {
         v = c->step_down ? v - c->step : v + c->step;
     }
+    event_line("nvml read %d %u %s\n", (int)(dev - gpus), c->reads, name);
     c->reads++;
     return v;
 }
+
 
 static void parse_bus_ids(const char *list)
 {
@@ -347,6 +385,10 @@ nvmlReturn_t nvmlInit_v2(void)
     if (lost && *lost) {
         parse_lost(lost);
     }
+    event_file = getenv("GPUP2P_FAKE_EVENT_FILE");
+    if (event_file && !*event_file) {
+        event_file = NULL;
+    }
     stray_xids = 0;
     if (stray && *stray) {
         char *end;
@@ -452,7 +494,8 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int error_type,
     if (c->rc) {
         return c->rc;
     }
-    *count = counter_read(c);
+    *count = counter_read_of(dev, gpu_counter_names[error_type == 1 ?
+                                                   C_ECC_UNC : C_ECC_CORR], c);
     return NVML_SUCCESS;
 }
 
@@ -470,7 +513,9 @@ nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t dev, int cause,
     if (c->rc) {
         return c->rc;
     }
-    pages = counter_read(c);
+    pages = counter_read_of(dev, gpu_counter_names[cause == 1 ?
+                                                  C_RETIRED_DBE :
+                                                  C_RETIRED_SBE], c);
     if (pages > *page_count) {
         *page_count = (unsigned)pages;
         return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -497,7 +542,8 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *corr,
         }
     }
     for (int i = 0; i < 4; i++) {
-        *out[i] = (unsigned)counter_read(&dev->gpu[which[i]]);
+        *out[i] = (unsigned)counter_read_of(dev, gpu_counter_names[which[i]],
+                                            &dev->gpu[which[i]]);
     }
     return NVML_SUCCESS;
 }
@@ -515,7 +561,7 @@ nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t dev,
     if (c->rc) {
         return c->rc;
     }
-    *value = counter_read(c);
+    *value = counter_read_of(dev, link_counter_names[counter], c);
     return NVML_SUCCESS;
 }
 
