@@ -245,6 +245,7 @@ typedef struct {
     char *iommu_why;
     bool window_known;
     uint64_t win_start, win_end;    /* inclusive */
+    uint64_t fw_end;            /* where firmware may move it; 0: nowhere */
     char *window_why;
     GArray *reserved;           /* GpRange, of every GPU's group */
     GPtrArray *reserved_groups; /* the group of each, as int */
@@ -265,13 +266,13 @@ static void space_clear(Space *s)
 }
 
 /*
- * Where the guest may place 64-bit BARs, as modelled: above RAM (4 GiB
- * plus all of RAM, 1 GiB aligned) up to the end of pci-hole64 (SeaBIOS)
- * or of the guest's address space (OVMF sizes its aperture from the
- * address bits and may place it at their top). Only a model: q35 puts
- * only the RAM above its below-4G part (2 GiB, or the lowmem split) over
- * 4 GiB, adds hot-plug memory, and SeaBIOS may keep 64-bit BARs below
- * 4 GiB; so nothing is proven from it.
+ * Where the guest may place 64-bit BARs, as modelled: the machine's
+ * pci-hole64, above RAM (4 GiB plus all of RAM, 1 GiB aligned), and, as
+ * our QEMU judges its declared window, the top of the guest's address
+ * space (at most 46 bits) to which either firmware may move it. Only a
+ * model: q35 puts only the RAM above its below-4G part (2 GiB, or the
+ * lowmem split) over 4 GiB, adds hot-plug memory, and SeaBIOS may keep
+ * 64-bit BARs below 4 GiB; so nothing is proven from it.
  */
 static void space_window(Space *s, const GpBarGateVm *vm)
 {
@@ -288,9 +289,9 @@ static void space_window(Space *s, const GpBarGateVm *vm)
     top = (1ULL << vm->guest_phys_bits) - 1;
     s->window_known = true;
     s->win_start = start;
-    s->win_end = vm->ovmf ? top :
-                 MIN(top, start + (vm->pcihole64 ? vm->pcihole64 :
+    s->win_end = MIN(top, start + (vm->pcihole64 ? vm->pcihole64 :
                                    GP_Q35_DEFAULT_HOLE64) - 1);
+    s->fw_end = gp_bar_gate_firmware_top(vm->guest_phys_bits);
 }
 
 static void space_read(Space *s, const GpBarGateHost *host,
@@ -503,10 +504,11 @@ void gp_bar_gate_window_unknowns(GString *unknown, const char *window,
                                   start, end, h->name, note ? "; " : "",
                                   note ? note : "");
         } else {
-            why = g_strdup_printf("the guest's 64-bit BAR window 0x%" PRIx64
-                                  "-0x%" PRIx64 " overlaps %s, where nothing "
-                                  "is mapped: a BAR the firmware places "
-                                  "there is not", start, end, h->name);
+            why = g_strdup_printf("the guest's 64-bit BAR window %s, 0x%"
+                                  PRIx64 "-0x%" PRIx64 ", overlaps %s, where "
+                                  "nothing is mapped: a BAR the firmware "
+                                  "places there is not", window, start, end,
+                                  h->name);
         }
         gp_bar_gate_add_unknown(unknown, why);
     }
@@ -523,12 +525,36 @@ void gp_bar_gate_window_unknowns(GString *unknown, const char *window,
         gp_bar_gate_add_unknown(unknown, why);
     } else if (end > top) {
         g_autofree char *why = g_strdup_printf(
-            "the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
-            " reaches past %s (up to 0x%" PRIx64 "): a BAR the firmware "
-            "places above it is not mapped", start, end, space, top);
+            "the guest's 64-bit BAR window %s, 0x%" PRIx64 "-0x%" PRIx64
+            ", reaches past %s (up to 0x%" PRIx64 "): a BAR the firmware "
+            "places above it is not mapped", window, start, end, space, top);
 
         gp_bar_gate_add_unknown(unknown, why);
     }
+}
+
+uint64_t gp_bar_gate_firmware_top(unsigned phys_bits)
+{
+    unsigned bits = MIN(phys_bits, GP_FIRMWARE_TOP_BITS);
+
+    return bits > 32 ? (1ULL << bits) - 1 : 0;
+}
+
+void gp_bar_gate_firmware_unknowns(GString *unknown, uint64_t start,
+                                   uint64_t end, uint64_t fw_end,
+                                   const char *space, uint64_t top,
+                                   const char *note)
+{
+    g_autofree char *how = NULL;
+
+    if (!space || end > top || fw_end <= top) {
+        return;
+    }
+    how = g_strdup_printf("as firmware may move it (to the top of the "
+                          "guest's address space, at most %d bits)",
+                          GP_FIRMWARE_TOP_BITS);
+    gp_bar_gate_window_unknowns(unknown, how, start, fw_end, space, top,
+                                NULL, 0, note);
 }
 
 /* Why a verdict from the modelled window is no proof. */
@@ -582,6 +608,8 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, Unknowns *u)
                                     s->win_end, space, top,
                                     (const GpWindowHole *)holes->data,
                                     holes->len, WINDOW_MODEL);
+        gp_bar_gate_firmware_unknowns(w, s->win_start, s->win_end,
+                                      s->fw_end, space, top, WINDOW_MODEL);
         if (w->len) {
             add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, w->str);
         }
@@ -649,8 +677,10 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
         out->reason = g_strdup_printf(
             "%s; the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
             " is inside the IOMMU's %u-bit address space and clear of its "
-            "reserved regions", g->iommufd ? host->dmabuf_why :
-            host->container_why, s->win_start, s->win_end, s->iommu_bits);
+            "reserved regions, and so is the top firmware may move it to "
+            "(0x%" PRIx64 ")", g->iommufd ? host->dmabuf_why :
+            host->container_why, s->win_start, s->win_end, s->iommu_bits,
+            MAX(s->win_end, s->fw_end));
     }
     if (u.text) {
         g_string_free(u.text, TRUE);

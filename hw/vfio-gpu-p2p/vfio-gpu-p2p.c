@@ -690,12 +690,10 @@ static gint by_host_address(gconstpointer a, gconstpointer b)
  * Where the guest may put 64-bit BARs, known before any firmware runs:
  * the window its PCI host declares (q35's or i440fx's pci-hole64), and
  * the top of the guest's physical address space, where SeaBIOS (1.16.3)
- * and OVMF move their 64-bit window, each capping it at 46 bits or below
+ * and OVMF move their 64-bit window, capped at GP_FIRMWARE_TOP_BITS
  * (@fw_end; 0 where phys-bits cannot be read). Inclusive; false where
  * the machine declares no window.
  */
-#define FIRMWARE_TOP_BITS 46
-
 static bool declared_window(uint64_t *start, uint64_t *end, uint64_t *fw_end)
 {
     MachineState *ms = MACHINE(qdev_get_machine());
@@ -724,8 +722,7 @@ static bool declared_window(uint64_t *start, uint64_t *end, uint64_t *fw_end)
     if (first_cpu) {
         bits = object_property_get_uint(OBJECT(first_cpu), "phys-bits", NULL);
     }
-    bits = MIN(bits, FIRMWARE_TOP_BITS);
-    *fw_end = bits > 32 ? (1ULL << bits) - 1 : 0;
+    *fw_end = gp_bar_gate_firmware_top(bits);
     return true;
 }
 
@@ -805,15 +802,9 @@ static void check_window(GPtrArray *devs, GPtrArray *all)
                                     "its container's IOVA ranges", top,
                                     (const GpWindowHole *)holes->data,
                                     holes->len, DECLARED_WINDOW_NOTE);
-        if (end <= top && fw_end > top) {
-            g_autofree char *how = g_strdup_printf(
-                "as firmware may move it (to the top of the guest's "
-                "address space, at most %d bits)", FIRMWARE_TOP_BITS);
-
-            gp_bar_gate_window_unknowns(unknown, how, start, fw_end,
-                                        "its container's IOVA ranges", top,
-                                        NULL, 0, DECLARED_WINDOW_NOTE);
-        }
+        gp_bar_gate_firmware_unknowns(unknown, start, end, fw_end,
+                                      "its container's IOVA ranges", top,
+                                      DECLARED_WINDOW_NOTE);
         if (!unknown->len) {
             continue;
         }

@@ -183,6 +183,28 @@ void gp_bar_gate_window_unknowns(GString *unknown, const char *window,
                                  const GpWindowHole *holes, unsigned n,
                                  const char *note);
 
+/*
+ * SeaBIOS (1.16.3) and OVMF both move their 64-bit BAR window to the top
+ * of the guest's address space, but never past 46 bits.
+ */
+#define GP_FIRMWARE_TOP_BITS 46
+
+/* The last address firmware may move the 64-bit window to, for a guest
+ * of @phys_bits; 0 where @phys_bits is unknown (0) or 32 and less. */
+uint64_t gp_bar_gate_firmware_top(unsigned phys_bits);
+
+/*
+ * The same for the window [@start, @end] as firmware may move it, up to
+ * @fw_end (gp_bar_gate_firmware_top()): where the window itself stays
+ * within @top but @fw_end does not, "reaches past" @space. Holes are
+ * judged in the window only: firmware keeps clear of what the guest's
+ * e820 reserves above it.
+ */
+void gp_bar_gate_firmware_unknowns(GString *unknown, uint64_t start,
+                                   uint64_t end, uint64_t fw_end,
+                                   const char *space, uint64_t top,
+                                   const char *note);
+
 /* "mapped", "not mapped", "unknown". */
 const char *gp_bar_gate_verdict_name(GpBarGateVerdict v);
 

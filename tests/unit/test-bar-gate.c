@@ -350,16 +350,34 @@ static void test_window_beyond_iommu(void)
                 "address space");
     assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "SeaBIOS may keep 64-bit BARs "
                 "below 4 GiB");
-    /* OVMF may place BARs up to 2^46: partly beyond, not proven. */
+    /* Either firmware may move the window (above 12 GiB, 32 GiB) up to
+     * the guest's 2^46, as our QEMU judges its declared window: partly
+     * beyond, not proven. */
     vm.memory = 8ULL << 30;
-    vm.ovmf = true;
+    for (int ovmf = 0; ovmf < 2; ovmf++) {
+        g_autoptr(GPtrArray) g2f = NULL;
+
+        vm.ovmf = ovmf;
+        g2f = decide(&h, &vm, false, false);
+        assert_gate(g2f, 0, GP_BAR_GATE_UNKNOWN, "window as firmware may "
+                    "move it (to the top of the guest's address space, at "
+                    "most 46 bits), 0x300000000-0x3fffffffffff");
+        assert_gate(g2f, 0, GP_BAR_GATE_UNKNOWN, "reaches past the IOMMU's "
+                    "39-bit address space (up to 0x7fffffffff)");
+    }
+    /* A guest of 39 bits: the window and the top it may move to fit. */
+    vm.guest_phys_bits = 39;
     g2 = decide(&h, &vm, false, false);
-    assert_gate(g2, 0, GP_BAR_GATE_UNKNOWN, "reaches past the IOMMU's "
-                "39-bit address space");
-    /* SeaBIOS's window (above 12 GiB, 32 GiB) fits. */
-    vm.ovmf = false;
+    assert_gate(g2, 0, GP_BAR_GATE_MAPPED, "0x300000000-0xaffffffff is "
+                "inside the IOMMU's 39-bit address space and clear of its "
+                "reserved regions, and so is the top firmware may move it "
+                "to (0x7fffffffff)");
+    /* 2^52 bits of guest: firmware stops at 2^46, on a 48-bit IOMMU. */
+    host_free(&h);
+    h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
+    vm.guest_phys_bits = 52;
     g3 = decide(&h, &vm, false, false);
-    assert_gate(g3, 0, GP_BAR_GATE_MAPPED, "0x300000000-0xaffffffff");
+    assert_gate(g3, 0, GP_BAR_GATE_MAPPED, "(0x3fffffffffff)");
     host_free(&h);
 }
 
@@ -486,13 +504,13 @@ static void test_window_unknowns(void)
                                 1ULL << 48, "the ranges", top, holes,
                                 G_N_ELEMENTS(holes), "a note");
     g_assert_cmpstr(u->str, ==,
-                    "the guest's 64-bit BAR window 0xf000000000-"
-                    "0x1000000000000 overlaps the HyperTransport hole, "
-                    "where nothing is mapped: a BAR the firmware places "
-                    "there is not; the guest's 64-bit BAR window "
-                    "0xf000000000-0x1000000000000 reaches past the ranges "
-                    "(up to 0xffffffffffff): a BAR the firmware places "
-                    "above it is not mapped");
+                    "the guest's 64-bit BAR window as declared, "
+                    "0xf000000000-0x1000000000000, overlaps the "
+                    "HyperTransport hole, where nothing is mapped: a BAR "
+                    "the firmware places there is not; the guest's 64-bit "
+                    "BAR window as declared, 0xf000000000-0x1000000000000, "
+                    "reaches past the ranges (up to 0xffffffffffff): a BAR "
+                    "the firmware places above it is not mapped");
     /* Wholly in a hole, and wholly past the end: the note says why that
      * is still no proof. */
     g_string_truncate(u, 0);
@@ -515,6 +533,34 @@ static void test_window_unknowns(void)
     g_string_truncate(u, 0);
     gp_bar_gate_window_unknowns(u, "as declared", 1ULL << 48, 1ULL << 49,
                                 NULL, 0, holes, G_N_ELEMENTS(holes), NULL);
+    g_assert_cmpstr(u->str, ==, "");
+
+    /* Where firmware may move the window: the guest's top, at most 46
+     * bits; nowhere for an unknown or 32-bit guest. */
+    g_assert_cmpuint(gp_bar_gate_firmware_top(0), ==, 0);
+    g_assert_cmpuint(gp_bar_gate_firmware_top(32), ==, 0);
+    g_assert_cmpuint(gp_bar_gate_firmware_top(39), ==, (1ULL << 39) - 1);
+    g_assert_cmpuint(gp_bar_gate_firmware_top(46), ==, (1ULL << 46) - 1);
+    g_assert_cmpuint(gp_bar_gate_firmware_top(52), ==, (1ULL << 46) - 1);
+    /* Said only where the window fits and that top does not. */
+    gp_bar_gate_firmware_unknowns(u, 1ULL << 32, (1ULL << 36) - 1,
+                                  (1ULL << 46) - 1, "the ranges",
+                                  (1ULL << 39) - 1, "a note");
+    g_assert_cmpstr(u->str, ==,
+                    "the guest's 64-bit BAR window as firmware may move it "
+                    "(to the top of the guest's address space, at most 46 "
+                    "bits), 0x100000000-0x3fffffffffff, reaches past the "
+                    "ranges (up to 0x7fffffffff): a BAR the firmware places "
+                    "above it is not mapped");
+    g_string_truncate(u, 0);
+    gp_bar_gate_firmware_unknowns(u, 1ULL << 32, (1ULL << 40) - 1,
+                                  (1ULL << 46) - 1, "the ranges",
+                                  (1ULL << 39) - 1, "a note");
+    gp_bar_gate_firmware_unknowns(u, 1ULL << 32, (1ULL << 36) - 1,
+                                  (1ULL << 39) - 1, "the ranges",
+                                  (1ULL << 39) - 1, "a note");
+    gp_bar_gate_firmware_unknowns(u, 1ULL << 32, (1ULL << 36) - 1,
+                                  (1ULL << 46) - 1, NULL, 0, "a note");
     g_assert_cmpstr(u->str, ==, "");
 }
 
