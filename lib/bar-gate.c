@@ -6,6 +6,7 @@
  * read by lib/sysfs.c, the only reader of sysfs.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpup2p/bar-gate.h"
@@ -533,6 +534,54 @@ void gp_bar_gate_window_unknowns(GString *unknown, const char *window,
     }
 }
 
+static gint range_by_start(gconstpointer a, gconstpointer b)
+{
+    const GpRange *x = a, *y = b;
+
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void hole_clear(gpointer p)
+{
+    g_free((char *)((GpWindowHole *)p)->name);
+}
+
+GArray *gp_iova_holes(const GpRange *ranges, unsigned n, const char *whose,
+                      uint64_t *top)
+{
+    GArray *holes = g_array_new(FALSE, FALSE, sizeof(GpWindowHole));
+    g_autofree GpRange *sorted = g_memdup2(ranges, sizeof(*ranges) * n);
+    uint64_t next = 0;          /* the first address not yet covered */
+    bool covered_all = false;   /* a range ended at 2^64 - 1 */
+    unsigned i;
+
+    g_array_set_clear_func(holes, hole_clear);
+    *top = 0;
+    if (n) {
+        qsort(sorted, n, sizeof(*sorted), range_by_start);
+    }
+    for (i = 0; i < n && !covered_all; i++) {
+        const GpRange *r = &sorted[i];
+
+        if (r->end < r->start) {
+            continue;
+        }
+        if (r->start > next) {
+            GpWindowHole h = { next, r->start - 1, NULL };
+
+            h.name = g_strdup_printf("a hole in %s, 0x%" PRIx64 "-0x%"
+                                     PRIx64, whose, h.start, h.end);
+            g_array_append_val(holes, h);
+        }
+        if (r->end >= next) {
+            *top = r->end;
+            covered_all = r->end == UINT64_MAX;
+            next = r->end + 1;
+        }
+    }
+    return holes;
+}
+
 uint64_t gp_bar_gate_firmware_top(unsigned phys_bits)
 {
     unsigned bits = MIN(phys_bits, GP_FIRMWARE_TOP_BITS);
@@ -550,9 +599,9 @@ void gp_bar_gate_firmware_unknowns(GString *unknown, uint64_t start,
     if (!space || end > top || fw_end <= top) {
         return;
     }
-    how = g_strdup_printf("as firmware may move it (to the top of the "
-                          "guest's address space, at most %d bits)",
-                          GP_FIRMWARE_TOP_BITS);
+    how = g_strdup_printf("as firmware may move it (anywhere up to the "
+                          "top of the guest's address space, at most %d "
+                          "bits)", GP_FIRMWARE_TOP_BITS);
     gp_bar_gate_window_unknowns(unknown, how, start, fw_end, space, top,
                                 NULL, 0, note);
 }
@@ -674,13 +723,17 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
         out->reason = g_string_free(g_steal_pointer(&u.text), FALSE);
     } else {
         out->verdict = GP_BAR_GATE_MAPPED;
+        g_autofree char *fw = s->fw_end > s->win_end ?
+            g_strdup_printf(", and the top firmware may move it to, 0x%"
+                            PRIx64 ", is inside that address space too",
+                            s->fw_end) : g_strdup("");
+
         out->reason = g_strdup_printf(
             "%s; the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
             " is inside the IOMMU's %u-bit address space and clear of its "
-            "reserved regions, and so is the top firmware may move it to "
-            "(0x%" PRIx64 ")", g->iommufd ? host->dmabuf_why :
+            "reserved regions%s", g->iommufd ? host->dmabuf_why :
             host->container_why, s->win_start, s->win_end, s->iommu_bits,
-            MAX(s->win_end, s->fw_end));
+            fw);
     }
     if (u.text) {
         g_string_free(u.text, TRUE);

@@ -13,6 +13,9 @@
  */
 
 #include "qemu/osdep.h"
+#include <sys/ioctl.h>
+#include <linux/vfio.h>
+#include <linux/iommufd.h>
 #include "qapi/error.h"
 #include "qapi/util.h"
 #include "qapi/visitor.h"
@@ -26,7 +29,9 @@
 #include "hw/pci/pci.h"
 #include "migration/blocker.h"
 #include "hw/vfio/pci.h"
+#include "hw/vfio/vfio-common.h"
 #include "hw/vfio/vfio-container-base.h"
+#include "system/iommufd.h"
 #include "qemu/range.h"
 #include "gpup2p/bar-gate.h"
 #include "gpup2p/p2pcap.h"
@@ -745,66 +750,203 @@ static bool has_peer(GPtrArray *devices, VFIOPCIDevice *vdev)
     return false;
 }
 
+/* A type1 container's IOVA ranges as its kernel gives them now. */
+static GArray *type1_iova_ranges(VFIOContainer *c)
+{
+    g_autofree struct vfio_iommu_type1_info *info = NULL;
+    struct vfio_iommu_type1_info_cap_iova_range *cap;
+    struct vfio_info_cap_header *hdr;
+    uint32_t argsz = sizeof(*info);
+    GArray *out;
+
+    for (;;) {
+        info = g_realloc(info, argsz);
+        memset(info, 0, argsz);
+        info->argsz = argsz;
+        if (ioctl(c->fd, VFIO_IOMMU_GET_INFO, info)) {
+            return NULL;
+        }
+        if (info->argsz <= argsz) {
+            break;
+        }
+        argsz = info->argsz;
+    }
+    if (!(info->flags & VFIO_IOMMU_INFO_CAPS)) {
+        return NULL;
+    }
+    hdr = vfio_get_cap(info, info->cap_offset,
+                       VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE);
+    if (!hdr) {
+        return NULL;
+    }
+    cap = (void *)hdr;
+    out = g_array_sized_new(FALSE, TRUE, sizeof(GpRange), cap->nr_iovas);
+    for (uint32_t i = 0; i < cap->nr_iovas; i++) {
+        GpRange r = { cap->iova_ranges[i].start, cap->iova_ranges[i].end };
+
+        g_array_append_val(out, r);
+    }
+    return out;
+}
+
+/* An iommufd container's IOAS ranges as its kernel gives them now. */
+static GArray *iommufd_iova_ranges(VFIOIOMMUFDContainer *c)
+{
+    g_autofree struct iommu_ioas_iova_ranges *info = NULL;
+    struct iommu_iova_range *ranges;
+    GArray *out;
+    uint32_t n = 0;
+
+    /* Asked twice: the count, then the ranges (EMSGSIZE the first time). */
+    for (int pass = 0; pass < 2; pass++) {
+        info = g_realloc(info, sizeof(*info) + n * sizeof(*ranges));
+        memset(info, 0, sizeof(*info));
+        info->size = sizeof(*info);
+        info->ioas_id = c->ioas_id;
+        info->num_iovas = n;
+        info->allowed_iovas = (uintptr_t)(info + 1);
+        if (ioctl(c->be->fd, IOMMU_IOAS_IOVA_RANGES, info) &&
+            (errno != EMSGSIZE || pass)) {
+            return NULL;
+        }
+        if (info->num_iovas <= n) {
+            break;
+        }
+        n = info->num_iovas;
+    }
+    ranges = (struct iommu_iova_range *)(uintptr_t)info->allowed_iovas;
+    out = g_array_sized_new(FALSE, TRUE, sizeof(GpRange), info->num_iovas);
+    for (uint32_t i = 0; i < info->num_iovas; i++) {
+        GpRange r = { ranges[i].start, ranges[i].last };
+
+        g_array_append_val(out, r);
+    }
+    return out;
+}
+
 /*
- * Before firmware places any BAR (or at hot-plug, for @devs' newcomer):
- * a GPU with peers in its clique whose BARs may land outside its
- * container's IOVA ranges (past their end, or in a hole between them,
- * e.g. a reserved region) is warned, naming the window; never refused,
- * as the firmware decides where BARs go. Behind a vIOMMU the guest's
- * addresses are not the container's IOVAs: the vIOMMU warning stands.
+ * @bc's IOVA ranges as the kernel gives them at this point: a group that
+ * joined the container after it was made may have narrowed those VFIO
+ * read then. QEMU's own copy where the kernel cannot be asked; *@source
+ * says which.
+ */
+static GArray *iova_ranges_now(VFIOContainerBase *bc, const char **source)
+{
+    Object *o = OBJECT(bc);
+    GArray *out = NULL;
+    GList *l;
+
+    if (object_dynamic_cast(o, TYPE_VFIO_IOMMU_LEGACY)) {
+        out = type1_iova_ranges(VFIO_IOMMU_LEGACY(o));
+        *source = "the kernel (VFIO_IOMMU_GET_INFO)";
+    } else if (object_dynamic_cast(o, TYPE_VFIO_IOMMU_IOMMUFD)) {
+        out = iommufd_iova_ranges(VFIO_IOMMU_IOMMUFD(o));
+        *source = "the kernel (IOMMU_IOAS_IOVA_RANGES)";
+    }
+    if (out) {
+        return out;
+    }
+    *source = "QEMU's copy, read when the container was made";
+    out = g_array_new(FALSE, TRUE, sizeof(GpRange));
+    for (l = bc->iova_ranges; l; l = l->next) {
+        GpRange r = { range_lob(l->data), range_upb(l->data) };
+
+        g_array_append_val(out, r);
+    }
+    return out;
+}
+
+/*
+ * What the IOVA space of @issuer's container, which translates the P2P
+ * writes @issuer makes, leaves unknown for BARs in the window [@start,
+ * @end] (@fw_end: where firmware may move it), appended to @unknown.
+ */
+static void check_issuer(VFIOPCIDevice *target, VFIOPCIDevice *issuer,
+                         uint64_t start, uint64_t end, uint64_t fw_end,
+                         GString *unknown)
+{
+    g_autoptr(GArray) ranges = NULL, holes = NULL;
+    g_autofree char *whose = NULL;
+    const char *source = NULL;
+    uint64_t top = 0;
+
+    whose = issuer->vbasedev.bcontainer == target->vbasedev.bcontainer ?
+            g_strdup("its container's IOVA ranges") :
+            g_strdup_printf("the IOVA ranges of its peer %s's container",
+                            name_of(issuer));
+    ranges = iova_ranges_now(issuer->vbasedev.bcontainer, &source);
+    holes = gp_iova_holes((const GpRange *)ranges->data, ranges->len, whose,
+                          &top);
+    trace_vfio_gpu_p2p_iova_ranges(name_of(issuer), ranges->len, top,
+                                   source);
+    if (!ranges->len) {
+        trace_vfio_gpu_p2p_window_skipped(name_of(issuer),
+                                          "no IOVA ranges known");
+        return;
+    }
+    /*
+     * Holes only in the window the machine declares: firmware keeps clear
+     * of what the guest's e820 reserves beyond it.
+     */
+    gp_bar_gate_window_unknowns(unknown, "as this machine declares it "
+                                "(pci-hole64)", start, end, whose, top,
+                                (const GpWindowHole *)holes->data,
+                                holes->len, DECLARED_WINDOW_NOTE);
+    gp_bar_gate_firmware_unknowns(unknown, start, end, fw_end, whose, top,
+                                  DECLARED_WINDOW_NOTE);
+}
+
+/*
+ * Before firmware places any BAR (or at hot-plug, for @devs, the newcomer
+ * and its clique): a GPU with peers in its clique whose BARs may land
+ * outside the IOVA ranges of a peer's container (past their end, or in a
+ * hole between them, e.g. a reserved region), which translates that
+ * peer's writes to it, is warned, naming the window; never refused, as
+ * the firmware decides where BARs go. The ranges are the kernel's at this
+ * point. Behind a vIOMMU the guest's addresses are not the containers'
+ * IOVAs: the vIOMMU warning stands.
  */
 static void check_window(GPtrArray *devs, GPtrArray *all)
 {
     uint64_t start, end, fw_end;
-    guint i;
+    guint i, j;
 
     if (!declared_window(&start, &end, &fw_end)) {
+        trace_vfio_gpu_p2p_window_skipped("machine", "no pci-hole64 "
+                                          "declared (not a PC)");
         return;
     }
     for (i = 0; i < devs->len; i++) {
         VFIOPCIDevice *vdev = g_ptr_array_index(devs, i);
-        VFIOContainerBase *bc = vdev->vbasedev.bcontainer;
         g_autoptr(GString) unknown = g_string_new(NULL);
-        g_autoptr(GArray) holes = g_array_new(FALSE, FALSE,
-                                              sizeof(GpWindowHole));
-        g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-        uint64_t top = 0, next = 0;
-        GList *l;
+        g_autoptr(GPtrArray) seen = g_ptr_array_new();
+        const char *skip = NULL;
 
-        if (id_in_effect(vdev) < 0 || !has_peer(all, vdev) || !bc ||
-            !bc->iova_ranges || vfio_viommu_preset(&vdev->vbasedev) ||
-            (!is_auto(vdev) &&
-             vdev->gpu_p2p.verify == VFIO_GPU_P2P_VERIFY_TRUST)) {
+        if (id_in_effect(vdev) < 0 || !has_peer(all, vdev)) {
+            skip = "no peer in its clique";
+        } else if (!is_auto(vdev) &&
+                   vdev->gpu_p2p.verify == VFIO_GPU_P2P_VERIFY_TRUST) {
+            skip = "x-gpu-p2p-verify=trust";
+        } else if (vfio_viommu_preset(&vdev->vbasedev)) {
+            skip = "behind a vIOMMU, whose warning stands";
+        }
+        if (skip) {
+            trace_vfio_gpu_p2p_window_skipped(name_of(vdev), skip);
             continue;
         }
-        /* The ranges are sorted (range_list_insert); between them, holes. */
-        for (l = bc->iova_ranges; l; l = l->next) {
-            Range *r = l->data;
+        /* Each peer's container once (they are mostly one). */
+        for (j = 0; j < all->len; j++) {
+            VFIOPCIDevice *p = g_ptr_array_index(all, j);
+            VFIOContainerBase *pbc = p->vbasedev.bcontainer;
 
-            if (range_lob(r) > next) {
-                GpWindowHole h = { next, range_lob(r) - 1, NULL };
-
-                h.name = g_strdup_printf("a hole in its container's IOVA "
-                                         "ranges, 0x%" PRIx64 "-0x%" PRIx64,
-                                         h.start, h.end);
-                g_ptr_array_add(names, (char *)h.name);
-                g_array_append_val(holes, h);
+            if (p == vdev || id_in_effect(p) != id_in_effect(vdev) || !pbc ||
+                vfio_viommu_preset(&p->vbasedev) ||
+                g_ptr_array_find(seen, pbc, NULL)) {
+                continue;
             }
-            top = MAX(top, range_upb(r));
-            next = range_upb(r) + 1;
+            g_ptr_array_add(seen, pbc);
+            check_issuer(vdev, p, start, end, fw_end, unknown);
         }
-        /*
-         * Holes only in the window the machine declares: firmware keeps
-         * clear of what the guest's e820 reserves beyond it.
-         */
-        gp_bar_gate_window_unknowns(unknown, "as this machine declares it "
-                                    "(pci-hole64)", start, end,
-                                    "its container's IOVA ranges", top,
-                                    (const GpWindowHole *)holes->data,
-                                    holes->len, DECLARED_WINDOW_NOTE);
-        gp_bar_gate_firmware_unknowns(unknown, start, end, fw_end,
-                                      "its container's IOVA ranges", top,
-                                      DECLARED_WINDOW_NOTE);
         if (!unknown->len) {
             continue;
         }
@@ -1291,11 +1433,19 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
         g_autoptr(GPtrArray) devs = g_ptr_array_copy(vm->devices, NULL,
                                                      NULL);
 
-        g_autoptr(GPtrArray) one = g_ptr_array_new();
+        g_autoptr(GPtrArray) clique = g_ptr_array_new();
 
         assign(devs, NULL, vdev);
-        g_ptr_array_add(one, vdev);
-        check_window(one, vm->devices);
+        /* Its peers gain an issuer, whose container is judged too. */
+        for (guint k = 0; k < vm->devices->len; k++) {
+            VFIOPCIDevice *o = g_ptr_array_index(vm->devices, k);
+
+            if (o == vdev || (id_in_effect(vdev) >= 0 &&
+                              id_in_effect(o) == id_in_effect(vdev))) {
+                g_ptr_array_add(clique, o);
+            }
+        }
+        check_window(clique, vm->devices);
     } else if (!vm->machine_done.notify) {
         /* Cold plug: planned and checked once every device is known. */
         vm->machine_done.notify = machine_done;

@@ -94,7 +94,6 @@ typedef struct GpBarGateVm {
     unsigned guest_phys_bits;   /* 0: unknown */
     uint64_t memory;            /* bytes of guest RAM */
     uint64_t pcihole64;         /* bytes; 0: QEMU's default */
-    bool ovmf;                  /* OVMF places 64-bit BARs, else SeaBIOS */
 } GpBarGateVm;
 
 typedef enum {
@@ -185,7 +184,8 @@ void gp_bar_gate_window_unknowns(GString *unknown, const char *window,
 
 /*
  * SeaBIOS (1.16.3) and OVMF both move their 64-bit BAR window to the top
- * of the guest's address space, but never past 46 bits.
+ * of the guest's address space, but never past 46 bits (OVMF's 4-level
+ * paging): so the gate models both alike.
  */
 #define GP_FIRMWARE_TOP_BITS 46
 
@@ -196,9 +196,12 @@ uint64_t gp_bar_gate_firmware_top(unsigned phys_bits);
 /*
  * The same for the window [@start, @end] as firmware may move it, up to
  * @fw_end (gp_bar_gate_firmware_top()): where the window itself stays
- * within @top but @fw_end does not, "reaches past" @space. Holes are
- * judged in the window only: firmware keeps clear of what the guest's
- * e820 reserves above it.
+ * within @top but @fw_end does not, "reaches past" @space. Only an
+ * envelope: firmware moves a window of its own size, somewhere up to
+ * @fw_end. Holes are judged in the declared window only, as our QEMU
+ * does: above it the guest's e820 reserves AMD's hole (for an AMD vCPU
+ * of 40 and more bits), but no other reserved region of the host's
+ * IOMMU, so a BAR moved there may still meet one.
  */
 void gp_bar_gate_firmware_unknowns(GString *unknown, uint64_t start,
                                    uint64_t end, uint64_t fw_end,
@@ -218,6 +221,15 @@ typedef struct GpRange {
     char type[24];
 } GpRange;
 GArray *gp_iommu_group_reserved(const char *root, int group, char **why);
+
+/*
+ * The holes an IOVA space of @n @ranges (inclusive, any order, overlapping
+ * or adjacent ones merged) leaves below its end, each named "a hole in
+ * @whose, 0xS-0xE", and in *@top that end (0 where @n is 0). The holes
+ * own their names: free the array with g_array_unref().
+ */
+GArray *gp_iova_holes(const GpRange *ranges, unsigned n, const char *whose,
+                      uint64_t *top);
 
 /*
  * The address width of the IOMMU that translates for @dev (its sysfs

@@ -121,7 +121,8 @@ def window_past(g0, g1, clique="auto"):
     r = run([dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=" + clique),
              dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=" + clique)],
             ["-cpu", "qemu64,phys-bits=%d" % (bits + 2), "-global",
-             "q35-pcihost.pci-hole64-size=%dG" % (1 << (bits - 30))],
+             "q35-pcihost.pci-hole64-size=%dG" % (1 << (bits - 30)),
+             "-trace", "vfio_gpu_p2p_iova_ranges"],
             bars=False)
     r["iommu_bits"] = bits
     return r

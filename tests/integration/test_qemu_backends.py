@@ -183,6 +183,14 @@ def test(t):
         t.ok(bits and len(warned) == 2, "%s: a warning for each GPU names "
              "the window and the ranges' end (the virtual host's %d-bit "
              "IOMMU)" % (case, bits), c)
+        # The ranges judged are the kernel's at machine done, not QEMU's
+        # copy from when the container was made.
+        asked = re.findall(
+            r"vfio_gpu_p2p_iova_ranges +\(\S+\) \d+ IOVA ranges up to "
+            r"0x%x, from the kernel \(VFIO_IOMMU_GET_INFO\)"
+            % ((1 << bits) - 1), c.get("stderr", ""))
+        t.ok(bits and len(asked) == 2, "%s: each GPU's peer's container "
+             "asked of the kernel at machine done" % case, c)
     # A guest vIOMMU: unknown (the guest decides what is mapped), so the
     # capability stays and a warning gives the reason, for auto and for
     # an explicit id under the default verify=refuse alike.

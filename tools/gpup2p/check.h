@@ -9,6 +9,7 @@
 
 #include "bar-plan.h"
 #include "cli.h"
+#include "gpup2p/bar-gate.h"
 
 typedef enum { ITEM_OK, ITEM_WARN, ITEM_FAIL, ITEM_UNTESTED } ItemState;
 
@@ -47,7 +48,7 @@ typedef struct {
 } Check;
 
 /* OVMF caps the guest's address width (4-level paging) at 46 bits. */
-#define OVMF_MAX_PHYS_BITS 46
+#define OVMF_MAX_PHYS_BITS GP_FIRMWARE_TOP_BITS
 /* QEMU q35's pci-hole64-size when libvirt sets no <pcihole64>. */
 #define Q35_DEFAULT_HOLE64 (32ULL << 30)
 

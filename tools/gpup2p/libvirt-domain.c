@@ -1511,7 +1511,6 @@ void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
     out->vm.guest_phys_bits = gp_domain_guest_phys_bits(d, host_bits, &how);
     out->vm.memory = size_bytes(child(d->root, "memory", NULL));
     out->vm.pcihole64 = hole ? hole_kib(hole) * 1024 : 0;
-    out->vm.ovmf = gp_domain_boots_ovmf(d);
     out->gpus = g_array_new(FALSE, TRUE, sizeof(GpBarGateGpu));
     out->whys = g_ptr_array_new_with_free_func(g_free);
     for (i = 0; i < d->gpus->len; i++) {
