@@ -9,13 +9,15 @@
  *
  * Phases: cuInit and the device count; NVML's start (the tool needs NVML
  * to tell a hidden GPU from a missing one); each GPU's primary context and
- * two 64 MiB buffers, one thread per GPU as the tool does; peer access
- * for every ordered pair; one 64 MiB copy per ordered pair, waited for;
+ * a 64 MiB source and a 64 MiB slot per peer, one thread per GPU as the
+ * tool does; peer access for every ordered pair; one 64 MiB copy per
+ * ordered pair into its own slot, on the source's context, waited for;
  * then the end: "release" frees everything and releases the contexts
  * before returning from main, "exit" returns from main holding them (the
  * driver's own exit handlers clean up), "_exit" leaves at once (the
  * kernel cleans up). One JSON line on stdout: phase seconds and the GPU
- * count; exit 0, or 1 naming the failed call on stderr.
+ * count; exit 0, or 1 naming the failed call on stderr (also with fewer
+ * than two GPUs: no pair, no floor of a P2P check).
  *
  * Build: cc -O2 -I CUDA/include driver-floor.c -L CUDA/lib64/stubs -lcuda
  *        -ldl -lpthread
@@ -75,7 +77,7 @@ static void *open_gpu(void *arg)
     TRY(cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
     TRY(cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     TRY(cuMemAlloc(&g->src, BYTES), "cuMemAlloc");
-    TRY(cuMemAlloc(&g->inbox, BYTES), "cuMemAlloc");
+    TRY(cuMemAlloc(&g->inbox, (size_t)BYTES * n), "cuMemAlloc");
     TRY(cuMemsetD32Async(g->src, 0x5a5a5a5au, BYTES / 4, g->stream),
         "cuMemsetD32Async");
     TRY(cuStreamSynchronize(g->stream), "cuStreamSynchronize");
@@ -127,6 +129,10 @@ int main(int argc, char **argv)
     if (n > MAX_GPUS) {
         n = MAX_GPUS;
     }
+    if (n < 2) {
+        fprintf(stderr, "driver-floor: %d GPU(s): no pair to measure\n", n);
+        return 1;
+    }
     t[1] = now();
     if (nvml_start(&nvml)) {
         return 1;
@@ -155,9 +161,11 @@ int main(int argc, char **argv)
     }
     t[4] = now();
     for (int a = 0; a < n; a++) {
+        check(cuCtxSetCurrent(gpus[a].ctx), "cuCtxSetCurrent", a);
         for (int b = 0; b < n; b++) {
             if (a != b) {
-                check(cuMemcpyPeerAsync(gpus[b].inbox, gpus[b].ctx,
+                check(cuMemcpyPeerAsync(gpus[b].inbox + (size_t)BYTES * a,
+                                        gpus[b].ctx,
                                         gpus[a].src, gpus[a].ctx, BYTES,
                                         gpus[a].stream),
                       "cuMemcpyPeerAsync", a);

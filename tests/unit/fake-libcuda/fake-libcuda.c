@@ -94,8 +94,9 @@
  *                           cuMemHostAlloc: so a test sees from outside
  *                           where the tool placed its host figures.
  *   GPUP2P_FAKE_EVENT_FILE=PATH  a line appended for each piece of work
- *                           given to a GPU (a kernel, a memset, a copy,
- *                           for each GPU it touches): "cuda work GPU"; the
+ *                           given to a GPU: "cuda work GPU" (a kernel:
+ *                           its stream's GPU; a memset: the memory's; a
+ *                           copy: each GPU whose memory it moves); the
  *                           stand-in NVML appends its counter reads to the
  *                           same file, so a test sees the order of both.
  *
