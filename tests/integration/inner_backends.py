@@ -128,6 +128,30 @@ def window_past(g0, g1, clique="auto"):
     return r
 
 
+def window_past_hotplug(g0, g1):
+    """The same window with the second GPU hot-plugged: at machine done
+    the lone g0 is not checked (a trace line says why); at hot-plug the
+    newcomer and g0, which gains it as a peer writing to it, both are."""
+    bits = iommu_bits()
+    if not bits or bits > 50:
+        return {"skipped": "IOMMU width %s: no guest can reach past it"
+                % bits}
+    vm = Vm(OURS, [dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto")],
+            ["-cpu", "qemu64,phys-bits=%d" % (bits + 2), "-global",
+             "q35-pcihost.pci-hole64-size=%dG" % (1 << (bits - 30)),
+             "-trace", "vfio_gpu_p2p_window_skipped"], qmp=True)
+    r = {"started": vm.started, "iommu_bits": bits}
+    if vm.started:
+        r["device_add"] = vm.qmp.cmd(
+            "device_add", driver="vfio-pci", host=g1, bus="rp1", id="g1",
+            **{"x-pci-vendor-id": 0x10de, "x-gpu-p2p-clique": "auto"})
+        vm.power_slot(1)
+        r["in_effect"] = {i: vm.qom(i, "x-gpu-p2p-clique-in-effect")
+                          for i in ("g0", "g1")}
+    r["rc"], r["stderr"], _ = vm.quit()
+    return r
+
+
 def emulated_container_qemu():
     """A stand-in for iommufd's emulated type1 container, which no kernel
     here builds: our QEMU in a mount namespace whose sys/module shows
@@ -220,6 +244,7 @@ def main():
         "far-bar": lambda: far_bar(g0, b["shm0"]),
         "window-past": lambda: window_past(g0, g1),
         "window-past-explicit": lambda: window_past(g0, g1, "5"),
+        "window-past-hotplug": lambda: window_past_hotplug(g0, g1),
         # A vIOMMU first, so that the devices sit behind it.
         "viommu-auto": lambda: run([
             VIOMMU, dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),
@@ -249,7 +274,8 @@ def main():
                 dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=3,"
                     "x-gpu-p2p-verify=warn" + fd),
                 dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=3,"
-                    "x-gpu-p2p-verify=warn" + fd)], IOMMUFD),
+                    "x-gpu-p2p-verify=warn" + fd)],
+                IOMMUFD + ["-trace", "vfio_gpu_p2p_iova_ranges"]),
         })
     for name, fn in cases.items():
         try:

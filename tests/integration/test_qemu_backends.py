@@ -191,6 +191,28 @@ def test(t):
             % ((1 << bits) - 1), c.get("stderr", ""))
         t.ok(bits and len(asked) == 2, "%s: each GPU's peer's container "
              "asked of the kernel at machine done" % case, c)
+    # Hot-plugged: the lone GPU is not checked at machine done (a trace
+    # line says why); at hot-plug the newcomer and the GPU that gains it
+    # as a peer writing to it are, each warned once. Before, only the
+    # newcomer was.
+    c = res.get("window-past-hotplug", {})
+    bits = c.get("iommu_bits") or 0
+    err = c.get("stderr", "")
+    t.ok(c.get("in_effect") == {"g0": 0, "g1": 0} and c.get("rc") == 0 and
+         "error" not in str(c.get("device_add")),
+         "window-past-hotplug: the hot-plugged GPU joins the clique", c)
+    t.ok(re.search(r"vfio_gpu_p2p_window_skipped +\(\S+\) 64-bit BAR "
+                   r"window not checked: no peer in its clique", err),
+         "window-past-hotplug: the lone GPU is not checked at machine "
+         "done, and a trace line says why", c)
+    warned = re.findall(
+        r"vfio (\S+): x-gpu-p2p-clique=auto: P2P writes of its peers to it "
+        r"may fault: the guest's 64-bit BAR window as this machine declares "
+        r"it \(pci-hole64\), 0x[0-9a-f]+-0x[0-9a-f]+, reaches past its "
+        r"container's IOVA ranges \(up to 0x%x\)" % ((1 << bits) - 1), err)
+    t.ok(bits and len(warned) == 2 and len(set(warned)) == 2,
+         "window-past-hotplug: at hot-plug both GPUs are warned, the "
+         "newcomer and its peer", c)
     # A guest vIOMMU: unknown (the guest decides what is mapped), so the
     # capability stays and a warning gives the reason, for auto and for
     # an explicit id under the default verify=refuse alike.
@@ -244,6 +266,11 @@ def test(t):
          "iommufd, explicit id, verify=warn: kept", c)
     t.ok("is not mapped by iommufd" in c.get("stderr", ""),
          "and the failed BAR map at run time is reported", c)
+    asked = re.findall(r"vfio_gpu_p2p_iova_ranges +\(\S+\) \d+ IOVA ranges "
+                       r"up to 0x[0-9a-f]+, from the kernel "
+                       r"\(IOMMU_IOAS_IOVA_RANGES\)", c.get("stderr", ""))
+    t.ok(len(asked) == 2, "and each GPU's window is judged against its "
+         "peer's IOAS ranges as the kernel gives them at machine done", c)
     gate_checks(t, load_result(outdir, "gate.json"), res, mem, dmabuf)
 
 
