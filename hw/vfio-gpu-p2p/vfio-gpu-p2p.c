@@ -207,6 +207,22 @@ static const char *viommu_name(VFIODevice *vbasedev)
 }
 
 /*
+ * Behind a vIOMMU, why the record misses maps: the guest's IOMMU maps
+ * reach VFIO through its notifier, not through the RAM-device sections
+ * recorded here. NULL elsewhere.
+ */
+static char *unrecorded_why(VFIOPCIDevice *vdev)
+{
+    if (!vdev->vbasedev.bcontainer || !vfio_viommu_preset(&vdev->vbasedev)) {
+        return NULL;
+    }
+    return g_strdup_printf("behind a vIOMMU (%s), the guest's own IOMMU "
+                           "maps decide which BARs peers reach; maps made "
+                           "through its notifier are not recorded here",
+                           viommu_name(&vdev->vbasedev));
+}
+
+/*
  * "REGION[+0xOFFSET]: PATH 0xIOVA+0xSIZE" or "REGION[+0xOFFSET]: not mapped
  * by PATH (WHY)", joined by "; ".
  */
@@ -239,19 +255,14 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
                                    m->path, m->iova, m->size);
         }
     }
-    if (!shown && vdev->vbasedev.bcontainer &&
-        vfio_viommu_preset(&vdev->vbasedev)) {
-        /*
-         * The guest's IOMMU maps reach VFIO through its notifier, not
-         * through the RAM-device sections recorded here.
-         */
-        g_string_append_printf(out, "none recorded: behind a vIOMMU (%s), "
-                               "the guest's own IOMMU maps decide which "
-                               "BARs peers reach; maps made through its "
-                               "notifier are not recorded here",
-                               viommu_name(&vdev->vbasedev));
-    } else if (!shown) {
-        g_string_append(out, "none yet (BARs not enabled by the guest)");
+    if (!shown) {
+        g_autofree char *why = unrecorded_why(vdev);
+
+        if (why) {
+            g_string_append_printf(out, "none recorded: %s", why);
+        } else {
+            g_string_append(out, "none yet (BARs not enabled by the guest)");
+        }
     }
 }
 
@@ -265,6 +276,7 @@ static void get_bar_map_status(Object *obj, Visitor *v, const char *name,
     unsigned i;
 
     status->unmappable = g_strdup(p->unmappable);
+    status->unrecorded = unrecorded_why(VFIO_PCI(obj));
     for (i = 0; p->bar_maps && i < p->bar_maps->len; i++) {
         VFIOGpuP2PBarMap *m = g_ptr_array_index(p->bar_maps, i);
         VfioGpuP2pBarMap *entry;

@@ -134,7 +134,8 @@ def test(t):
     maps = (c.get("bar_map_status") or {}).get("g0") or {}
     t.ok(any(m.get("backend") == "type1" and m.get("mapped") is True and
              m.get("iova") == 0xc0000000 and m.get("size") == 0x1000000
-             for m in maps.get("maps", [])) and "unmappable" not in maps,
+             for m in maps.get("maps", [])) and "unmappable" not in maps and
+         "unrecorded" not in maps,
          "type1: and x-gpu-p2p-bar-map-status says so as a struct", maps)
     t.ok(str(res.get("bdfs", {}).get("gpu1")) in
          str(c.get("peer_maps", {}).get("g0")) and
@@ -229,6 +230,12 @@ def test(t):
                  for m in (c.get("bar_maps") or {"g0": None}).values()),
              "%s: x-gpu-p2p-bar-maps says the vIOMMU decides, not that "
              "the guest enabled no BAR" % case, c.get("bar_maps"))
+        t.ok(all(str((m or {}).get("unrecorded")).startswith(
+                     "behind a vIOMMU (intel-iommu)")
+                 for m in (c.get("bar_map_status") or
+                           {"g0": None}).values()),
+             "%s: and x-gpu-p2p-bar-map-status's unrecorded says so to a "
+             "QMP client" % case, c.get("bar_map_status"))
     # iommufd's emulated type1 container, a stand-in (inner_backends.py):
     # proven not mapped.
     c = res.get("emulated-auto", {})
