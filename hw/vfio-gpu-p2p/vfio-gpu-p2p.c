@@ -771,6 +771,12 @@ static GArray *type1_iova_ranges(VFIOContainer *c)
     uint32_t argsz = sizeof(*info);
     GArray *out;
 
+    /* sPAPR's container is a legacy one too, with another GET_INFO. */
+    if (c->iommu_type != VFIO_TYPE1v2_IOMMU &&
+        c->iommu_type != VFIO_TYPE1_IOMMU) {
+        errno = ENOTSUP;
+        return NULL;
+    }
     for (;;) {
         info = g_realloc(info, argsz);
         memset(info, 0, argsz);
@@ -783,12 +789,11 @@ static GArray *type1_iova_ranges(VFIOContainer *c)
         }
         argsz = info->argsz;
     }
-    if (!(info->flags & VFIO_IOMMU_INFO_CAPS)) {
-        return NULL;
-    }
-    hdr = vfio_get_cap(info, info->cap_offset,
+    hdr = !(info->flags & VFIO_IOMMU_INFO_CAPS) ? NULL :
+          vfio_get_cap(info, info->cap_offset,
                        VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE);
     if (!hdr) {
+        errno = ENOENT;         /* a kernel without the capability */
         return NULL;
     }
     cap = (void *)hdr;
@@ -809,20 +814,22 @@ static GArray *iommufd_iova_ranges(VFIOIOMMUFDContainer *c)
     GArray *out;
     uint32_t n = 0;
 
-    /* Asked twice: the count, then the ranges (EMSGSIZE the first time). */
-    for (int pass = 0; pass < 2; pass++) {
+    /*
+     * The count, then the ranges (EMSGSIZE while the buffer is short);
+     * again if an attach added ranges in between, a few times at most.
+     */
+    for (int pass = 0; pass < 4; pass++) {
         info = g_realloc(info, sizeof(*info) + n * sizeof(*ranges));
         memset(info, 0, sizeof(*info));
         info->size = sizeof(*info);
         info->ioas_id = c->ioas_id;
         info->num_iovas = n;
         info->allowed_iovas = (uintptr_t)(info + 1);
-        if (ioctl(c->be->fd, IOMMU_IOAS_IOVA_RANGES, info) &&
-            (errno != EMSGSIZE || pass)) {
-            return NULL;
-        }
-        if (info->num_iovas <= n) {
+        if (!ioctl(c->be->fd, IOMMU_IOAS_IOVA_RANGES, info)) {
             break;
+        }
+        if (errno != EMSGSIZE || pass == 3) {
+            return NULL;
         }
         n = info->num_iovas;
     }
@@ -844,19 +851,27 @@ static GArray *iommufd_iova_ranges(VFIOIOMMUFDContainer *c)
  */
 static GArray *iova_ranges_now(VFIOContainerBase *bc, const char **source)
 {
-    Object *o = OBJECT(bc);
+    Object *legacy = object_dynamic_cast(OBJECT(bc), TYPE_VFIO_IOMMU_LEGACY);
+    Object *iommufd = object_dynamic_cast(OBJECT(bc),
+                                          TYPE_VFIO_IOMMU_IOMMUFD);
+    const char *asked = NULL;
     GArray *out = NULL;
     GList *l;
 
-    if (object_dynamic_cast(o, TYPE_VFIO_IOMMU_LEGACY)) {
-        out = type1_iova_ranges(VFIO_IOMMU_LEGACY(o));
-        *source = "the kernel (VFIO_IOMMU_GET_INFO)";
-    } else if (object_dynamic_cast(o, TYPE_VFIO_IOMMU_IOMMUFD)) {
-        out = iommufd_iova_ranges(VFIO_IOMMU_IOMMUFD(o));
-        *source = "the kernel (IOMMU_IOAS_IOVA_RANGES)";
+    if (legacy) {
+        asked = "VFIO_IOMMU_GET_INFO";
+        out = type1_iova_ranges(VFIO_IOMMU_LEGACY(legacy));
+    } else if (iommufd) {
+        asked = "IOMMU_IOAS_IOVA_RANGES";
+        out = iommufd_iova_ranges(VFIO_IOMMU_IOMMUFD(iommufd));
     }
     if (out) {
+        *source = legacy ? "the kernel (VFIO_IOMMU_GET_INFO)" :
+                  "the kernel (IOMMU_IOAS_IOVA_RANGES)";
         return out;
+    }
+    if (asked) {
+        trace_vfio_gpu_p2p_iova_ranges_failed(asked, strerror(errno));
     }
     *source = "QEMU's copy, read when the container was made";
     out = g_array_new(FALSE, TRUE, sizeof(GpRange));
@@ -891,9 +906,13 @@ static void check_issuer(VFIOPCIDevice *target, VFIOPCIDevice *issuer,
                           &top);
     trace_vfio_gpu_p2p_iova_ranges(name_of(issuer), ranges->len, top,
                                    source);
-    if (!ranges->len) {
-        trace_vfio_gpu_p2p_window_skipped(name_of(issuer),
-                                          "no IOVA ranges known");
+    if (!top) {
+        /* None, or none that is a range (end before start). */
+        g_autofree char *why = g_strdup_printf("no IOVA ranges known of "
+                                               "the container of its peer "
+                                               "%s", name_of(issuer));
+
+        trace_vfio_gpu_p2p_window_skipped(name_of(target), why);
         return;
     }
     /*
@@ -909,14 +928,15 @@ static void check_issuer(VFIOPCIDevice *target, VFIOPCIDevice *issuer,
 }
 
 /*
- * Before firmware places any BAR (or at hot-plug, for @devs, the newcomer
- * and its clique): a GPU with peers in its clique whose BARs may land
- * outside the IOVA ranges of a peer's container (past their end, or in a
- * hole between them, e.g. a reserved region), which translates that
- * peer's writes to it, is warned, naming the window; never refused, as
- * the firmware decides where BARs go. The ranges are the kernel's at this
- * point. Behind a vIOMMU the guest's addresses are not the containers'
- * IOVAs: the vIOMMU warning stands.
+ * Before firmware places any BAR (or at hot-plug, again for every device,
+ * as the newcomer may narrow a container they share): a GPU with peers in
+ * its clique whose BARs may land outside the IOVA ranges of a peer's
+ * container (past their end, or in a hole between them, e.g. a reserved
+ * region), which translates that peer's writes to it, is warned, naming
+ * the window, once for each new text; never refused, as the firmware
+ * decides where BARs go. The ranges are the kernel's at this point. A
+ * peer behind a vIOMMU writes to guest IOVAs, not the containers': its
+ * container is not judged (the vIOMMU warning stands).
  */
 static void check_window(GPtrArray *devs, GPtrArray *all)
 {
@@ -939,8 +959,6 @@ static void check_window(GPtrArray *devs, GPtrArray *all)
         } else if (!is_auto(vdev) &&
                    vdev->gpu_p2p.verify == VFIO_GPU_P2P_VERIFY_TRUST) {
             skip = "x-gpu-p2p-verify=trust";
-        } else if (vfio_viommu_preset(&vdev->vbasedev)) {
-            skip = "behind a vIOMMU, whose warning stands";
         }
         if (skip) {
             trace_vfio_gpu_p2p_window_skipped(name_of(vdev), skip);
@@ -950,18 +968,33 @@ static void check_window(GPtrArray *devs, GPtrArray *all)
         for (j = 0; j < all->len; j++) {
             VFIOPCIDevice *p = g_ptr_array_index(all, j);
             VFIOContainerBase *pbc = p->vbasedev.bcontainer;
+            g_autofree char *why = NULL;
 
-            if (p == vdev || id_in_effect(p) != id_in_effect(vdev) || !pbc ||
-                vfio_viommu_preset(&p->vbasedev) ||
+            if (p == vdev || id_in_effect(p) != id_in_effect(vdev) ||
                 g_ptr_array_find(seen, pbc, NULL)) {
+                continue;
+            }
+            if (!pbc || vfio_viommu_preset(&p->vbasedev)) {
+                why = g_strdup_printf("its peer %s: %s", name_of(p), !pbc ?
+                                      "no container" : "behind a vIOMMU, "
+                                      "whose warning stands");
+                trace_vfio_gpu_p2p_window_skipped(name_of(vdev), why);
                 continue;
             }
             g_ptr_array_add(seen, pbc);
             check_issuer(vdev, p, start, end, fw_end, unknown);
         }
-        if (!unknown->len) {
+        if (!seen->len) {
+            trace_vfio_gpu_p2p_window_skipped(name_of(vdev), "no peer's "
+                                              "container to judge");
+        }
+        if (!unknown->len ||
+            !g_strcmp0(vdev->gpu_p2p.window_warned, unknown->str)) {
+            /* Nothing, or what was said already (a re-check at hot-plug) */
             continue;
         }
+        g_free(vdev->gpu_p2p.window_warned);
+        vdev->gpu_p2p.window_warned = g_strdup(unknown->str);
         trace_vfio_gpu_p2p_unknown(name_of(vdev), unknown->str);
         if (is_auto(vdev)) {
             warn_report("vfio %s: x-gpu-p2p-clique=auto: P2P writes of its "
@@ -1445,19 +1478,13 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
         g_autoptr(GPtrArray) devs = g_ptr_array_copy(vm->devices, NULL,
                                                      NULL);
 
-        g_autoptr(GPtrArray) clique = g_ptr_array_new();
-
         assign(devs, NULL, vdev);
-        /* Its peers gain an issuer, whose container is judged too. */
-        for (guint k = 0; k < vm->devices->len; k++) {
-            VFIOPCIDevice *o = g_ptr_array_index(vm->devices, k);
-
-            if (o == vdev || (id_in_effect(vdev) >= 0 &&
-                              id_in_effect(o) == id_in_effect(vdev))) {
-                g_ptr_array_add(clique, o);
-            }
-        }
-        check_window(clique, vm->devices);
+        /*
+         * Every device again: its clique gains a writer, and its group
+         * may have narrowed a container others share. What was said
+         * already is not repeated.
+         */
+        check_window(devs, vm->devices);
     } else if (!vm->machine_done.notify) {
         /* Cold plug: planned and checked once every device is known. */
         vm->machine_done.notify = machine_done;
@@ -1494,6 +1521,7 @@ void vfio_gpu_p2p_exit(VFIOPCIDevice *vdev)
     g_clear_pointer(&p->host_bdf, g_free);
     g_clear_pointer(&p->unmappable, g_free);
     g_clear_pointer(&p->bar_maps, g_ptr_array_unref);
+    g_clear_pointer(&p->window_warned, g_free);
     if (vm && !vm->devices->len && phase_check(PHASE_MACHINE_READY)) {
         /* A later hot plug reads the host afresh. */
         host_source_reset(vm);

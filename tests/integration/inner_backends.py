@@ -139,7 +139,8 @@ def window_past_hotplug(g0, g1):
     vm = Vm(OURS, [dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto")],
             ["-cpu", "qemu64,phys-bits=%d" % (bits + 2), "-global",
              "q35-pcihost.pci-hole64-size=%dG" % (1 << (bits - 30)),
-             "-trace", "vfio_gpu_p2p_window_skipped"], qmp=True)
+             "-trace", "vfio_gpu_p2p_window_skipped",
+             "-trace", "vfio_gpu_p2p_iova_ranges"], qmp=True)
     r = {"started": vm.started, "iommu_bits": bits}
     if vm.started:
         r["device_add"] = vm.qmp.cmd(
@@ -149,6 +150,26 @@ def window_past_hotplug(g0, g1):
         r["in_effect"] = {i: vm.qom(i, "x-gpu-p2p-clique-in-effect")
                           for i in ("g0", "g1")}
     r["rc"], r["stderr"], _ = vm.quit()
+    return r
+
+
+def window_past_two_ioas(g0, g1):
+    """The window past the ranges with each GPU in a container of its own
+    (two iommufd backends): each is judged against its peer's container,
+    which translates the peer's writes to it, and the warning names it."""
+    bits = iommu_bits()
+    if not bits or bits > 50:
+        return {"skipped": "IOMMU width %s: no guest can reach past it"
+                % bits}
+    r = run([dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=3,"
+                 "x-gpu-p2p-verify=warn,iommufd=iommufd0"),
+             dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=3,"
+                 "x-gpu-p2p-verify=warn,iommufd=iommufd1")],
+            IOMMUFD + ["-object", "iommufd,id=iommufd1",
+                       "-cpu", "qemu64,phys-bits=%d" % (bits + 2), "-global",
+                       "q35-pcihost.pci-hole64-size=%dG" % (1 << (bits - 30))],
+            bars=False)
+    r["iommu_bits"] = bits
     return r
 
 
@@ -270,6 +291,7 @@ def main():
             "iommufd-explicit": lambda: start_error(OURS, [
                 dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=3" + fd),
                 dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=3" + fd)], IOMMUFD),
+            "window-past-two-ioas": lambda: window_past_two_ioas(g0, g1),
             "iommufd-explicit-warn": lambda: run([
                 dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=3,"
                     "x-gpu-p2p-verify=warn" + fd),

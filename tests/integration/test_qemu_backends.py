@@ -214,6 +214,18 @@ def test(t):
     t.ok(bits and len(warned) == 2 and len(set(warned)) == 2,
          "window-past-hotplug: at hot-plug both GPUs are warned, the "
          "newcomer and its peer", c)
+    t.ok(len(re.findall(r"vfio_gpu_p2p_iova_ranges +\(\S+\) \d+ IOVA "
+                        r"ranges up to 0x[0-9a-f]+, from the kernel", err))
+         >= 2, "window-past-hotplug: the ranges judged at hot-plug are the "
+         "kernel's", c)
+    # The machine-done warnings are not repeated when a later check (a
+    # hot-plug) finds the same: the cold cases gave one per GPU.
+    for case in ("window-past", "window-past-explicit"):
+        t.ok(len(re.findall(r"P2P writes of its peers to it may fault: the "
+                            r"guest's 64-bit BAR window",
+                            res.get(case, {}).get("stderr", ""))) == 2,
+             "%s: one warning per GPU, none repeated" % case,
+             res.get(case))
     # A guest vIOMMU: unknown (the guest decides what is mapped), so the
     # capability stays and a warning gives the reason, for auto and for
     # an explicit id under the default verify=refuse alike.
@@ -268,6 +280,19 @@ def test(t):
     c = res.get("iommufd-explicit", {})
     t.ok(not c.get("started") and "would fault" in c.get("stderr", ""),
          "iommufd, explicit id: refused with the reason", c)
+    # A container per GPU: each judged against its peer's, and named.
+    c = res.get("window-past-two-ioas", {})
+    bits = c.get("iommu_bits") or 0
+    named = re.findall(
+        r"vfio (\S+): x-gpu-p2p-clique=3: P2P writes of its peers to it "
+        r"may fault: .*the guest's 64-bit BAR window as this machine "
+        r"declares it \(pci-hole64\), 0x[0-9a-f]+-0x[0-9a-f]+, reaches past "
+        r"the IOVA ranges of its peer (\S+)'s container \(up to 0x%x\)"
+        % ((1 << bits) - 1), c.get("stderr", ""))
+    t.ok(c.get("in_effect") == {"g0": 3, "g1": 3} and len(named) == 2 and
+         all(a != b for a, b in named),
+         "two iommufd containers: each GPU's window is judged against its "
+         "peer's container, which the warning names", c)
     c = res.get("iommufd-explicit-warn", {})
     t.ok(c.get("in_effect") == {"g0": 3, "g1": 3},
          "iommufd, explicit id, verify=warn: kept", c)
