@@ -747,21 +747,6 @@ static bool declared_window(uint64_t *start, uint64_t *end, uint64_t *fw_end)
 #define DECLARED_WINDOW_NOTE "firmware places the BARs, and SeaBIOS may " \
     "keep 64-bit BARs below 4 GiB"
 
-/* Another device holds @vdev's clique id: it has peers to write to it. */
-static bool has_peer(GPtrArray *devices, VFIOPCIDevice *vdev)
-{
-    guint i;
-
-    for (i = 0; i < devices->len; i++) {
-        VFIOPCIDevice *o = g_ptr_array_index(devices, i);
-
-        if (o != vdev && id_in_effect(o) == id_in_effect(vdev)) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* A type1 container's IOVA ranges as its kernel gives them now. */
 static GArray *type1_iova_ranges(VFIOContainer *c)
 {
@@ -952,26 +937,25 @@ static void check_window(GPtrArray *devs, GPtrArray *all)
         VFIOPCIDevice *vdev = g_ptr_array_index(devs, i);
         g_autoptr(GString) unknown = g_string_new(NULL);
         g_autoptr(GPtrArray) seen = g_ptr_array_new();
-        const char *skip = NULL;
+        unsigned peers = 0;
 
-        if (id_in_effect(vdev) < 0 || !has_peer(all, vdev)) {
-            skip = "no peer in its clique";
-        } else if (!is_auto(vdev) &&
-                   vdev->gpu_p2p.verify == VFIO_GPU_P2P_VERIFY_TRUST) {
-            skip = "x-gpu-p2p-verify=trust";
-        }
-        if (skip) {
-            trace_vfio_gpu_p2p_window_skipped(name_of(vdev), skip);
+        if (id_in_effect(vdev) >= 0 && !is_auto(vdev) &&
+            vdev->gpu_p2p.verify == VFIO_GPU_P2P_VERIFY_TRUST) {
+            trace_vfio_gpu_p2p_window_skipped(name_of(vdev),
+                                              "x-gpu-p2p-verify=trust");
             continue;
         }
         /* Each peer's container once (they are mostly one). */
-        for (j = 0; j < all->len; j++) {
+        for (j = 0; id_in_effect(vdev) >= 0 && j < all->len; j++) {
             VFIOPCIDevice *p = g_ptr_array_index(all, j);
             VFIOContainerBase *pbc = p->vbasedev.bcontainer;
             g_autofree char *why = NULL;
 
-            if (p == vdev || id_in_effect(p) != id_in_effect(vdev) ||
-                g_ptr_array_find(seen, pbc, NULL)) {
+            if (p == vdev || id_in_effect(p) != id_in_effect(vdev)) {
+                continue;
+            }
+            peers++;
+            if (g_ptr_array_find(seen, pbc, NULL)) {
                 continue;
             }
             if (!pbc || vfio_viommu_preset(&p->vbasedev)) {
@@ -983,6 +967,11 @@ static void check_window(GPtrArray *devs, GPtrArray *all)
             }
             g_ptr_array_add(seen, pbc);
             check_issuer(vdev, p, start, end, fw_end, unknown);
+        }
+        if (!peers) {
+            trace_vfio_gpu_p2p_window_skipped(name_of(vdev),
+                                              "no peer in its clique");
+            continue;
         }
         if (!seen->len) {
             trace_vfio_gpu_p2p_window_skipped(name_of(vdev), "no peer's "

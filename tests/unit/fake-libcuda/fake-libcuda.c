@@ -104,7 +104,6 @@
  * dlopens "libcuda.so.1" by name); the tool has no path override.
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -118,6 +117,7 @@
 #include <linux/mempolicy.h>
 
 #include "cuda-abi.h"
+#include "../fake-event-log.h"
 
 #define FAKE_MAX_GPUS 16
 #define FAKE_ERROR_NOT_READY 600
@@ -293,23 +293,12 @@ static void thread_place(const char *prefix, char *buf, size_t n)
 
 static const char *event_file;
 
-/* "cuda work GPU" in GPUP2P_FAKE_EVENT_FILE: one write(2) with O_APPEND,
- * so that lines of the stand-in NVML's threads do not interleave. */
+/* "cuda work GPU" in GPUP2P_FAKE_EVENT_FILE. */
 static void record_work(int dev)
 {
-    char line[32];
-    int fd, n;
-
-    if (!event_file || dev < 0) {
-        return;
+    if (event_file && dev >= 0) {
+        fake_event_line(event_file, "cuda work %d\n", dev);
     }
-    n = snprintf(line, sizeof(line), "cuda work %d\n", dev);
-    fd = open(event_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0 || write(fd, line, (size_t)n) != n) {
-        perror(event_file);
-        abort();
-    }
-    close(fd);
 }
 
 /* One line of GPUP2P_FAKE_CUDA_PLACEMENT_FILE, under the lock. */

@@ -56,14 +56,13 @@
  * The tests load it with LD_LIBRARY_PATH beside the stand-in libcuda.so.1
  * (the tool dlopens "libnvidia-ml.so.1" by name).
  */
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
+
+#include "../fake-event-log.h"
 
 #define FAKE_MAX_GPUS 16
 #define FAKE_MAX_LINKS 18
@@ -190,29 +189,6 @@ static void die(const char *what, const char *value)
 
 static const char *event_file;
 
-/* One line of GPUP2P_FAKE_EVENT_FILE: one write(2) with O_APPEND, so
- * lines from threads and from the stand-in CUDA do not interleave. */
-static void event_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void event_line(const char *fmt, ...)
-{
-    char line[160];
-    va_list ap;
-    int fd, n;
-
-    if (!event_file) {
-        return;
-    }
-    va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    fd = open(event_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0 || n <= 0 || n >= (int)sizeof(line) ||
-        write(fd, line, (size_t)n) != n) {
-        die("GPUP2P_FAKE_EVENT_FILE", event_file);
-    }
-    close(fd);
-}
-
 /* The value a read of GPU @dev's counter @name returns now; counts the
  * read. */
 static unsigned long long counter_read_of(const struct FakeGpu *dev,
@@ -223,7 +199,10 @@ static unsigned long long counter_read_of(const struct FakeGpu *dev,
     if (c->step_after && c->reads >= c->step_after) {
         v = c->step_down ? v - c->step : v + c->step;
     }
-    event_line("nvml read %d %u %s\n", (int)(dev - gpus), c->reads, name);
+    if (event_file) {
+        fake_event_line(event_file, "nvml read %d %u %s\n",
+                        (int)(dev - gpus), c->reads, name);
+    }
     c->reads++;
     return v;
 }
