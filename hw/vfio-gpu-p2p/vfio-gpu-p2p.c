@@ -59,6 +59,8 @@ struct VFIOGpuP2PVm {
     Object parent_obj;
     GPtrArray *devices;         /* every vfio-pci device with the cap */
     Notifier machine_done;      /* .notify set once registered */
+    DeviceListener plugged;     /* the window re-check after a hot plug */
+    bool plugged_armed;         /* not during its registration's walk */
     HostSource *host_source;
     char *host_source_error;    /* why there is none */
     GpBarGateHost *bar_gate_host;   /* the BAR gate's host facts */
@@ -75,6 +77,8 @@ static VFIOGpuP2PVm *vm_state_peek(void)
     return o ? VFIO_GPU_P2P_VM(o) : NULL;
 }
 
+static void device_plugged(DeviceListener *listener, DeviceState *dev);
+
 static VFIOGpuP2PVm *vm_state(void)
 {
     VFIOGpuP2PVm *vm = vm_state_peek();
@@ -85,6 +89,13 @@ static VFIOGpuP2PVm *vm_state(void)
         object_property_add_child(qdev_get_machine(), VM_STATE_CHILD, o);
         object_unref(o);
         vm = VFIO_GPU_P2P_VM(o);
+        /*
+         * Registration replays every device (a device being realized
+         * now among them): armed only after it.
+         */
+        vm->plugged.realize = device_plugged;
+        device_listener_register(&vm->plugged);
+        vm->plugged_armed = true;
     }
     return vm;
 }
@@ -224,11 +235,13 @@ static char *unrecorded_why(VFIOPCIDevice *vdev)
 
 /*
  * "REGION[+0xOFFSET]: PATH 0xIOVA+0xSIZE" or "REGION[+0xOFFSET]: not mapped
- * by PATH (WHY)", joined by "; ".
+ * by PATH (WHY)", joined by "; ". Behind a vIOMMU, what the record misses
+ * follows, as the QAPI struct's "unrecorded" says it.
  */
 static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
+    g_autofree char *why = NULL;
     unsigned shown = 0, i;
 
     if (p->unmappable) {
@@ -255,14 +268,13 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
                                    m->path, m->iova, m->size);
         }
     }
-    if (!shown) {
-        g_autofree char *why = unrecorded_why(vdev);
-
-        if (why) {
-            g_string_append_printf(out, "none recorded: %s", why);
-        } else {
-            g_string_append(out, "none yet (BARs not enabled by the guest)");
-        }
+    why = unrecorded_why(vdev);
+    if (shown && why) {
+        g_string_append_printf(out, "; others not recorded: %s", why);
+    } else if (why) {
+        g_string_append_printf(out, "none recorded: %s", why);
+    } else if (!shown) {
+        g_string_append(out, "none yet (BARs not enabled by the guest)");
     }
 }
 
@@ -1009,6 +1021,27 @@ static bool any_auto(GPtrArray *devs)
     return false;
 }
 
+/*
+ * After a hot plug of any VFIO PCI device, once its realize has ended (a
+ * device whose realize failed has left the list): every capability holder
+ * again, as its clique may have gained a writer and the newcomer's group
+ * may have narrowed a container others share. What was said already is
+ * not repeated.
+ */
+static void device_plugged(DeviceListener *listener, DeviceState *dev)
+{
+    VFIOGpuP2PVm *vm = container_of(listener, VFIOGpuP2PVm, plugged);
+    g_autoptr(GPtrArray) devs = NULL;
+
+    if (!vm->plugged_armed || !phase_check(PHASE_MACHINE_READY) ||
+        !object_dynamic_cast(OBJECT(dev), TYPE_VFIO_PCI) ||
+        !vm->devices->len) {
+        return;
+    }
+    devs = g_ptr_array_copy(vm->devices, NULL, NULL);
+    check_window(devs, vm->devices);
+}
+
 static void machine_done(Notifier *notifier, void *data)
 {
     VFIOGpuP2PVm *vm = container_of(notifier, VFIOGpuP2PVm, machine_done);
@@ -1467,13 +1500,8 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
         g_autoptr(GPtrArray) devs = g_ptr_array_copy(vm->devices, NULL,
                                                      NULL);
 
+        /* The window: device_plugged(), once realize has ended. */
         assign(devs, NULL, vdev);
-        /*
-         * Every device again: its clique gains a writer, and its group
-         * may have narrowed a container others share. What was said
-         * already is not repeated.
-         */
-        check_window(devs, vm->devices);
     } else if (!vm->machine_done.notify) {
         /* Cold plug: planned and checked once every device is known. */
         vm->machine_done.notify = machine_done;
@@ -1571,9 +1599,13 @@ static VFIOGpuP2PBarMap *bar_map_of(VFIOGpuP2P *p,
 static const char *container_path(VFIOContainerBase *bcontainer)
 {
     const char *type = object_get_typename(OBJECT(bcontainer));
+    VFIOGpuP2PVm *vm = vm_state_peek();
 
     if (!strcmp(type, TYPE_VFIO_IOMMU_LEGACY)) {
-        return "type1";
+        /* The host facts, where the gate read them, tell the two apart. */
+        return vm && vm->bar_gate_host &&
+               vm->bar_gate_host->container == GP_VFIO_CONTAINER_EMULATED ?
+               "type1 (iommufd's emulation)" : "type1";
     }
     if (!strcmp(type, TYPE_VFIO_IOMMU_IOMMUFD)) {
         return "iommufd";
@@ -1649,6 +1681,9 @@ static void vfio_gpu_p2p_vm_finalize(Object *obj)
 
     if (vm->machine_done.notify) {
         qemu_remove_machine_init_done_notifier(&vm->machine_done);
+    }
+    if (vm->plugged.realize) {
+        device_listener_unregister(&vm->plugged);
     }
     host_source_reset(vm);
     gp_bar_gate_host_free(vm->bar_gate_host);

@@ -60,8 +60,10 @@ typedef struct VFIOGpuP2P {
     /* Why peers' writes to its BARs would fault; NULL: they would not. */
     char *unmappable;
     GPtrArray *bar_maps;        /* VFIOGpuP2PBarMap *, as the listener saw */
-    /* The window check's last warning, so that a re-check at hot-plug
-     * repeats nothing; NULL: none given. */
+    /*
+     * The window check's last warning, so that a re-check at hot-plug
+     * repeats nothing; NULL: none given.
+     */
     char *window_warned;
 } VFIOGpuP2P;
 
