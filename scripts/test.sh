@@ -53,6 +53,8 @@ if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
     # The Linux 7.x virtual host's kernel (cached per machine) and
     # Debian's QEMU 11.1, the judge of its iommufd path.
     tests/vhost/build-linux.sh 7.3 >/dev/null
+    # Its variant with iommufd's emulated type1 container (from that build).
+    tests/vhost/build-linux-emulated.sh 7.3 >/dev/null
     tests/vhost/stock-qemu-newer.sh >/dev/null
     suite build integration --num-processes 1
     # Each retry of a virtual host (a stalled boot, the outer emulator's

@@ -4,8 +4,8 @@
 our QEMU with two GPU stand-ins on root ports (a clique under the VM rule)
 on each VFIO backend the kernel offers, read through qtest and QMP. The
 capability gate: a device whose BARs the IOMMU will not hold for its
-peers (iommufd on this QEMU, x-no-mmap=on, iommufd's emulated container
-as a stand-in) gets no capability with auto, and an explicit id is
+peers (iommufd on this QEMU, x-no-mmap=on) gets no capability with
+auto, and an explicit id is
 refused or warned per x-gpu-p2p-verify; behind a guest vIOMMU (unknown)
 both keep it with a warning. Then the
 guest's view: BARs placed by config writes as firmware would, and what the
@@ -14,11 +14,20 @@ placed beyond the IOMMU's reach is refused by VFIO itself; a 64-bit BAR
 window reaching past the container's IOVA ranges is warned at machine
 done, before firmware places a BAR). The machine
 type pc-q35-*-gpup2p gives auto with no per-device setting; plain q35
-keeps stock's default (off). Writes $VHOST_OUT/backends.json."""
+keeps stock's default (off). Writes $VHOST_OUT/backends.json.
+
+With the argument "emulated", on the kernel of tests/vhost/
+build-linux-emulated.sh: the same gate where /dev/vfio/vfio is iommufd's
+emulated type1 container. Writes $VHOST_OUT/emulated.json. With
+"sparse": a GPU stand-in whose BAR0 the kernel offers only in part for
+mmap (tests/kernel/sparse-standin, loaded first). Writes
+$VHOST_OUT/sparse.json."""
 
 import json
 import os
 import re
+import subprocess
+import sys
 
 from qemu_cfg import OURS, Vm, cap_list, start_error
 from vfio_helpers import OUT, bdf, bind_vfio, modprobe
@@ -115,7 +124,7 @@ def window_past(g0, g1, clique="auto"):
     ranges, the guest's address width raised to hold it: the capability
     stays (the firmware places BARs) and a warning names the window."""
     bits = iommu_bits()
-    if not bits or bits > 50:
+    if bits and bits > 50:
         return {"skipped": "IOMMU width %s: no guest can reach past it"
                 % bits}
     r = run([dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=" + clique),
@@ -133,7 +142,7 @@ def window_past_hotplug(g0, g1):
     the lone g0 is not checked (a trace line says why); at hot-plug the
     newcomer and g0, which gains it as a peer writing to it, both are."""
     bits = iommu_bits()
-    if not bits or bits > 50:
+    if bits and bits > 50:
         return {"skipped": "IOMMU width %s: no guest can reach past it"
                 % bits}
     vm = Vm(OURS, [dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto")],
@@ -158,7 +167,7 @@ def window_past_two_ioas(g0, g1):
     (two iommufd backends): each is judged against its peer's container,
     which translates the peer's writes to it, and the warning names it."""
     bits = iommu_bits()
-    if not bits or bits > 50:
+    if bits and bits > 50:
         return {"skipped": "IOMMU width %s: no guest can reach past it"
                 % bits}
     r = run([dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=3,"
@@ -170,32 +179,6 @@ def window_past_two_ioas(g0, g1):
                        "q35-pcihost.pci-hole64-size=%dG" % (1 << (bits - 30))],
             bars=False)
     r["iommu_bits"] = bits
-    return r
-
-
-def emulated_container_qemu():
-    """A stand-in for iommufd's emulated type1 container, which no kernel
-    here builds: our QEMU in a mount namespace whose sys/module shows
-    iommufd and no vfio_iommu_type1, as that host's does. The container
-    is still type1's; only what the gate reads is the emulation's."""
-    wrapper = os.path.join(OUT, "qemu-emulated-container.sh")
-    with open(wrapper, "w") as f:
-        f.write("#!/bin/sh\nexec unshare -m sh -c 'mount -t tmpfs tmpfs "
-                "/sys/module && mkdir /sys/module/iommufd && exec \"$0\" "
-                "\"$@\"' %s \"$@\"\n" % OURS)
-    os.chmod(wrapper, 0o755)
-    return wrapper
-
-
-def emulated(devices):
-    vm = Vm(emulated_container_qemu(), devices, qmp=True)
-    r = {"started": vm.started}
-    if vm.started:
-        r["in_effect"] = {i: vm.qom(i, "x-gpu-p2p-clique-in-effect")
-                          for i in ("g0", "g1")}
-        r["bar_maps"] = {i: vm.qom(i, "x-gpu-p2p-bar-maps")
-                         for i in ("g0", "g1")}
-    r["rc"], r["stderr"], _ = vm.quit()
     return r
 
 
@@ -235,11 +218,99 @@ def cap_writes(g0):
     return r
 
 
+def gate_cases(g0, g1, auto_extra=(), warn_bars=True):
+    """The gate's three answers for two GPUs: auto, an explicit id
+    (refused where proven), and an explicit id with verify=warn, which
+    keeps the capability as any id given without the gate would."""
+    return {
+        "auto": lambda: run([
+            dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),
+            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto")], auto_extra),
+        "explicit": lambda: start_error(OURS, [
+            dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=2"),
+            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=2")]),
+        "explicit-warn": lambda: run([
+            dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=2,"
+                "x-gpu-p2p-verify=warn"),
+            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=2,"
+                "x-gpu-p2p-verify=warn")], bars=warn_bars),
+    }
+
+
+def run_cases(cases, res, name):
+    """Each case into @res (an exception recorded: the test outside fails
+    it), then @res as $VHOST_OUT/@name."""
+    for case, fn in cases.items():
+        try:
+            res[case] = fn()
+        except Exception as e:
+            res[case] = {"exception": repr(e)}
+    with open(os.path.join(OUT, name), "w") as f:
+        json.dump(res, f, indent=1)
+
+
+def emulated_container_facts():
+    """What says this host's /dev/vfio/vfio is iommufd's emulation: the
+    kernel's config, no vfio_iommu_type1 to load, and the node itself."""
+    config = ""
+    try:
+        with open("/boot/config-%s" % os.uname().release) as f:
+            config = f.read()
+    except OSError as e:
+        config = repr(e)
+    p = subprocess.run(["modprobe", "-d", os.environ["VHOST_KERNEL_DIR"],
+                        "-S", os.environ["VHOST_KERNEL_VERSION"],
+                        "vfio_iommu_type1"], capture_output=True, text=True)
+    return {
+        "config": [l for l in config.splitlines()
+                   if re.match(r"(# )?CONFIG_(VFIO_CONTAINER|"
+                               r"IOMMUFD_VFIO_CONTAINER|VFIO_IOMMU_TYPE1)"
+                               r"\b", l)],
+        "type1_modprobe_rc": p.returncode,
+        "type1_loaded": os.path.exists("/sys/module/vfio_iommu_type1"),
+        "iommufd_loaded": os.path.exists("/sys/module/iommufd"),
+        "vfio_node": os.path.exists("/dev/vfio/vfio"),
+    }
+
+
+def emulated_main(g0, g1):
+    """On a kernel built with iommufd's emulated type1 container
+    (tests/vhost/build-linux-emulated.sh): our QEMU's legacy container
+    is iommufd's. auto and an explicit id are judged as the gate does;
+    with verify=warn the capability is kept and the guest's BAR enable
+    shows what VFIO then does with the peer BAR."""
+    modprobe("iommufd")
+    res = {"kernel": os.uname().release, "bdfs": [g0, g1],
+           "facts": emulated_container_facts()}
+    run_cases(gate_cases(g0, g1), res, "emulated.json")
+
+
+SPARSE_DRIVER = "gpup2p_sparse_standin_vfio_pci"
+
+
+def sparse_main(g0, g1):
+    """g1 bound to the sparse-mmap stand-in (tests/kernel/sparse-standin:
+    vfio-pci whose prefetchable BARs offer only their first half for
+    mmap), g0 to vfio-pci: the gate reads the region info QEMU got from
+    the kernel (QEMU's own trace shows the sparse areas)."""
+    bind_vfio(g0)
+    bind_vfio(g1, SPARSE_DRIVER)
+    res = {"kernel": os.uname().release, "bdfs": [g0, g1]}
+    run_cases(gate_cases(g0, g1, ["-trace", "vfio_region_sparse_mmap_entry"],
+                         warn_bars=False), res, "sparse.json")
+
+
 def main():
+    if sys.argv[1:] == ["sparse"]:
+        sparse_main(bdf("gpu0"), bdf("gpu1"))
+        return
     b = {n: bdf(n) for n in ("gpu0", "gpu1", "shm0")}
     for d in b.values():
         bind_vfio(d)
     g0, g1 = b["gpu0"], b["gpu1"]
+    if sys.argv[1:] == ["emulated"]:
+        emulated_main(g0, g1)
+        return
     res = {"bdfs": b, "kernel": os.uname().release}
     try:
         modprobe("iommufd")
@@ -270,15 +341,14 @@ def main():
         "viommu-auto": lambda: run([
             VIOMMU, dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),
             dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto")], bars=False),
+        # BARs enabled before the guest turns its vIOMMU's translation
+        # on: the listener maps them as it would without one.
+        "viommu-bars": lambda: run([
+            VIOMMU, dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),
+            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto")]),
         "viommu-explicit": lambda: run([
             VIOMMU, dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=4"),
             dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=4")], bars=False),
-        "emulated-auto": lambda: emulated([
-            dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto"),
-            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto")]),
-        "emulated-explicit": lambda: start_error(emulated_container_qemu(), [
-            dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=2"),
-            dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=2")]),
         "cap-writes": lambda: cap_writes(g0),
     }
     if res["iommufd"]:
@@ -299,13 +369,7 @@ def main():
                     "x-gpu-p2p-verify=warn" + fd)],
                 IOMMUFD + ["-trace", "vfio_gpu_p2p_iova_ranges"]),
         })
-    for name, fn in cases.items():
-        try:
-            res[name] = fn()
-        except Exception as e:      # recorded; the test outside fails it
-            res[name] = {"exception": repr(e)}
-    with open(os.path.join(OUT, "backends.json"), "w") as f:
-        json.dump(res, f, indent=1)
+    run_cases(cases, res, "backends.json")
 
 
 if __name__ == "__main__":

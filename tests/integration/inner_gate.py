@@ -6,7 +6,15 @@ qemu_p2p_dma.sh: the host tool's BAR gate (`gpup2p check --domain`, the
 QEMU on type1, with x-no-mmap, on iommufd; Debian's QEMU 11.1 on
 iommufd), each GPU given a clique (a proven-unmapped GPU without one is
 ok), read from this kernel's own sysfs. The test outside holds each
-verdict against what QEMU and the DMA did. Writes $VHOST_OUT/gate.json."""
+verdict against what QEMU and the DMA did. Writes $VHOST_OUT/gate.json.
+
+    inner_gate.py OUR-QEMU [STOCK-QEMU] [emulated]
+
+"emulated": the same domains without iommufd (QEMU's legacy container) on
+the kernel of tests/vhost/build-linux-emulated.sh, where that container
+is iommufd's emulation; writes $VHOST_OUT/gate-emulated.json. "sparse":
+our QEMU's domain with gpu1 bound to the sparse-mmap stand-in, a vfio-pci
+variant driver; writes $VHOST_OUT/gate-sparse.json."""
 
 import json
 import os
@@ -83,19 +91,32 @@ def check(path, qemu):
 
 
 def main():
-    ours, stock = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""
+    args = sys.argv[1:]
+    mode = args[-1] if args[-1:] in (["emulated"], ["sparse"]) else ""
+    if mode:
+        args = args[:-1]
+    ours, stock = args[0], args[1] if len(args) > 1 else ""
     gpus = [bdf("gpu0"), bdf("gpu1")]
-    cases = {"type1": (ours, {"clique": "auto"}),
-             "nommap": (ours, {"clique": "auto", "nommap": gpus[1]}),
-             "iommufd-ours": (ours, {"clique": "auto", "iommufd": True})}
-    if stock:
-        cases["iommufd-stock"] = (stock, {"clique": "id", "iommufd": True})
+    if mode == "sparse":
+        cases = {"sparse-ours": (ours, {"clique": "auto"})}
+    elif mode == "emulated":
+        cases = {"emulated-ours": (ours, {"clique": "auto"})}
+        if stock:
+            cases["emulated-stock"] = (stock, {"clique": "id"})
+    else:
+        cases = {"type1": (ours, {"clique": "auto"}),
+                 "nommap": (ours, {"clique": "auto", "nommap": gpus[1]}),
+                 "iommufd-ours": (ours, {"clique": "auto", "iommufd": True})}
+        if stock:
+            cases["iommufd-stock"] = (stock, {"clique": "id",
+                                              "iommufd": True})
     res = {"gpus": gpus}
     for name, (qemu, opts) in cases.items():
         path = "/run/gate-%s.xml" % name
         domain(path, qemu, gpus, **opts)
         res[name] = check(path, qemu)
-    with open(os.path.join(OUT, "gate.json"), "w") as f:
+    name = "gate-%s.json" % mode if mode else "gate.json"
+    with open(os.path.join(OUT, name), "w") as f:
         json.dump(res, f, indent=1)
 
 

@@ -5,6 +5,11 @@
 # listener maps the peer BAR (its mmap) into the container; with
 # x-no-mmap=on there is no mmap to map, so the same DMA must fault in the
 # virtual host's IOMMU and nothing may arrive (the control).
+#
+#   qemu_p2p_dma.sh              type1, then iommufd where the kernel has it
+#   qemu_p2p_dma.sh emulated     iommufd's emulated type1 container
+#                                (tests/vhost/build-linux-emulated.sh)
+#   qemu_p2p_dma.sh sparse       ivshmem on the sparse-mmap stand-in
 set -u
 O=$VHOST_OUT
 QEMU=${GPUP2P_QEMU:-$PWD/build/qemu/qemu-system-x86_64}
@@ -17,6 +22,8 @@ guest() {   # guest NAME OFFSET SEED SHM-OPTIONS [QEMU-ARGS...]
     name=$1 off=$2 seed=$3 shm=$4; shift 4
     qarg=""
     for a in "$@"; do qarg="$qarg --qemu-arg=$a"; done
+    # The kernel's lines while this guest ran: its own DMAR faults.
+    before=$(dmesg | wc -l)
     # shellcheck disable=SC2086 # $qarg: words
     python3 tests/vhost/vhost.py inner --qemu "${GUEST_QEMU:-$QEMU}" \
         --out $O/$name --timeout 240 $qarg \
@@ -25,9 +32,38 @@ guest() {   # guest NAME OFFSET SEED SHM-OPTIONS [QEMU-ARGS...]
         -- build/tests/kernel/guest-dma 2 $off $seed > $O/$name.json \
         2> $O/$name.err
     echo $? > $O/$name.rc
+    dmesg | tail -n +$((before + 1)) > $O/$name.dmesg
 }
 
 DEV_EXTRA=""
+if [ "${1:-}" = emulated ]; then
+    # /dev/vfio/vfio is iommufd's: QEMU's legacy container path, ours and
+    # Debian's QEMU 11.1, maps the peer BAR from its mmap, which the
+    # emulation cannot pin. The guest's DMA from RAM (to_edu) is the control.
+    load_module iommufd
+    ls -l /dev/vfio/vfio > $O/emulated-vfio-node 2>&1
+    guest emulated-ours 0x9000 16 ""
+    if [ -n "${GPUP2P_QEMU_DMABUF:-}" ]; then
+        GUEST_QEMU=$GPUP2P_QEMU_DMABUF guest emulated-stock 0xa000 17 ""
+    fi
+    dmesg > $O/dmesg.txt
+    exit 0
+fi
+if [ "${1:-}" = sparse ]; then
+    # ivshmem bound to the sparse-mmap stand-in (tests/kernel/
+    # sparse-standin, loaded first): its BAR2's first half is mmapped and
+    # mapped by QEMU's listener, the rest is trapped and never mapped.
+    echo gpup2p_sparse_standin_vfio_pci \
+        > /sys/bus/pci/devices/$SHM/driver_override
+    echo $SHM > /sys/bus/pci/devices/$SHM/driver/unbind
+    echo $SHM > /sys/bus/pci/drivers_probe
+    basename "$(readlink /sys/bus/pci/devices/$SHM/driver)" \
+        > $O/sparse-driver
+    guest sparse-covered 0x4000 21 ""
+    guest sparse-uncovered 0x900000 22 ""
+    dmesg > $O/dmesg.txt
+    exit 0
+fi
 guest vmm 0x4000 11 ""
 guest nommap 0x5000 12 ,x-no-mmap=on
 # The iommufd backend (vfio cdev, -object iommufd) where the kernel has

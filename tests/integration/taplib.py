@@ -157,6 +157,20 @@ def run_failure(rc, out, err, lines=20):
         rc, "\n".join(said), lines, "\n".join(out.splitlines()[-lines:]))
 
 
+def built(t, script, what, env=None, clean_stderr=False):
+    """Run a script of ours that builds or fetches something and prints its
+    path last (sh SCRIPT): that path, or None with the check @what failed
+    and the end of its stderr. @clean_stderr: any warning there fails it
+    too."""
+    p = subprocess.run(["sh", script], capture_output=True, text=True,
+                       env=env)
+    ok = p.returncode == 0 and p.stdout.strip() and not (
+        clean_stderr and "warning:" in p.stderr.lower())
+    if not t.ok(ok, what, p.stderr[-3000:]):
+        return None
+    return p.stdout.strip().splitlines()[-1]
+
+
 def read_text(outdir, name):
     """A result file's text, stripped; the error text if it is missing."""
     try:

@@ -27,18 +27,18 @@ def bdf(name):
                           capture_output=True, text=True).stdout.strip()
 
 
-def bind_vfio(dev):
+def bind_vfio(dev, driver="vfio-pci"):
     base = "/sys/bus/pci/devices/" + dev
     with open(base + "/driver_override", "w") as f:
-        f.write("vfio-pci")
+        f.write(driver)
     if os.path.exists(base + "/driver"):
         with open(base + "/driver/unbind", "w") as f:
             f.write(dev)
     with open("/sys/bus/pci/drivers_probe", "w") as f:
         f.write(dev)
     drv = os.path.basename(os.readlink(base + "/driver"))
-    if drv != "vfio-pci":
-        raise RuntimeError("%s bound to %s, not vfio-pci" % (dev, drv))
+    if drv != driver:
+        raise RuntimeError("%s bound to %s, not %s" % (dev, drv, driver))
 
 
 class Qmp:

@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What the tests read from a nested guest's DMA (tests/kernel/guest-dma.c
+into ivshmem's BAR, whose backing file the outer emulator keeps) and from
+the virtual host's kernel log."""
+
+import re
+
+N = 4096        # bytes guest-dma writes
+
+
+def pattern(seed):
+    """The bytes guest-dma writes for @seed."""
+    return bytes((i * 7 + seed) & 0xff for i in range(N))
+
+
+def dmar_faults(dmesg):
+    """The IOMMU's fault lines: DMA that found no mapping."""
+    return [l for l in dmesg.splitlines()
+            if "DMAR" in l and "fault" in l.lower()]
+
+
+def kernel_problems(dmesg):
+    """WARN, BUG, Oops and call traces. 7.x's SRSO notice (no IBPB
+    microcode under TCG, docs/testbed.md) is a printed line, not a kernel
+    warning; everything else counts."""
+    return [l for l in dmesg.splitlines()
+            if re.search(r"WARNING|BUG:|Oops|Call Trace", l) and not
+            re.search(r"Speculative Return Stack Overflow: WARNING: See "
+                      r"\S+ for mitigation options\.$", l)]
