@@ -1022,11 +1022,12 @@ static bool any_auto(GPtrArray *devs)
 }
 
 /*
- * After a hot plug of any VFIO PCI device, once its realize has ended (a
- * device whose realize failed has left the list): every capability holder
- * again, as its clique may have gained a writer and the newcomer's group
- * may have narrowed a container others share. What was said already is
- * not repeated.
+ * After a hot plug of any VFIO PCI device, once its own realize has
+ * returned (a GPU whose realize failed has left the list): every
+ * capability holder again, as its clique may have gained a writer and the
+ * newcomer's group may have narrowed a container others share. What was
+ * said already is not repeated. A failure later in the plug (its hot-plug
+ * handler) does not take back what this said.
  */
 static void device_plugged(DeviceListener *listener, DeviceState *dev)
 {
@@ -1599,13 +1600,9 @@ static VFIOGpuP2PBarMap *bar_map_of(VFIOGpuP2P *p,
 static const char *container_path(VFIOContainerBase *bcontainer)
 {
     const char *type = object_get_typename(OBJECT(bcontainer));
-    VFIOGpuP2PVm *vm = vm_state_peek();
 
     if (!strcmp(type, TYPE_VFIO_IOMMU_LEGACY)) {
-        /* The host facts, where the gate read them, tell the two apart. */
-        return vm && vm->bar_gate_host &&
-               vm->bar_gate_host->container == GP_VFIO_CONTAINER_EMULATED ?
-               "type1 (iommufd's emulation)" : "type1";
+        return "type1";
     }
     if (!strcmp(type, TYPE_VFIO_IOMMU_IOMMUFD)) {
         return "iommufd";

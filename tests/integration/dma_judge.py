@@ -13,10 +13,15 @@ def pattern(seed):
     return bytes((i * 7 + seed) & 0xff for i in range(N))
 
 
-def dmar_faults(dmesg):
-    """The IOMMU's fault lines: DMA that found no mapping."""
-    return [l for l in dmesg.splitlines()
-            if "DMAR" in l and "fault" in l.lower()]
+def dmar_faults(dmesg, addr=None):
+    """The IOMMU's fault lines: DMA that found no mapping. With @addr, only
+    the faults on its page (VT-d reports the page: "fault addr 0x...")."""
+    lines = [l for l in dmesg.splitlines()
+             if "DMAR" in l and "fault" in l.lower()]
+    if addr is None:
+        return lines
+    page = re.compile(r"fault addr 0x%x\b" % (addr & ~0xfff))
+    return [l for l in lines if page.search(l)]
 
 
 def kernel_problems(dmesg):

@@ -296,10 +296,15 @@ def window_hotplug_checks(t, c):
     t.ok(bits and len(warned) == 2 and len(set(warned)) == 2,
          "window-past-hotplug: at hot-plug both GPUs are warned, the "
          "newcomer and its peer", c)
-    t.ok(len(re.findall(r"vfio_gpu_p2p_iova_ranges +\(\S+\) \d+ IOVA "
-                        r"ranges up to 0x[0-9a-f]+, from the kernel", err))
-         >= 2, "window-past-hotplug: the ranges judged at hot-plug are the "
-         "kernel's", c)
+    # Each GPU's peer's container asked of the kernel after each hot-plug:
+    # the GPU's, then the other VFIO device's (before, only the GPU's).
+    asked = re.findall(r"vfio_gpu_p2p_iova_ranges +\(\S+\) \d+ IOVA "
+                       r"ranges up to 0x[0-9a-f]+, from the kernel", err)
+    t.ok(len(asked) == 4 and c.get("other_in_effect") == -1 and
+         "error" not in str(c.get("device_add_other")),
+         "window-past-hotplug: the kernel's ranges judged for both GPUs "
+         "after the GPU's hot-plug and again after a non-GPU VFIO "
+         "device's, with no warning repeated", c)
 
 
 def gate_checks(t, gate, res, mem, dmabuf):
