@@ -60,7 +60,6 @@ struct VFIOGpuP2PVm {
     GPtrArray *devices;         /* every vfio-pci device with the cap */
     Notifier machine_done;      /* .notify set once registered */
     DeviceListener plugged;     /* the window re-check after a hot plug */
-    bool plugged_armed;         /* not during its registration's walk */
     HostSource *host_source;
     char *host_source_error;    /* why there is none */
     GpBarGateHost *bar_gate_host;   /* the BAR gate's host facts */
@@ -89,13 +88,9 @@ static VFIOGpuP2PVm *vm_state(void)
         object_property_add_child(qdev_get_machine(), VM_STATE_CHILD, o);
         object_unref(o);
         vm = VFIO_GPU_P2P_VM(o);
-        /*
-         * Registration replays every device (a device being realized
-         * now among them): armed only after it.
-         */
+        /* Its replay of existing devices finds vm->devices empty. */
         vm->plugged.realize = device_plugged;
         device_listener_register(&vm->plugged);
-        vm->plugged_armed = true;
     }
     return vm;
 }
@@ -1034,7 +1029,7 @@ static void device_plugged(DeviceListener *listener, DeviceState *dev)
     VFIOGpuP2PVm *vm = container_of(listener, VFIOGpuP2PVm, plugged);
     g_autoptr(GPtrArray) devs = NULL;
 
-    if (!vm->plugged_armed || !phase_check(PHASE_MACHINE_READY) ||
+    if (!phase_check(PHASE_MACHINE_READY) ||
         !object_dynamic_cast(OBJECT(dev), TYPE_VFIO_PCI) ||
         !vm->devices->len) {
         return;
@@ -1679,9 +1674,7 @@ static void vfio_gpu_p2p_vm_finalize(Object *obj)
     if (vm->machine_done.notify) {
         qemu_remove_machine_init_done_notifier(&vm->machine_done);
     }
-    if (vm->plugged.realize) {
-        device_listener_unregister(&vm->plugged);
-    }
+    device_listener_unregister(&vm->plugged);
     host_source_reset(vm);
     gp_bar_gate_host_free(vm->bar_gate_host);
     g_ptr_array_unref(vm->devices);

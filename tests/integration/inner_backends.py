@@ -274,7 +274,6 @@ def emulated_container_facts():
                                r"\b", l)],
         "type1_modprobe_rc": p.returncode,
         "type1_loaded": os.path.exists("/sys/module/vfio_iommu_type1"),
-        "iommufd_loaded": os.path.exists("/sys/module/iommufd"),
         "vfio_node": os.path.exists("/dev/vfio/vfio"),
     }
 

@@ -41,7 +41,6 @@ if [ "${1:-}" = emulated ]; then
     # Debian's QEMU 11.1, maps the peer BAR from its mmap, which the
     # emulation cannot pin. The guest's DMA from RAM (to_edu) is the control.
     load_module iommufd
-    ls -l /dev/vfio/vfio > $O/emulated-vfio-node 2>&1
     guest emulated-ours 0x9000 16 ""
     if [ -n "${GPUP2P_QEMU_DMABUF:-}" ]; then
         GUEST_QEMU=$GPUP2P_QEMU_DMABUF guest emulated-stock 0xa000 17 ""

@@ -171,6 +171,25 @@ def built(t, script, what, env=None, clean_stderr=False):
     return p.stdout.strip().splitlines()[-1]
 
 
+def our_qemu():
+    return os.environ.get("GPUP2P_QEMU", os.path.join(
+        PROJECT, "build", "qemu", "qemu-system-x86_64"))
+
+
+def qemu_vhost_env(cache, qemu, dmabuf=None):
+    """The environment, as shell words, of the scenarios that run QEMUs in
+    the Linux 7.x virtual host @cache; its nested guests run Debian's
+    6.12 (VHOST_INNER_CACHE: 7.3 as the nested guest trips an MMIO
+    emulation error of nested KVM under TCG with x-no-mmap). Sets
+    VHOST_CACHE here too, for vhost_run."""
+    inner = os.environ.get("VHOST_INNER_CACHE", os.path.join(
+        PROJECT, "build", "vhost"))
+    os.environ["VHOST_CACHE"] = cache
+    env = "VHOST_CACHE=%s VHOST_INNER_CACHE=%s GPUP2P_QEMU=%s" % (
+        cache, inner, qemu)
+    return env + (" GPUP2P_QEMU_DMABUF=%s" % dmabuf if dmabuf else "")
+
+
 def read_text(outdir, name):
     """A result file's text, stripped; the error text if it is missing."""
     try:

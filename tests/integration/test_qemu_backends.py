@@ -25,8 +25,8 @@ import os
 import re
 
 from dma_judge import N, pattern, dmar_faults, kernel_problems
-from taplib import (Tap, built, vhost_run, read_text as read, load_json,
-                    load_result, run_failure, PROJECT)
+from taplib import (Tap, built, our_qemu, qemu_vhost_env, vhost_run,
+                    read_text as read, load_result, run_failure, PROJECT)
 BUILD_LINUX = os.path.join(PROJECT, "tests", "vhost", "build-linux.sh")
 STOCK_NEWER = os.path.join(PROJECT, "tests", "vhost", "stock-qemu-newer.sh")
 
@@ -37,24 +37,15 @@ def test(t):
         t, BUILD_LINUX, "the Linux 7.x virtual host's kernel is built")
     if not cache:
         return
-    qemu = os.environ.get("GPUP2P_QEMU", os.path.join(
-        PROJECT, "build", "qemu", "qemu-system-x86_64"))
+    qemu = our_qemu()
     dmabuf = os.environ.get("GPUP2P_QEMU_DMABUF")
     if dmabuf is None:
         # Debian's QEMU 11.1, the dma-buf path's judge (stock-qemu-newer.sh)
         dmabuf = built(t, STOCK_NEWER, "Debian's QEMU 11.1 is at hand")
         if not dmabuf:
             return
-    # The nested guest runs Debian's 6.12 (what is under test is the
-    # virtual host's kernel; 7.3 as the nested guest trips an MMIO
-    # emulation error of nested KVM under TCG with x-no-mmap).
-    inner = os.environ.get("VHOST_INNER_CACHE", os.path.join(
-        PROJECT, "build", "vhost"))
-    env = "VHOST_CACHE=%s VHOST_INNER_CACHE=%s GPUP2P_QEMU=%s" % (
-        cache, inner, qemu)
-    if dmabuf:
-        env += " GPUP2P_QEMU_DMABUF=%s" % dmabuf
-    os.environ["VHOST_CACHE"] = cache
+    # What is under test is the virtual host's kernel.
+    env = qemu_vhost_env(cache, qemu, dmabuf)
     # The host tool's BAR gate reads the kernel's config where a Debian
     # kernel package puts it, /boot/config-RELEASE: the build's own
     # .config, on a tmpfs over the read-only root's /boot.

@@ -16,8 +16,8 @@ import os
 import re
 
 from dma_judge import N, dmar_faults, kernel_problems
-from taplib import (Tap, built, vhost_run, read_text as read, load_result,
-                    run_failure, PROJECT)
+from taplib import (Tap, built, our_qemu, qemu_vhost_env, vhost_run,
+                    read_text as read, load_result, run_failure, PROJECT)
 BUILD = os.path.join(PROJECT, "tests", "vhost", "build-linux-emulated.sh")
 STOCK_NEWER = os.path.join(PROJECT, "tests", "vhost", "stock-qemu-newer.sh")
 REASON = "/dev/vfio/vfio is iommufd's emulated type1 container"
@@ -30,13 +30,8 @@ def test(t):
     stock = cache and built(t, STOCK_NEWER, "Debian's QEMU 11.1 is at hand")
     if not stock:
         return
-    qemu = os.environ.get("GPUP2P_QEMU", os.path.join(
-        PROJECT, "build", "qemu", "qemu-system-x86_64"))
-    inner = os.environ.get("VHOST_INNER_CACHE", os.path.join(
-        PROJECT, "build", "vhost"))
-    env = ("VHOST_CACHE=%s VHOST_INNER_CACHE=%s GPUP2P_QEMU=%s "
-           "GPUP2P_QEMU_DMABUF=%s" % (cache, inner, qemu, stock))
-    os.environ["VHOST_CACHE"] = cache
+    qemu = our_qemu()
+    env = qemu_vhost_env(cache, qemu, stock)
     # The host tool and the facts read the kernel's config where Debian
     # puts it, /boot/config-RELEASE: the build's own, on a tmpfs.
     config = os.path.join(os.path.realpath(cache), "config")

@@ -16,8 +16,8 @@ import os
 import re
 
 from dma_judge import N, pattern, dmar_faults, kernel_problems
-from taplib import (Tap, built, vhost_run, read_text as read, load_result,
-                    run_failure, PROJECT)
+from taplib import (Tap, built, our_qemu, qemu_vhost_env, vhost_run,
+                    read_text as read, load_result, run_failure, PROJECT)
 BUILD_LINUX = os.path.join(PROJECT, "tests", "vhost", "build-linux.sh")
 BUILD_STANDIN = os.path.join(PROJECT, "tests", "kernel", "sparse-standin",
                              "build.sh")
@@ -33,13 +33,8 @@ def test(t):
                              dict(os.environ, VHOST_CACHE=cache), True)
     if not module:
         return
-    qemu = os.environ.get("GPUP2P_QEMU", os.path.join(
-        PROJECT, "build", "qemu", "qemu-system-x86_64"))
-    inner = os.environ.get("VHOST_INNER_CACHE", os.path.join(
-        PROJECT, "build", "vhost"))
-    env = "VHOST_CACHE=%s VHOST_INNER_CACHE=%s GPUP2P_QEMU=%s" % (
-        cache, inner, qemu)
-    os.environ["VHOST_CACHE"] = cache
+    qemu = our_qemu()
+    env = qemu_vhost_env(cache, qemu)
     rc, out, err, outdir = vhost_run(
         "backends.json",
         "insmod %s; "
