@@ -13,15 +13,20 @@ def pattern(seed):
     return bytes((i * 7 + seed) & 0xff for i in range(N))
 
 
-def dmar_faults(dmesg, addr=None):
+def dmar_faults(dmesg, addr=None, device=None):
     """The IOMMU's fault lines: DMA that found no mapping. With @addr, only
-    the faults on its page (VT-d reports the page: "fault addr 0x...")."""
+    the faults on its page (VT-d reports the page: "fault addr 0x...");
+    with @device (a BDF), only its writes."""
     lines = [l for l in dmesg.splitlines()
              if "DMAR" in l and "fault" in l.lower()]
-    if addr is None:
-        return lines
-    page = re.compile(r"fault addr 0x%x\b" % (addr & ~0xfff))
-    return [l for l in lines if page.search(l)]
+    if addr is not None:
+        page = re.compile(r"fault addr 0x%x\b" % (addr & ~0xfff))
+        lines = [l for l in lines if page.search(l)]
+    if device is not None:
+        who = "DMA Write NO_PASID] Request device [%s]" % (
+            device[5:] if device.startswith("0000:") else device)
+        lines = [l for l in lines if who in l]
+    return lines
 
 
 def kernel_problems(dmesg):

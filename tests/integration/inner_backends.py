@@ -21,7 +21,9 @@ build-linux-emulated.sh: the same gate where /dev/vfio/vfio is iommufd's
 emulated type1 container. Writes $VHOST_OUT/emulated.json. With
 "sparse": a GPU stand-in whose BAR0 the kernel offers only in part for
 mmap (tests/kernel/sparse-standin, loaded first). Writes
-$VHOST_OUT/sparse.json."""
+$VHOST_OUT/sparse.json. With "viommu": the gate behind a guest vIOMMU,
+alone and with x-no-mmap, which the vIOMMU does not make mappable.
+Writes $VHOST_OUT/viommu-cases.json (viommu.json is a nested guest's)."""
 
 import json
 import os
@@ -318,6 +320,20 @@ def sparse_main(g0, g1):
                          warn_bars=False), res, "sparse.json")
 
 
+def viommu_main(g0, g1):
+    """Behind a guest vIOMMU (created first, so that the devices sit
+    behind it): unknown alone, x-no-mmap still proven."""
+    def pair(clique, nommap=""):
+        return [VIOMMU, dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=" + clique),
+                dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=" + clique + nommap)]
+    run_cases({
+        "auto": lambda: run(pair("auto"), bars=False),
+        "nommap-auto": lambda: run(pair("auto", ",x-no-mmap=on"), bars=False),
+        "nommap-explicit": lambda: start_error(
+            OURS, pair("2", ",x-no-mmap=on")),
+    }, {"kernel": os.uname().release, "bdfs": [g0, g1]}, "viommu-cases.json")
+
+
 def main():
     if sys.argv[1:] == ["sparse"]:
         sparse_main(bdf("gpu0"), bdf("gpu1"))
@@ -328,6 +344,9 @@ def main():
     g0, g1 = b["gpu0"], b["gpu1"]
     if sys.argv[1:] == ["emulated"]:
         emulated_main(g0, g1)
+        return
+    if sys.argv[1:] == ["viommu"]:
+        viommu_main(g0, g1)
         return
     res = {"bdfs": b, "kernel": os.uname().release}
     try:

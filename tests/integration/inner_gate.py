@@ -14,7 +14,9 @@ verdict against what QEMU and the DMA did. Writes $VHOST_OUT/gate.json.
 the kernel of tests/vhost/build-linux-emulated.sh, where that container
 is iommufd's emulation; writes $VHOST_OUT/gate-emulated.json. "sparse":
 our QEMU's domain with gpu1 bound to the sparse-mmap stand-in, a vfio-pci
-variant driver; writes $VHOST_OUT/gate-sparse.json."""
+variant driver; writes $VHOST_OUT/gate-sparse.json. "viommu": domains
+with an Intel vIOMMU, on our QEMU and on Debian's QEMU 11.1, each alone
+and with x-no-mmap; writes $VHOST_OUT/gate-viommu.json."""
 
 import json
 import os
@@ -41,7 +43,8 @@ def prop(name, typ, value):
             % (name, typ, value))
 
 
-def domain(path, qemu, gpus, clique, iommufd=False, nommap=None):
+def domain(path, qemu, gpus, clique, iommufd=False, nommap=None,
+           viommu=False):
     """A domain assigning @gpus on @qemu, each given a clique as a real
     domain would, so that the gate's failure is what is judged: @clique
     "auto" (our QEMU: x-gpu-p2p-clique=auto per hostdev alias, as `gpup2p
@@ -49,7 +52,8 @@ def domain(path, qemu, gpus, clique, iommufd=False, nommap=None):
     stand-ins being one clique under the VM rule). Each also shows the
     guest NVIDIA's vendor id (x-pci-vendor-id, as inner_backends.py runs
     the bochs-display stand-ins), without which no QEMU gives a clique.
-    @nommap: the one hostdev (by address) that gets x-no-mmap=on."""
+    @nommap: the one hostdev (by address) that gets x-no-mmap=on.
+    @viommu: an Intel vIOMMU in caching mode, as VFIO needs it."""
     driver = "<driver iommufd='yes'/>" if iommufd else ""
     devs, fronts = "", ""
     for i, g in enumerate(gpus):
@@ -63,6 +67,9 @@ def domain(path, qemu, gpus, clique, iommufd=False, nommap=None):
             props += prop("x-no-mmap", "bool", "true")
         fronts += ("<qemu:device alias='%s'><qemu:frontend>%s"
                    "</qemu:frontend></qemu:device>" % (alias, props))
+    if viommu:
+        devs += ("<iommu model='intel'><driver caching_mode='on'/>"
+                 "</iommu>")
     xml = ("<domain type='kvm' xmlns:qemu='%s'><name>gate</name>"
            "<memory unit='MiB'>512</memory><vcpu>1</vcpu>"
            "<os><type arch='x86_64' machine='q35'>hvm</type></os>"
@@ -92,13 +99,22 @@ def check(path, qemu):
 
 def main():
     args = sys.argv[1:]
-    mode = args[-1] if args[-1:] in (["emulated"], ["sparse"]) else ""
+    mode = args[-1] if args[-1:] in (["emulated"], ["sparse"],
+                                     ["viommu"]) else ""
     if mode:
         args = args[:-1]
     ours, stock = args[0], args[1] if len(args) > 1 else ""
     gpus = [bdf("gpu0"), bdf("gpu1")]
     if mode == "sparse":
         cases = {"sparse-ours": (ours, {"clique": "auto"})}
+    elif mode == "viommu":
+        cases = {"viommu-ours": (ours, {"clique": "auto", "viommu": True}),
+                 "viommu-nommap": (ours, {"clique": "auto", "viommu": True,
+                                          "nommap": gpus[1]})}
+        if stock:
+            cases["viommu-stock"] = (stock, {"clique": "id", "viommu": True})
+            cases["viommu-stock-nommap"] = (stock, {
+                "clique": "id", "viommu": True, "nommap": gpus[1]})
     elif mode == "emulated":
         cases = {"emulated-ours": (ours, {"clique": "auto"})}
         if stock:

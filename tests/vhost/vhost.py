@@ -487,7 +487,7 @@ def cmd_inner(args):
     # refuses to emulate an MMIO access it then takes for event vectoring
     # ("KVM internal error. Suberror: 3"). Port I/O needs no emulator.
     qemu = [args.qemu] + base_qemu_args(vmlinuz, initrd, outdir,
-                                        "pci=conf1") + [
+                                        "pci=conf1 " + args.append) + [
         "-global", "virtio-9p-pci.disable-modern=on",
         "-global", "virtio-9p-pci.disable-legacy=off",
         "-L", "/usr/share/seabios", "-L", "/usr/share/qemu",
@@ -924,6 +924,8 @@ def main():
     i.add_argument("--out", help="results directory")
     i.add_argument("--cwd", default=PROJECT)
     i.add_argument("--qemu-arg", action="append", default=[])
+    i.add_argument("--append", default="",
+                   help="more kernel arguments for the nested guest")
     i.add_argument("-v", "--verbose", action="store_true")
     b = sub.add_parser("bdf", help="(inside) print a node's guest BDF")
     b.add_argument("name")
