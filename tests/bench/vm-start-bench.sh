@@ -6,10 +6,18 @@
 # virtual host. Not part of CI (minutes under TCG); prints JSON lines and
 # keeps them in build/vm-start-bench.jsonl.
 #
-#   tests/bench/vm-start-bench.sh [ROUNDS]
+#   tests/bench/vm-start-bench.sh [ROUNDS] [phases]
+#
+# "phases": where a passed-through device's share goes, each start under
+# strace (tests/bench/vm_start_phases.py); its lines are kept in
+# build/vm-start-phases.jsonl.
 set -eu
 cd "$(dirname "$0")/../.."
 rounds=${1:-5}
+script=vm_start_bars.py jsonl=build/vm-start-bench.jsonl
+if [ "${2:-}" = phases ]; then
+    script=vm_start_phases.py jsonl=build/vm-start-phases.jsonl
+fi
 cache=${VHOST_CACHE_7X:-$(sh tests/vhost/build-linux.sh | tail -n 1)}
 newer=$(sh tests/vhost/stock-qemu-newer.sh | tail -n 1)
 out=$(mktemp -d)
@@ -19,7 +27,7 @@ VHOST_CACHE=$cache python3 tests/vhost/vhost.py run \
     tests/kernel/type1-map-bench.json --timeout 1500 --out "$out" \
     --qemu-arg=-global --qemu-arg=q35-pcihost.pci-hole64-size=256G -- \
     sh -c "ROUNDS=$rounds GPUP2P_QEMU_DMABUF=$newer \
-           python3 tests/bench/vm_start_bars.py"
+           python3 tests/bench/$script"
 # The raw lines stay, so that the figures can be derived again.
-cp "$out/output.log" build/vm-start-bench.jsonl
-cat build/vm-start-bench.jsonl
+cp "$out/output.log" $jsonl
+cat $jsonl

@@ -57,11 +57,18 @@ def one(qemu, device, size, extra=()):
         "" if maps is None else "\nbar-maps: " + str(maps))
 
 
-def main():
+def stand_ins(names):
+    """The BAR stand-ins @names, bound to vfio-pci, iommufd loaded:
+    {name: BDF}."""
     modprobe("iommufd")
-    devs = {n: bdf(n) for n in SIZES}
+    devs = {n: bdf(n) for n in names}
     for d in devs.values():
         bind_vfio(d)
+    return devs
+
+
+def main():
+    devs = stand_ins(SIZES)
     for name, size in SIZES.items():
         host = devs[name]
         variants = {

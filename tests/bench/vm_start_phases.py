@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Inside the Linux 7.x virtual host (tests/bench/vm-start-bench.sh
+phases): where a passed-through device's share of a VM's start goes. The
+same start as vm_start_bars.py (launch, qtest handshake, the BAR's
+programming, quit), with QEMU's own VFIO trace events, each stamped by
+QEMU (-msg timestamp=on): the time from launch to the first VFIO event,
+then the gaps between consecutive events (the time a gap ends in is
+spent in the step before its second event), then from the last one to
+the handshake. Per variant, one start per round, alternating with the
+same QEMU's start with no device; our QEMU also with four times the
+guest RAM. Debian's QEMU 11.1 gives its start times only (its trace
+events do not reach -D).
+
+Prints one JSON line per start and a summary line per BAR size: the
+medians of the start, of the VFIO span, and of the largest gaps, each
+named by its two events."""
+
+import json
+import os
+import re
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+from qemu_cfg import OURS, Vm  # noqa: E402
+from vfio_helpers import OUT  # noqa: E402
+from inner_backends import enable_bar  # noqa: E402
+from vm_start_bars import BAR_ADDR, stand_ins  # noqa: E402
+
+NEWER = os.environ.get("GPUP2P_QEMU_DMABUF", "")
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+SIZES = {"shm1g": 1 << 30, "shm64g": 64 << 30}
+# "1234@1700000000.123456:vfio_get_device Device ..."
+EVENT = re.compile(r"^\d+@(\d+\.\d+):(\w+)")
+
+
+def one(qemu, device, size, extra, log):
+    """The start's seconds, the BAR programming's, and QEMU's VFIO events
+    as (seconds since launch, name)."""
+    if os.path.exists(log):
+        os.unlink(log)
+    launched = time.time()
+    vm = Vm(qemu, [device + ",bus=rp0"] if device else [],
+            list(extra) + ["-msg", "timestamp=on", "-D", log,
+                           "-trace", "vfio_*"], qmp=True)
+    if not vm.started:
+        rc, err, _ = vm.quit()
+        return None, None, [], err
+    ready = time.monotonic() - vm.t0
+    t_bar = time.monotonic()
+    enable_bar(vm, 1, 2, BAR_ADDR, is64=True, size=size)
+    bar = time.monotonic() - t_bar
+    rc, err, _ = vm.quit()
+    events = []
+    try:
+        with open(log) as f:
+            for line in f:
+                m = EVENT.match(line)
+                if m:
+                    events.append((float(m.group(1)) - launched,
+                                   m.group(2)))
+    except OSError:
+        pass
+    return ready, bar, events, err
+
+
+def phases(ready, events):
+    """Launch to the first VFIO event, the gaps between events, and the
+    last event to the handshake: seconds per "FROM..TO" (a pair that
+    recurs, summed). Events after the handshake (the BAR programming's)
+    are left out."""
+    events = [e for e in events if e[0] <= ready]
+    if not events:
+        return {"launch..ready": ready}
+    steps = [("launch..%s" % events[0][1], events[0][0])]
+    steps += [("%s..%s" % (a, b), t1 - t0)
+              for (t0, a), (t1, b) in zip(events, events[1:])]
+    steps.append(("%s..ready" % events[-1][1], ready - events[-1][0]))
+    out = {}
+    for n, x in steps:
+        out[n] = out.get(n, 0.0) + x
+    return out
+
+
+def main():
+    devs = stand_ins(SIZES)
+    for name, size in SIZES.items():
+        host = devs[name]
+        # The same with four times the guest RAM (the last -m wins): what
+        # grows with it is VFIO's pinning of the guest's RAM.
+        ram4 = ("-m", "256M")
+        variants = {"none": (OURS, None, ()),
+                    "type1": (OURS, "vfio-pci,host=%s,id=g0" % host, ()),
+                    "none-256m": (OURS, None, ram4),
+                    "type1-256m": (OURS, "vfio-pci,host=%s,id=g0" % host,
+                                   ram4)}
+        if NEWER:
+            variants["none-11"] = (NEWER, None, ())
+            variants["iommufd-11"] = (
+                NEWER, "vfio-pci,host=%s,id=g0,iommufd=iommufd0" % host,
+                ("-object", "iommufd,id=iommufd0"))
+        runs = {v: [] for v in variants}
+        for r in range(ROUNDS):
+            for v, (qemu, device, extra) in variants.items():
+                log = os.path.join(OUT, "trace-%s-%s-%d.txt" % (name, v, r))
+                ready, bar, events, err = one(qemu, device, size, extra, log)
+                ph = phases(ready, events) if ready is not None else {}
+                top = sorted(ph.items(), key=lambda p: -p[1])[:6]
+                print(json.dumps({
+                    "bar": name, "variant": v, "round": r,
+                    "ready_s": ready, "bar_s": bar, "events": len(events),
+                    "vfio_span_s": round(events[-1][0] - events[0][0], 4)
+                    if events else 0.0,
+                    "largest": [[n, round(x, 4)] for n, x in top],
+                    "stderr": (err or "").strip()[-300:]}), flush=True)
+                if ready is not None:
+                    runs[v].append((ready, bar, events, ph))
+
+        def median(xs):
+            return round(statistics.median(xs), 4) if xs else None
+        summary = {"bar": name, "rounds": ROUNDS, "ready_median_s": {},
+                   "excess_over_no_device_s": {},
+                   "bar_median_s": {}, "vfio_span_median_s": {},
+                   "largest_gaps_median_s": {}}
+        for v, rs in runs.items():
+            summary["ready_median_s"][v] = median([x[0] for x in rs])
+            summary["bar_median_s"][v] = median([x[1] for x in rs])
+            summary["vfio_span_median_s"][v] = median(
+                [e[-1][0] - e[0][0] for _, _, e, _ in rs if e])
+            names = set()
+            for x in rs:
+                names |= set(x[3])
+            gaps = {n: median([x[3].get(n, 0.0) for x in rs]) for n in names}
+            summary["largest_gaps_median_s"][v] = [
+                [n, g] for n, g in sorted(gaps.items(),
+                                          key=lambda kv: -kv[1])[:6]]
+        for v, base in (("type1", "none"), ("type1-256m", "none-256m"),
+                        ("iommufd-11", "none-11")):
+            r = summary["ready_median_s"]
+            if r.get(v) is not None and r.get(base) is not None:
+                summary["excess_over_no_device_s"][v] = round(
+                    r[v] - r[base], 4)
+        print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
