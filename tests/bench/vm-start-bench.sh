@@ -4,19 +4,21 @@
 # QEMU 11.1 on iommufd (dma-buf), each against its own start with no
 # device, for ivshmem BAR stand-ins of 1, 16 and 64 GiB in the Linux 7.x
 # virtual host. Not part of CI (minutes under TCG); prints JSON lines and
-# keeps them in build/vm-start-bench.jsonl.
+# keeps them in build/vm-start-bench-TIME.jsonl.
 #
 #   tests/bench/vm-start-bench.sh [ROUNDS] [phases]
 #
-# "phases": where a passed-through device's share goes, each start under
-# strace (tests/bench/vm_start_phases.py); its lines are kept in
-# build/vm-start-phases.jsonl.
+# "phases": where a passed-through device's share goes, from QEMU's own
+# VFIO trace events (tests/bench/vm_start_phases.py); its lines are kept
+# in build/vm-start-phases-TIME.jsonl, its traces in the folder of that
+# name.
 set -eu
 cd "$(dirname "$0")/../.."
 rounds=${1:-5}
-script=vm_start_bars.py jsonl=build/vm-start-bench.jsonl
+when=$(date -u +%Y%m%dT%H%M%SZ)
+script=vm_start_bars.py keep=build/vm-start-bench-$when
 if [ "${2:-}" = phases ]; then
-    script=vm_start_phases.py jsonl=build/vm-start-phases.jsonl
+    script=vm_start_phases.py keep=build/vm-start-phases-$when
 fi
 cache=${VHOST_CACHE_7X:-$(sh tests/vhost/build-linux.sh | tail -n 1)}
 newer=$(sh tests/vhost/stock-qemu-newer.sh | tail -n 1)
@@ -28,6 +30,10 @@ VHOST_CACHE=$cache python3 tests/vhost/vhost.py run \
     --qemu-arg=-global --qemu-arg=q35-pcihost.pci-hole64-size=256G -- \
     sh -c "ROUNDS=$rounds GPUP2P_QEMU_DMABUF=$newer \
            python3 tests/bench/$script"
-# The raw lines stay, so that the figures can be derived again.
-cp "$out/output.log" $jsonl
-cat $jsonl
+# The raw lines (and traces) stay, so that the figures can be derived
+# again.
+cp "$out/output.log" "$keep.jsonl"
+if [ -d "$out/traces" ]; then
+    cp -r "$out/traces" "$keep"
+fi
+cat "$keep.jsonl"

@@ -9,13 +9,15 @@ then the gaps between consecutive events (the time a gap ends in is
 spent in the step before its second event), then from the last one to
 the handshake. Per variant, one start per round, alternating with the
 same QEMU's start with no device; our QEMU also with four times the
-guest RAM. Debian's QEMU 11.1 gives its start times only (its trace
-events do not reach -D).
+guest RAM and with its RAM populated first (-mem-prealloc). The start is
+timed to the handshake's end (qtest and QMP connected); the trace files
+are kept in $VHOST_OUT/traces.
 
 Prints one JSON line per start and a summary line per BAR size: the
 medians of the start, of the VFIO span, and of the largest gaps, each
 named by its two events."""
 
+import datetime
 import json
 import os
 import re
@@ -31,10 +33,22 @@ from inner_backends import enable_bar  # noqa: E402
 from vm_start_bars import BAR_ADDR, stand_ins  # noqa: E402
 
 NEWER = os.environ.get("GPUP2P_QEMU_DMABUF", "")
+TRACES = os.path.join(OUT, "traces")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 SIZES = {"shm1g": 1 << 30, "shm64g": 64 << 30}
-# "1234@1700000000.123456:vfio_get_device Device ..."
-EVENT = re.compile(r"^\d+@(\d+\.\d+):(\w+)")
+# A trace line, as QEMU 10.0's log backend stamps it ("1234@1700000000.
+# 123456:vfio_get_device ...") and as 11.1's qemu_log does
+# ("2026-11-27T23:55:42.041872Z vfio_get_device ...").
+EVENT = re.compile(r"^(?:\d+@(\d+\.\d+):|"
+                   r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z )(\w+)")
+
+
+def stamp(m):
+    """A trace line's wall-clock seconds."""
+    if m.group(1):
+        return float(m.group(1))
+    return datetime.datetime.strptime(m.group(2), "%Y-%m-%dT%H:%M:%S.%f") \
+        .replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def one(qemu, device, size, extra, log):
@@ -49,7 +63,7 @@ def one(qemu, device, size, extra, log):
     if not vm.started:
         rc, err, _ = vm.quit()
         return None, None, [], err
-    ready = time.monotonic() - vm.t0
+    ready = time.time() - launched
     t_bar = time.monotonic()
     enable_bar(vm, 1, 2, BAR_ADDR, is64=True, size=size)
     bar = time.monotonic() - t_bar
@@ -60,8 +74,7 @@ def one(qemu, device, size, extra, log):
             for line in f:
                 m = EVENT.match(line)
                 if m:
-                    events.append((float(m.group(1)) - launched,
-                                   m.group(2)))
+                    events.append((stamp(m) - launched, m.group(3)))
     except OSError:
         pass
     return ready, bar, events, err
@@ -86,17 +99,22 @@ def phases(ready, events):
 
 
 def main():
+    os.makedirs(TRACES, exist_ok=True)
     devs = stand_ins(SIZES)
     for name, size in SIZES.items():
         host = devs[name]
         # The same with four times the guest RAM (the last -m wins): what
         # grows with it is VFIO's pinning of the guest's RAM.
-        ram4 = ("-m", "256M")
+        # And with the RAM populated before the device is realized
+        # (-mem-prealloc): what then remains is pinning and mapping.
+        ram4, pre = ("-m", "256M"), ("-mem-prealloc",)
+        dev = "vfio-pci,host=%s,id=g0" % host
         variants = {"none": (OURS, None, ()),
-                    "type1": (OURS, "vfio-pci,host=%s,id=g0" % host, ()),
+                    "type1": (OURS, dev, ()),
                     "none-256m": (OURS, None, ram4),
-                    "type1-256m": (OURS, "vfio-pci,host=%s,id=g0" % host,
-                                   ram4)}
+                    "type1-256m": (OURS, dev, ram4),
+                    "none-prealloc": (OURS, None, pre),
+                    "type1-prealloc": (OURS, dev, pre)}
         if NEWER:
             variants["none-11"] = (NEWER, None, ())
             variants["iommufd-11"] = (
@@ -105,16 +123,19 @@ def main():
         runs = {v: [] for v in variants}
         for r in range(ROUNDS):
             for v, (qemu, device, extra) in variants.items():
-                log = os.path.join(OUT, "trace-%s-%s-%d.txt" % (name, v, r))
+                log = os.path.join(TRACES, "trace-%s-%s-%d.txt" % (name, v,
+                                                                   r))
                 ready, bar, events, err = one(qemu, device, size, extra, log)
                 ph = phases(ready, events) if ready is not None else {}
                 top = sorted(ph.items(), key=lambda p: -p[1])[:6]
+                before = [e for e in events if ready and e[0] <= ready]
                 print(json.dumps({
                     "bar": name, "variant": v, "round": r,
                     "ready_s": ready, "bar_s": bar, "events": len(events),
-                    "vfio_span_s": round(events[-1][0] - events[0][0], 4)
-                    if events else 0.0,
+                    "vfio_span_s": round(before[-1][0] - before[0][0], 4)
+                    if before else 0.0,
                     "largest": [[n, round(x, 4)] for n, x in top],
+                    "gaps": {n: round(x, 5) for n, x in ph.items()},
                     "stderr": (err or "").strip()[-300:]}), flush=True)
                 if ready is not None:
                     runs[v].append((ready, bar, events, ph))
@@ -128,8 +149,12 @@ def main():
         for v, rs in runs.items():
             summary["ready_median_s"][v] = median([x[0] for x in rs])
             summary["bar_median_s"][v] = median([x[1] for x in rs])
-            summary["vfio_span_median_s"][v] = median(
-                [e[-1][0] - e[0][0] for _, _, e, _ in rs if e])
+            spans = []
+            for ready, _, e, _ in rs:
+                e = [x for x in e if x[0] <= ready]
+                if e:
+                    spans.append(e[-1][0] - e[0][0])
+            summary["vfio_span_median_s"][v] = median(spans)
             names = set()
             for x in rs:
                 names |= set(x[3])
@@ -137,7 +162,12 @@ def main():
             summary["largest_gaps_median_s"][v] = [
                 [n, g] for n, g in sorted(gaps.items(),
                                           key=lambda kv: -kv[1])[:6]]
+        summary["ready_range_s"] = {
+            v: [round(min(x[0] for x in rs), 4),
+                round(max(x[0] for x in rs), 4)] if rs else None
+            for v, rs in runs.items()}
         for v, base in (("type1", "none"), ("type1-256m", "none-256m"),
+                        ("type1-prealloc", "none-prealloc"),
                         ("iommufd-11", "none-11")):
             r = summary["ready_median_s"]
             if r.get(v) is not None and r.get(base) is not None:

@@ -25,6 +25,7 @@ bind_vfio $EDU $SHM
 # VIOMMU (a vIOMMU device, created before the others); none is taken
 # from the environment.
 GUEST_CMD="build/tests/kernel/guest-dma 2" GUEST_APPEND="" VIOMMU=""
+GUEST_QEMU=""
 guest() {
     name=$1 off=$2 seed=$3 shm=$4; shift 4
     qarg=""
@@ -86,7 +87,9 @@ if [ "${1:-}" = viommu ]; then
     VIOMMU=intel-iommu,caching-mode=on
     echo "$EDU" > $O/edu-bdf
     guest viommu 0x4000 31 ""
-    guest viommu-nommap 0x6000 32 ,x-no-mmap=on
+    # No unmap here: the write to the mapped IOVA must fault on its own.
+    GUEST_CMD="$GUEST_CMD --keep-map" guest viommu-nommap 0x6000 32 \
+        ,x-no-mmap=on
     # Debian's QEMU 11.1 on the same container (type1).
     if [ -n "${GPUP2P_QEMU_DMABUF:-}" ]; then
         GUEST_QEMU=$GPUP2P_QEMU_DMABUF guest viommu-stock 0x8000 33 ""

@@ -6,7 +6,7 @@
  * make it arrive: the IOVAs are not guest-physical addresses, and the
  * host IOMMU holds what the VMM shadows from the vIOMMU.
  *
- *   guest-viommu-dma OFFSET SEED
+ *   guest-viommu-dma [--keep-map] OFFSET SEED
  *
  * edu (1234:11e8) and ivshmem (1af4:1110), found by id, must be bound to
  * this guest's vfio-pci. One VFIO type1 container holds both, with a
@@ -17,7 +17,8 @@
  *  - to IOVA_PEER + OFFSET once that page of the BAR2 mmap is mapped
  *    there: must arrive;
  *  - the pattern inverted, to the same IOVA after the guest unmapped it:
- *    nothing may arrive (the page keeps the first pattern).
+ *    nothing may arrive (the page keeps the first pattern). Not with
+ *    --keep-map, where the second write is to fault on its own.
  * Prints JSON; the judges are outside: ivshmem's backing file and the
  * host kernel's IOMMU faults. The BAR mmap is never read here: with
  * x-no-mmap it traps, and KVM cannot emulate the vector loads of a libc
@@ -29,6 +30,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <linux/vfio.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +42,9 @@
 #include "guest-edu.h"
 
 /* Guest IOVAs that are no guest-physical address: above the nested
- * guest's RAM (512 MiB), below its BARs (0xc0000000 up) and the MSI
- * range the IOMMU reserves. */
+ * guest's RAM (512 MiB), below the 32-bit window its firmware places
+ * BARs in (ivshmem's BAR2 lands at 0xfc000000) and the MSI range the
+ * IOMMU reserves. */
 #define IOVA_SRC  0x30000000ULL
 #define IOVA_PEER 0x40000000ULL
 
@@ -161,7 +164,8 @@ static int map_dma(int container, void *vaddr, uint64_t iova, uint64_t size)
     return ioctl(container, VFIO_IOMMU_MAP_DMA, &m) ? -errno : 0;
 }
 
-static int unmap_dma(int container, uint64_t iova, uint64_t size)
+/* The bytes type1 unmapped (0 where nothing was mapped), or -errno. */
+static int64_t unmap_dma(int container, uint64_t iova, uint64_t size)
 {
     struct vfio_iommu_type1_dma_unmap u = {
         .argsz = sizeof(u),
@@ -169,23 +173,31 @@ static int unmap_dma(int container, uint64_t iova, uint64_t size)
         .size = size,
     };
 
-    return ioctl(container, VFIO_IOMMU_UNMAP_DMA, &u) ? -errno : 0;
+    return ioctl(container, VFIO_IOMMU_UNMAP_DMA, &u) ? -errno :
+           (int64_t)u.size;
 }
 
 int main(int argc, char **argv)
 {
     struct vdev edu = { .fd = -1 }, shm = { .fd = -1 };
     int opened[8], nopened = 0, container, gfd, to_edu, before, after;
-    int map_src, map_peer, unmap_peer, seed, to_edu_again, revoked;
+    int map_src, map_peer, seed, to_edu_again = 0, revoked = 0;
+    int64_t unmapped = 0;
+    bool revoke = true;
     volatile uint8_t *regs;
     uint64_t off, regs_size, bar_size, peer_gpa;
     uint8_t *buf, *peer;
     int i;
 
+    if (argc == 4 && !strcmp(argv[1], "--keep-map")) {
+        revoke = false;
+        argv++;
+        argc--;
+    }
     if (argc != 3 || find_pci("0x1234", "0x11e8", edu.bdf, sizeof(edu.bdf)) ||
         find_pci("0x1af4", "0x1110", shm.bdf, sizeof(shm.bdf))) {
-        printf("{\"error\": \"usage: guest-viommu-dma OFFSET SEED, with "
-               "edu and ivshmem present\"}\n");
+        printf("{\"error\": \"usage: guest-viommu-dma [--keep-map] OFFSET "
+               "SEED, with edu and ivshmem present\"}\n");
         return 2;
     }
     off = strtoull(argv[1], NULL, 0);
@@ -245,23 +257,27 @@ int main(int argc, char **argv)
     after = map_peer == 0 &&
             edu_dma(regs, EDU_BUFFER, IOVA_PEER + off, EDU_TO_MEMORY);
     /* Revoked: the inverted pattern must not reach the page. */
-    unmap_peer = unmap_dma(container, IOVA_PEER + off, CHUNK);
-    for (i = 0; i < CHUNK; i++) {
-        buf[i] = (uint8_t)~buf[i];
+    if (revoke) {
+        unmapped = unmap_dma(container, IOVA_PEER + off, CHUNK);
+        for (i = 0; i < CHUNK; i++) {
+            buf[i] = (uint8_t)~buf[i];
+        }
+        to_edu_again = edu_dma(regs, IOVA_SRC, EDU_BUFFER, 0);
+        revoked = unmapped == CHUNK &&
+                  edu_dma(regs, EDU_BUFFER, IOVA_PEER + off, EDU_TO_MEMORY);
     }
-    to_edu_again = edu_dma(regs, IOVA_SRC, EDU_BUFFER, 0);
-    revoked = unmap_peer == 0 &&
-              edu_dma(regs, EDU_BUFFER, IOVA_PEER + off, EDU_TO_MEMORY);
     printf("{\"edu\": \"%s\", \"ivshmem\": \"%s\", \"edu_group\": %d, "
            "\"ivshmem_group\": %d, \"offset\": \"0x%llx\", \"seed\": %d, "
            "\"iova_src\": \"0x%llx\", \"iova_peer\": \"0x%llx\", "
            "\"peer_gpa\": \"0x%llx\", \"map_src\": %d, \"map_peer\": %d, "
-           "\"unmap_peer\": %d, \"to_edu\": %d, \"to_peer_gpa\": %d, "
+           "\"revoke\": %s, \"unmapped_bytes\": %lld, \"to_edu\": %d, "
+           "\"to_peer_gpa\": %d, "
            "\"to_peer\": %d, \"to_edu_again\": %d, "
            "\"to_peer_unmapped\": %d}\n",
            edu.bdf, shm.bdf, edu.group, shm.group, (unsigned long long)off,
            seed, (unsigned long long)IOVA_SRC, (unsigned long long)IOVA_PEER,
-           (unsigned long long)peer_gpa, map_src, map_peer, unmap_peer,
+           (unsigned long long)peer_gpa, map_src, map_peer,
+           revoke ? "true" : "false", (long long)unmapped,
            to_edu, before, after, to_edu_again, revoked);
     return 0;
 }
