@@ -1027,15 +1027,13 @@ static bool any_auto(GPtrArray *devs)
 static void device_plugged(DeviceListener *listener, DeviceState *dev)
 {
     VFIOGpuP2PVm *vm = container_of(listener, VFIOGpuP2PVm, plugged);
-    g_autoptr(GPtrArray) devs = NULL;
 
     if (!phase_check(PHASE_MACHINE_READY) ||
         !object_dynamic_cast(OBJECT(dev), TYPE_VFIO_PCI) ||
         !vm->devices->len) {
         return;
     }
-    devs = g_ptr_array_copy(vm->devices, NULL, NULL);
-    check_window(devs, vm->devices);
+    check_window(vm->devices, vm->devices);
 }
 
 static void machine_done(Notifier *notifier, void *data)

@@ -67,19 +67,22 @@ def stand_ins(names):
     return devs
 
 
+def start_variants(host):
+    """{name: (QEMU, device or None, more arguments)}: each QEMU's start
+    with no device and with @host passed through."""
+    v = {"none": (OURS, None, ()),
+         "type1": (OURS, "vfio-pci,host=%s,id=g0" % host, ())}
+    if NEWER:
+        v["none-11"] = (NEWER, None, ())
+        v["iommufd-11"] = (NEWER, "vfio-pci,host=%s,id=g0,iommufd=iommufd0"
+                           % host, ("-object", "iommufd,id=iommufd0"))
+    return v
+
+
 def main():
     devs = stand_ins(SIZES)
     for name, size in SIZES.items():
-        host = devs[name]
-        variants = {
-            "none": (OURS, None, ()),
-            "type1": (OURS, "vfio-pci,host=%s,id=g0" % host, ()),
-        }
-        if NEWER:
-            fd = ("-object", "iommufd,id=iommufd0")
-            variants["none-11"] = (NEWER, None, ())
-            variants["iommufd-11"] = (
-                NEWER, "vfio-pci,host=%s,id=g0,iommufd=iommufd0" % host, fd)
+        variants = start_variants(devs[name])
         times = {v: [] for v in variants}
         bars = {v: [] for v in variants}
         for r in range(ROUNDS):

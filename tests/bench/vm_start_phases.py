@@ -27,12 +27,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from qemu_cfg import OURS, Vm  # noqa: E402
+from qemu_cfg import Vm  # noqa: E402
 from vfio_helpers import OUT  # noqa: E402
 from inner_backends import enable_bar  # noqa: E402
-from vm_start_bars import BAR_ADDR, stand_ins  # noqa: E402
+from vm_start_bars import (BAR_ADDR, stand_ins,  # noqa: E402
+                           start_variants)
 
-NEWER = os.environ.get("GPUP2P_QEMU_DMABUF", "")
 TRACES = os.path.join(OUT, "traces")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 SIZES = {"shm1g": 1 << 30, "shm64g": 64 << 30}
@@ -80,12 +80,24 @@ def one(qemu, device, size, extra, log):
     return ready, bar, events, err
 
 
+def before_ready(ready, events):
+    """The events up to the handshake (not the BAR programming's)."""
+    return [e for e in events if e[0] <= ready]
+
+
+def vfio_span(ready, events):
+    """Seconds from the first VFIO event to the last before the
+    handshake; None without any."""
+    e = before_ready(ready, events) if ready is not None else []
+    return e[-1][0] - e[0][0] if e else None
+
+
 def phases(ready, events):
     """Launch to the first VFIO event, the gaps between events, and the
     last event to the handshake: seconds per "FROM..TO" (a pair that
     recurs, summed). Events after the handshake (the BAR programming's)
     are left out."""
-    events = [e for e in events if e[0] <= ready]
+    events = before_ready(ready, events)
     if not events:
         return {"launch..ready": ready}
     steps = [("launch..%s" % events[0][1], events[0][0])]
@@ -102,24 +114,16 @@ def main():
     os.makedirs(TRACES, exist_ok=True)
     devs = stand_ins(SIZES)
     for name, size in SIZES.items():
-        host = devs[name]
-        # The same with four times the guest RAM (the last -m wins): what
-        # grows with it is VFIO's pinning of the guest's RAM.
-        # And with the RAM populated before the device is realized
+        variants = start_variants(devs[name])
+        # Our QEMU's again with four times the guest RAM (the last -m
+        # wins): what grows with it is VFIO's pinning of the guest's RAM;
+        # and with the RAM populated before the device is realized
         # (-mem-prealloc): what then remains is pinning and mapping.
-        ram4, pre = ("-m", "256M"), ("-mem-prealloc",)
-        dev = "vfio-pci,host=%s,id=g0" % host
-        variants = {"none": (OURS, None, ()),
-                    "type1": (OURS, dev, ()),
-                    "none-256m": (OURS, None, ram4),
-                    "type1-256m": (OURS, dev, ram4),
-                    "none-prealloc": (OURS, None, pre),
-                    "type1-prealloc": (OURS, dev, pre)}
-        if NEWER:
-            variants["none-11"] = (NEWER, None, ())
-            variants["iommufd-11"] = (
-                NEWER, "vfio-pci,host=%s,id=g0,iommufd=iommufd0" % host,
-                ("-object", "iommufd,id=iommufd0"))
+        for tag, more in (("256m", ("-m", "256M")),
+                          ("prealloc", ("-mem-prealloc",))):
+            for v in ("none", "type1"):
+                qemu, device, extra = variants[v]
+                variants["%s-%s" % (v, tag)] = (qemu, device, extra + more)
         runs = {v: [] for v in variants}
         for r in range(ROUNDS):
             for v, (qemu, device, extra) in variants.items():
@@ -128,17 +132,16 @@ def main():
                 ready, bar, events, err = one(qemu, device, size, extra, log)
                 ph = phases(ready, events) if ready is not None else {}
                 top = sorted(ph.items(), key=lambda p: -p[1])[:6]
-                before = [e for e in events if ready and e[0] <= ready]
+                span = vfio_span(ready, events)
                 print(json.dumps({
                     "bar": name, "variant": v, "round": r,
                     "ready_s": ready, "bar_s": bar, "events": len(events),
-                    "vfio_span_s": round(before[-1][0] - before[0][0], 4)
-                    if before else 0.0,
+                    "vfio_span_s": round(span, 4) if span else 0.0,
                     "largest": [[n, round(x, 4)] for n, x in top],
                     "gaps": {n: round(x, 5) for n, x in ph.items()},
                     "stderr": (err or "").strip()[-300:]}), flush=True)
                 if ready is not None:
-                    runs[v].append((ready, bar, events, ph))
+                    runs[v].append((ready, bar, span, ph))
 
         def median(xs):
             return round(statistics.median(xs), 4) if xs else None
@@ -149,12 +152,8 @@ def main():
         for v, rs in runs.items():
             summary["ready_median_s"][v] = median([x[0] for x in rs])
             summary["bar_median_s"][v] = median([x[1] for x in rs])
-            spans = []
-            for ready, _, e, _ in rs:
-                e = [x for x in e if x[0] <= ready]
-                if e:
-                    spans.append(e[-1][0] - e[0][0])
-            summary["vfio_span_median_s"][v] = median(spans)
+            summary["vfio_span_median_s"][v] = median(
+                [x[2] for x in rs if x[2] is not None])
             names = set()
             for x in rs:
                 names |= set(x[3])

@@ -74,18 +74,13 @@ static void fail(const char *what)
     exit(1);
 }
 
-/* The group's fd, added to @container (once per group). */
-static int add_group(int container, int group, int *opened, int *nopened)
+/* The group's fd, added to @container. */
+static int add_group(int container, int group)
 {
     struct vfio_group_status st = { .argsz = sizeof(st) };
     char path[64];
-    int i, fd;
+    int fd;
 
-    for (i = 0; i < *nopened; i += 2) {
-        if (opened[i] == group) {
-            return opened[i + 1];
-        }
-    }
     snprintf(path, sizeof(path), "/dev/vfio/%d", group);
     fd = open(path, O_RDWR);
     if (fd < 0) {
@@ -101,8 +96,6 @@ static int add_group(int container, int group, int *opened, int *nopened)
     if (ioctl(fd, VFIO_GROUP_SET_CONTAINER, &container)) {
         fail("VFIO_GROUP_SET_CONTAINER");
     }
-    opened[(*nopened)++] = group;
-    opened[(*nopened)++] = fd;
     return fd;
 }
 
@@ -180,7 +173,7 @@ static int64_t unmap_dma(int container, uint64_t iova, uint64_t size)
 int main(int argc, char **argv)
 {
     struct vdev edu = { .fd = -1 }, shm = { .fd = -1 };
-    int opened[8], nopened = 0, container, gfd, to_edu, before, after;
+    int container, edu_gfd, shm_gfd, to_edu, before, after;
     int map_src, map_peer, seed, to_edu_again = 0, revoked = 0;
     int64_t unmapped = 0;
     bool revoke = true;
@@ -217,14 +210,14 @@ int main(int argc, char **argv)
         errno = ENOTSUP;
         fail("no VFIO type1v2 container");
     }
-    gfd = add_group(container, edu.group, opened, &nopened);
-    add_group(container, shm.group, opened, &nopened);
+    edu_gfd = add_group(container, edu.group);
+    shm_gfd = shm.group == edu.group ? edu_gfd :
+              add_group(container, shm.group);
     if (ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU)) {
         fail("VFIO_SET_IOMMU");
     }
-    edu.fd = ioctl(gfd, VFIO_GROUP_GET_DEVICE_FD, edu.bdf);
-    gfd = add_group(container, shm.group, opened, &nopened);
-    shm.fd = ioctl(gfd, VFIO_GROUP_GET_DEVICE_FD, shm.bdf);
+    edu.fd = ioctl(edu_gfd, VFIO_GROUP_GET_DEVICE_FD, edu.bdf);
+    shm.fd = ioctl(shm_gfd, VFIO_GROUP_GET_DEVICE_FD, shm.bdf);
     if (edu.fd < 0 || shm.fd < 0) {
         fail("VFIO_GROUP_GET_DEVICE_FD");
     }
