@@ -248,6 +248,9 @@ typedef struct {
     uint64_t win_start, win_end;    /* inclusive */
     uint64_t fw_end;            /* where firmware may move it; 0: nowhere */
     char *window_why;
+    char *window_how;           /* how the window is known, for texts */
+    char *window_note;          /* why it is still no proof */
+    char *estimate_why;         /* the window is an estimate: why */
     GArray *reserved;           /* GpRange, of every GPU's group */
     GPtrArray *reserved_groups; /* the group of each, as int */
     char *reserved_why;
@@ -257,6 +260,9 @@ static void space_clear(Space *s)
 {
     g_free(s->iommu_why);
     g_free(s->window_why);
+    g_free(s->window_how);
+    g_free(s->window_note);
+    g_free(s->estimate_why);
     g_free(s->reserved_why);
     if (s->reserved) {
         g_array_unref(s->reserved);
@@ -267,17 +273,19 @@ static void space_clear(Space *s)
 }
 
 /*
- * Where the guest may place 64-bit BARs, as modelled: the machine's
- * pci-hole64, above RAM (4 GiB plus all of RAM, 1 GiB aligned), and, as
- * our QEMU judges its declared window, the top of the guest's address
- * space (at most 46 bits) to which either firmware may move it. Only a
- * model: q35 puts only the RAM above its below-4G part (2 GiB, or the
- * lowmem split) over 4 GiB, adds hot-plug memory, and SeaBIOS may keep
- * 64-bit BARs below 4 GiB; so nothing is proven from it.
+ * Where the guest may place 64-bit BARs: the machine's pci-hole64 as QEMU
+ * places it before firmware runs (gp_pc_window(): exact for q35 and
+ * i440fx, bounds where only the machine type or the vendor leaves it
+ * open, else an estimate, itself an unknown), up to the top of the
+ * guest's address space,
+ * and, as our QEMU judges its declared window, that top (at most 46
+ * bits) to which either firmware may move it. Firmware places the BARs,
+ * so nothing is proven from it.
  */
 static void space_window(Space *s, const GpBarGateVm *vm)
 {
-    uint64_t start, top;
+    g_auto(GpPcWindow) w = { 0 };
+    uint64_t top;
 
     if (!vm->guest_phys_bits || vm->guest_phys_bits > 63) {
         s->window_why = g_strdup("the guest's address width is not known, "
@@ -285,14 +293,33 @@ static void space_window(Space *s, const GpBarGateVm *vm)
                                  "window ends");
         return;
     }
-    start = (vm->memory + (4ULL << 30) + (1ULL << 30) - 1) &
-            ~((1ULL << 30) - 1);
+    gp_pc_window(&vm->machine, &w);
+    if (w.end < w.start) {
+        s->estimate_why = g_strdup("the domain's <pcihole64> is 0: QEMU "
+                                   "declares no 64-bit window, so where "
+                                   "firmware puts 64-bit BARs is not known");
+        return;
+    }
     top = (1ULL << vm->guest_phys_bits) - 1;
     s->window_known = true;
-    s->win_start = start;
-    s->win_end = MIN(top, start + (vm->pcihole64 ? vm->pcihole64 :
-                                   GP_Q35_DEFAULT_HOLE64) - 1);
+    s->win_start = w.start;
+    s->win_end = MIN(top, w.end);
     s->fw_end = gp_bar_gate_firmware_top(vm->guest_phys_bits);
+    s->window_note = g_strdup(GP_FIRMWARE_PLACES_NOTE);
+    if (w.exact) {
+        s->window_how = g_steal_pointer(&w.how);
+    } else if (w.bounds) {
+        /* Every window QEMU could declare lies inside: judged as one. */
+        s->window_how = g_strdup_printf("as bounded (every window QEMU "
+                                        "could declare, as %s)", w.why);
+    } else {
+        s->window_how = g_strdup("as estimated");
+        s->estimate_why = g_strdup_printf("where QEMU places the guest's "
+                                          "64-bit BAR window is estimated "
+                                          "(0x%" PRIx64 "-0x%" PRIx64 "), "
+                                          "as %s", s->win_start, s->win_end,
+                                          w.why);
+    }
 }
 
 static void space_read(Space *s, const GpBarGateHost *host,
@@ -606,12 +633,6 @@ void gp_bar_gate_firmware_unknowns(GString *unknown, uint64_t start,
                                 NULL, 0, note);
 }
 
-/* Why a verdict from the modelled window is no proof. */
-#define WINDOW_MODEL "the model (above 4 GiB plus all of RAM) is not " \
-    "where the guest puts it: q35 puts only the RAM above its below-4G " \
-    "part over 4 GiB and adds hot-plug memory, and SeaBIOS may keep " \
-    "64-bit BARs below 4 GiB"
-
 /*
  * The IOVA space: width, the BAR, the window, reserved regions. Only a
  * BAR larger than the IOMMU's whole address space is proven; what rests
@@ -653,19 +674,23 @@ static char *space_why(const Space *s, const GpBarGateGpu *g, Unknowns *u)
         space = s->iommu_bits ?
                 g_strdup_printf("the IOMMU's %u-bit address space",
                                 s->iommu_bits) : NULL;
-        gp_bar_gate_window_unknowns(w, "as modelled", s->win_start,
+        gp_bar_gate_window_unknowns(w, s->window_how, s->win_start,
                                     s->win_end, space, top,
                                     (const GpWindowHole *)holes->data,
-                                    holes->len, WINDOW_MODEL);
+                                    holes->len, s->window_note);
         gp_bar_gate_firmware_unknowns(w, s->win_start, s->win_end,
-                                      s->fw_end, space, top, WINDOW_MODEL);
+                                      s->fw_end, space, top,
+                                      s->window_note);
         if (w->len) {
             add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, w->str);
         }
     }
+    if (s->estimate_why) {
+        add_unknown(u, GP_BAR_GATE_UNKNOWN_VM, s->estimate_why);
+    }
     if (!s->iommu_bits) {
         add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->iommu_why);
-    } else if (!s->window_known) {
+    } else if (!s->window_known && s->window_why) {
         add_unknown(u, GP_BAR_GATE_UNKNOWN_HOST, s->window_why);
     }
     return NULL;
@@ -729,11 +754,11 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
                             s->fw_end) : g_strdup("");
 
         out->reason = g_strdup_printf(
-            "%s; the guest's 64-bit BAR window 0x%" PRIx64 "-0x%" PRIx64
-            " is inside the IOMMU's %u-bit address space and clear of its "
-            "reserved regions%s", g->iommufd ? host->dmabuf_why :
-            host->container_why, s->win_start, s->win_end, s->iommu_bits,
-            fw);
+            "%s; the guest's 64-bit BAR window %s, 0x%" PRIx64 "-0x%"
+            PRIx64 ", is inside the IOMMU's %u-bit address space and clear "
+            "of its reserved regions%s", g->iommufd ? host->dmabuf_why :
+            host->container_why, s->window_how, s->win_start, s->win_end,
+            s->iommu_bits, fw);
     }
     if (u.text) {
         g_string_free(u.text, TRUE);

@@ -750,10 +750,6 @@ static bool declared_window(uint64_t *start, uint64_t *end, uint64_t *fw_end)
     return true;
 }
 
-/* Why a window past the IOVA ranges is no proof. */
-#define DECLARED_WINDOW_NOTE "firmware places the BARs, and SeaBIOS may " \
-    "keep 64-bit BARs below 4 GiB"
-
 /* A type1 container's IOVA ranges as its kernel gives them now. */
 static GArray *type1_iova_ranges(VFIOContainer *c)
 {
@@ -914,9 +910,9 @@ static void check_issuer(VFIOPCIDevice *target, VFIOPCIDevice *issuer,
     gp_bar_gate_window_unknowns(unknown, "as this machine declares it "
                                 "(pci-hole64)", start, end, whose, top,
                                 (const GpWindowHole *)holes->data,
-                                holes->len, DECLARED_WINDOW_NOTE);
+                                holes->len, GP_FIRMWARE_PLACES_NOTE);
     gp_bar_gate_firmware_unknowns(unknown, start, end, fw_end, whose, top,
-                                  DECLARED_WINDOW_NOTE);
+                                  GP_FIRMWARE_PLACES_NOTE);
 }
 
 /*

@@ -18,6 +18,7 @@
 #ifndef GPUP2P_BAR_GATE_H
 #define GPUP2P_BAR_GATE_H
 
+#include "gpup2p/pc-machine.h"
 #include "gpup2p/topo.h"
 
 /* What /dev/vfio/vfio is on the host. */
@@ -92,8 +93,7 @@ typedef struct GpBarGateVm {
     const char *viommu;         /* the vIOMMU, e.g. "<iommu model='intel'>";
                                  * NULL: none */
     unsigned guest_phys_bits;   /* 0: unknown */
-    uint64_t memory;            /* bytes of guest RAM */
-    uint64_t pcihole64;         /* bytes; 0: QEMU's default */
+    GpPcMachine machine;        /* what places its 64-bit window */
 } GpBarGateVm;
 
 typedef enum {
@@ -127,8 +127,6 @@ void gp_bar_gate_add_unknown(GString *unknown, const char *why);
 /* Linux 6.19 exports vfio-pci BARs as dma-bufs (5d74781ebc86). */
 #define GP_LINUX_DMABUF_MAJOR 6
 #define GP_LINUX_DMABUF_MINOR 19
-/* QEMU q35's pci-hole64-size when none is set. */
-#define GP_Q35_DEFAULT_HOLE64 (32ULL << 30)
 
 /*
  * Decide for each of @n @gpus of @vm on @host: GpBarGate *, in @gpus'
@@ -181,6 +179,10 @@ void gp_bar_gate_window_unknowns(GString *unknown, const char *window,
                                  const char *space, uint64_t top,
                                  const GpWindowHole *holes, unsigned n,
                                  const char *note);
+
+/* Why a window QEMU declares is still no proof of where BARs go. */
+#define GP_FIRMWARE_PLACES_NOTE "firmware places the BARs, and SeaBIOS " \
+    "may keep 64-bit BARs below 4 GiB"
 
 /*
  * SeaBIOS (1.16.3) and OVMF both move their 64-bit BAR window to the top

@@ -65,12 +65,15 @@ static void host_free(Host *h)
     sb_free(h->sb);
 }
 
-/* A stock QEMU 10.0 VM on the container, 64 GiB, 46 bits, SeaBIOS. */
+/* A stock QEMU 10.0 q35 VM on the container, 64 GiB, 46 bits, an Intel
+ * vCPU, SeaBIOS. */
 static GpBarGateVm vm_default(void)
 {
     GpBarGateVm vm = {
         .vmm = GP_VMM_STOCK, .qemu_major = 10, .qemu_minor = 0,
-        .guest_phys_bits = 46, .memory = 64ULL << 30,
+        .guest_phys_bits = 46,
+        .machine = { .type = "pc-q35-10.0", .ram = 64ULL << 30,
+                     .vendor = GP_CPU_VENDOR_INTEL },
     };
 
     return vm;
@@ -341,32 +344,34 @@ static void test_window_beyond_iommu(void)
     GpBarGateVm vm = vm_default();
     g_autoptr(GPtrArray) g = NULL, g2 = NULL, g3 = NULL;
 
-    /* 600 GiB of RAM: the modelled window starts past 2^39; a model of
-     * the guest's layout proves nothing, so unknown, naming it. */
-    vm.memory = 600ULL << 30;
+    /* 600 GiB of RAM: q35 puts 598 GiB above 4 GiB, so the window QEMU
+     * declares starts past 2^39; firmware places the BARs, so unknown,
+     * saying why. */
+    vm.machine.ram = 600ULL << 30;
     g = decide(&h, &vm, false, false);
-    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "window as modelled, "
-                "0x9700000000-0x9effffffff, starts past the IOMMU's 39-bit "
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "window as QEMU places it for "
+                "pc-q35-10.0 with 614400 MiB of RAM, "
+                "0x9680000000-0x9e7fffffff, starts past the IOMMU's 39-bit "
                 "address space");
     assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "SeaBIOS may keep 64-bit BARs "
                 "below 4 GiB");
     /* Either firmware (SeaBIOS 1.16.3 and OVMF alike) may move the
-     * window (above 12 GiB, 32 GiB) up to the guest's 2^46, as our QEMU
+     * window (at 10 GiB, 32 GiB) up to the guest's 2^46, as our QEMU
      * judges its declared window: partly beyond, not proven. */
-    vm.memory = 8ULL << 30;
+    vm.machine.ram = 8ULL << 30;
     {
         g_autoptr(GPtrArray) g2f = decide(&h, &vm, false, false);
 
         assert_gate(g2f, 0, GP_BAR_GATE_UNKNOWN, "window as firmware may "
                     "move it (anywhere up to the top of the guest's address "
-                    "space, at most 46 bits), 0x300000000-0x3fffffffffff");
+                    "space, at most 46 bits), 0x280000000-0x3fffffffffff");
         assert_gate(g2f, 0, GP_BAR_GATE_UNKNOWN, "reaches past the IOMMU's "
                     "39-bit address space (up to 0x7fffffffff)");
     }
     /* A guest of 39 bits: the window and the top it may move to fit. */
     vm.guest_phys_bits = 39;
     g2 = decide(&h, &vm, false, false);
-    assert_gate(g2, 0, GP_BAR_GATE_MAPPED, "0x300000000-0xaffffffff is "
+    assert_gate(g2, 0, GP_BAR_GATE_MAPPED, "0x280000000-0xa7fffffff, is "
                 "inside the IOMMU's 39-bit address space and clear of its "
                 "reserved regions, and the top firmware may move it to, "
                 "0x7fffffffff, is inside that address space too");
@@ -395,25 +400,45 @@ static void test_reserved_region(void)
 {
     Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
     GpBarGateVm vm = vm_default();
-    g_autoptr(GPtrArray) g = NULL, g2 = NULL;
+    g_autoptr(GPtrArray) g = NULL, g2 = NULL, amd = NULL, unknown = NULL;
 
     /* AMD's hole below 1 TiB, in group 2: it binds GPU A too (one
-     * container, one IOVA space). 1000 GiB of RAM: the window is
-     * 1004-1036 GiB. */
+     * container, one IOVA space). 1000 GiB of RAM on an Intel vCPU: the
+     * window is 1002-1034 GiB. */
     sb_write(h.sb, "sys/kernel/iommu_groups/2/reserved_regions",
              "0x00000000fee00000 0x00000000feefffff msi\n"
              "0x000000fd00000000 0x000000ffffffffff reserved\n");
-    vm.memory = 1000ULL << 30;
+    vm.machine.ram = 1000ULL << 30;
     g = decide(&h, &vm, false, false);
     assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "overlaps IOMMU group 2's "
                 "reserved region 0xfd00000000-0xffffffffff (reserved)");
-    /* A modelled window wholly inside a reserved region: unknown, as
-     * the model is not the guest's layout. */
+    /* An AMD vCPU: QEMU moves its RAM above 1 TiB, and the window after
+     * it (2022-2054 GiB) clears the hole. */
+    vm.machine.vendor = GP_CPU_VENDOR_AMD;
+    amd = decide(&h, &vm, false, false);
+    assert_gate(amd, 0, GP_BAR_GATE_MAPPED, "window as QEMU places it for "
+                "pc-q35-10.0 with 1024000 MiB of RAM, RAM above 4 GiB moved "
+                "above 1 TiB for an AMD vCPU, 0x1f980000000-0x2017fffffff, "
+                "is inside");
+    /* Neither known: bounds from the unmoved start to the moved end,
+     * which meet the hole. */
+    vm.machine.vendor = GP_CPU_VENDOR_UNKNOWN;
+    unknown = decide(&h, &vm, false, false);
+    assert_gate(unknown, 0, GP_BAR_GATE_UNKNOWN, "window as bounded (every "
+                "window QEMU could declare, as it reaches AMD's "
+                "HyperTransport hole at 0xfd00000000, where QEMU moves an AMD "
+                "vCPU's RAM above 1 TiB, and the vCPU's vendor is not "
+                "known), 0xfa80000000-0x2017fffffff, overlaps IOMMU group 2's "
+                "reserved region");
+    vm.machine.vendor = GP_CPU_VENDOR_INTEL;
+    /* A window wholly inside a reserved region: unknown, as firmware
+     * places the BARs. */
     sb_write(h.sb, "sys/kernel/iommu_groups/1/reserved_regions",
              "0x0000100000000000 0x00001fffffffffff reserved\n");
-    vm.memory = (16ULL << 40) - (4ULL << 30);
+    vm.machine.ram = (16ULL << 40) - (2ULL << 30);
     g2 = decide(&h, &vm, false, false);
-    assert_gate(g2, 1, GP_BAR_GATE_UNKNOWN, "window as modelled, "
+    assert_gate(g2, 1, GP_BAR_GATE_UNKNOWN, "window as QEMU places it for "
+                "pc-q35-10.0 with 16775168 MiB of RAM, "
                 "0x100000000000-0x1007ffffffff, lies inside IOMMU group 1's "
                 "reserved region");
     host_free(&h);
@@ -620,6 +645,69 @@ static void test_release_version(void)
     g_assert_false(gp_release_version(NULL, &a, &b));
 }
 
+/*
+ * The vCPU's vendor, as QEMU sets it. Under KVM (not available to the
+ * tests here) every model takes the host's (host_cpu_instance_init());
+ * test_pc_window.py judges the TCG side against QEMU itself.
+ */
+static void test_vcpu_vendor(void)
+{
+    const char *how = NULL;
+
+    g_assert_cmpint(gp_pc_vcpu_vendor(true, "custom", "Skylake-Server",
+                                      NULL, GP_CPU_VENDOR_AMD, &how), ==,
+                    GP_CPU_VENDOR_AMD);
+    g_assert_nonnull(strstr(how, "the host's"));
+    g_assert_cmpint(gp_pc_vcpu_vendor(true, "host-passthrough", NULL, NULL,
+                                      GP_CPU_VENDOR_UNKNOWN, &how), ==,
+                    GP_CPU_VENDOR_UNKNOWN);
+    g_assert_cmpint(gp_pc_vcpu_vendor(true, "custom", "EPYC", "GenuineIntel",
+                                      GP_CPU_VENDOR_AMD, &how), ==,
+                    GP_CPU_VENDOR_INTEL);
+    g_assert_cmpint(gp_pc_vcpu_vendor(false, "maximum", NULL, NULL,
+                                      GP_CPU_VENDOR_INTEL, &how), ==,
+                    GP_CPU_VENDOR_AMD);
+    g_assert_cmpint(gp_pc_vcpu_vendor(false, NULL, NULL, NULL,
+                                      GP_CPU_VENDOR_INTEL, &how), ==,
+                    GP_CPU_VENDOR_AMD);     /* qemu64 */
+    g_assert_cmpint(gp_pc_vcpu_vendor(false, "custom", "Dhyana", NULL,
+                                      GP_CPU_VENDOR_AMD, &how), ==,
+                    GP_CPU_VENDOR_UNKNOWN);
+    g_assert_null(how);
+}
+
+/* A machine type that is not modelled: an estimate, said to be one. */
+static void test_window_not_modelled(void)
+{
+    GpPcMachine m = { .type = "pc-q35-rhel9.6.0", .ram = 8ULL << 30,
+                      .vendor = GP_CPU_VENDOR_INTEL };
+    g_auto(GpPcWindow) w = { 0 };
+
+    gp_pc_window(&m, &w);
+    g_assert_false(w.exact);
+    g_assert_true(w.bounds);
+    g_assert_nonnull(strstr(w.why, "'pc-q35-rhel9.6.0' is neither q35 nor "
+                            "i440fx of upstream QEMU"));
+    /* From 4 GiB to the end of a window above all 8 GiB: 12 + 32 GiB. */
+    g_assert_cmphex(w.start, ==, 4ULL << 30);
+    g_assert_cmphex(w.end, ==, (44ULL << 30) - 1);
+    gp_pc_window_clear(&w);
+    /* SGX EPC (not modelled): an estimate, not bounds. */
+    m.type = "pc-q35-10.0";
+    m.not_modelled = "<memory model='sgx-epc'>";
+    gp_pc_window(&m, &w);
+    g_assert_false(w.exact);
+    g_assert_false(w.bounds);
+    /* A hole of 0: an empty window. */
+    m.not_modelled = NULL;
+    m.hole64_set = true;
+    m.hole64_size = 0;
+    gp_pc_window_clear(&w);
+    gp_pc_window(&m, &w);
+    g_assert_true(w.exact);
+    g_assert_cmphex(w.end + 1, ==, w.start);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -646,5 +734,8 @@ int main(int argc, char **argv)
     g_test_add_func("/bar-gate/iommu-and-reserved-unknown",
                     test_iommu_and_reserved_unknown);
     g_test_add_func("/bar-gate/release-version", test_release_version);
+    g_test_add_func("/bar-gate/vcpu-vendor", test_vcpu_vendor);
+    g_test_add_func("/bar-gate/window-not-modelled",
+                    test_window_not_modelled);
     return g_test_run();
 }

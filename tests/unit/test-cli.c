@@ -1105,6 +1105,9 @@ static void test_check_domain(void)
     ready_host(sb, 0x2020);
     run(&r, "check", "--sysfs-root", sb_root(sb), "--domain", good, "--json",
         NULL);
+    if (r.status) {
+        g_printerr("%s", r.out);
+    }
     g_assert_cmpint(r.status, ==, 0);
     o = check_item(p, r.out, "QEMU extension");
     g_assert_cmpstr(verdict_of(o), ==, "ok");

@@ -30,8 +30,10 @@ readelf or setpriv is not installed (setup installs them); skipped, saying
 why, where that user does not exist, or where it cannot reach gpup2p, the
 fixtures or TMPDIR."""
 
+import json
 import os
 import pwd
+import shlex
 import shutil
 import signal
 import subprocess
@@ -44,6 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from taplib import Tap  # noqa: E402
 
 from fixture_copy import cpu_kernel_host, nvidia_host  # noqa: E402
+from pc_window import check_window, qemu_window  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The virtual host's capture; the test reads a copy whose GPU stand-ins
@@ -358,6 +361,112 @@ def test_large_bars(t, s):
          "a second --define changes nothing", again.stderr)
 
 
+# The 64-bit window: domains whose QEMU command line libvirt itself
+# writes (domxml-to-native), each moving the window by what libvirt
+# turns into -m, -numa and -global: NUMA cells (libvirt's -m is their
+# sum), a hot-plug region with a DIMM, <pcihole64> on i440fx, 1000 GiB
+# of RAM on an AMD vCPU (moved above 1 TiB).
+WINDOW_DOMAIN = """<domain type='qemu'>
+  <name>%(name)s</name>
+  <memory unit='MiB'>%(memory)d</memory>%(max)s
+  <vcpu>2</vcpu>
+  <os><type arch='x86_64' machine='%(machine)s'>hvm</type></os>
+  <cpu mode='custom'><model>%(model)s</model>
+    <maxphysaddr mode='emulate' bits='48'/>%(numa)s</cpu>
+  <devices>
+    <emulator>%(qemu)s</emulator>
+    <controller type='pci' index='0' model='%(root)s'>%(hole)s</controller>
+    %(hostdev)s%(devices)s
+  </devices>
+</domain>
+"""
+# check --domain reads a GPU; libvirt's command line is written without
+# it (domxml-to-native refuses host PCI devices where VFIO is not), which
+# the window does not depend on.
+WINDOW_GPU = ("<hostdev mode='subsystem' type='pci' managed='yes'><source>"
+              "<address domain='0x0000' bus='0x05' slot='0x00' "
+              "function='0x0'/></source></hostdev>")
+CELLS = ("<numa><cell id='0' cpus='0' memory='%d' unit='MiB'/>"
+         "<cell id='1' cpus='1' memory='%d' unit='MiB'/></numa>")
+WINDOW_CASES = [
+    ("two NUMA cells of 3 GiB, <memory> of 12 GiB", dict(
+        memory=12288, max="", machine="pc-q35-10.0", model="Skylake-Server",
+        numa=CELLS % (3072, 3072), root="pcie-root", hole="", devices="")),
+    ("a hot-plug region of 56 GiB in 4 slots and a 1 GiB DIMM", dict(
+        memory=9216, max="<maxMemory slots='4' unit='MiB'>65536</maxMemory>",
+        machine="pc-q35-10.0", model="Skylake-Server",
+        numa=CELLS % (4096, 4096), root="pcie-root", hole="",
+        devices="<memory model='dimm'><target><size unit='MiB'>1024</size>"
+        "<node>0</node></target></memory>")),
+    ("i440fx, 6 GiB, <pcihole64> of 40000 MiB", dict(
+        memory=6144, max="", machine="pc-i440fx-10.0", model="Skylake-Server",
+        numa="", root="pci-root",
+        hole="<pcihole64 unit='MiB'>40000</pcihole64>", devices="")),
+    ("q35, 1000 GiB, an AMD vCPU", dict(
+        memory=1000 << 10, max="", machine="q35", model="EPYC", numa="",
+        root="pcie-root", hole="", devices="")),
+]
+# What of libvirt's command line places the window; the rest (devices,
+# chardevs, the monitor) is left out so that QEMU starts without them.
+WINDOW_OPTIONS = {"-machine", "-accel", "-cpu", "-m", "-smp", "-numa",
+                  "-object", "-global"}
+
+
+def window_args(argv):
+    """libvirt's QEMU command line (domxml-to-native) cut to what places
+    the window, every RAM backend reserving nothing (1000 GiB of RAM
+    starts here); None where it is not one."""
+    words = shlex.split(argv)
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        words.pop(0)            # the environment libvirt sets
+    if not words or not words[0].startswith("/"):
+        return None
+    out = []
+    for opt, val in zip(words[1:], words[2:] + [""]):
+        if opt not in WINDOW_OPTIONS:
+            continue
+        if opt == "-object":
+            if "memory-backend" not in val:
+                continue
+            if val.startswith("{"):
+                obj = json.loads(val)
+                obj["reserve"] = False
+                val = json.dumps(obj)
+            else:
+                val += ",reserve=off"
+        out += [opt, val]
+    return out
+
+
+def test_window(t, s):
+    """check --domain's 64-bit window against QEMU's own, on the command
+    line libvirt's QEMU driver writes for the same domain."""
+    for i, (what, kw) in enumerate(WINDOW_CASES):
+        xml = WINDOW_DOMAIN % dict(kw, name="window%d" % i, qemu=QEMU,
+                                   hostdev=WINDOW_GPU)
+        path = os.path.join(s.top, "window%d-native.xml" % i)
+        with open(path, "w") as f:
+            f.write(WINDOW_DOMAIN % dict(kw, name="window%d" % i, qemu=QEMU,
+                                         hostdev=""))
+        os.chmod(path, 0o644)
+        p = s.virsh("domxml-to-native", "qemu-argv", path)
+        args = window_args(p.stdout) if p.returncode == 0 else None
+        if not t.ok(args is not None, "%s: libvirt writes its QEMU command "
+                    "line" % what, p.stdout[-800:] + p.stderr[-800:]):
+            continue
+        machine = kw["machine"]
+        want, why = qemu_window(QEMU, machine, args)
+        if not t.ok(want is not None, "... and QEMU starts from it",
+                    (why or "") + "\n" + " ".join(args)):
+            continue
+        got, text = check_window(G, s.host, s.top, "window%d" % i, xml,
+                                 run=s.run)
+        t.ok(got is not None and got.get("exact") and
+             (got["start"], got["end"] + 1) == want,
+             "... and check --domain's window is QEMU's, 0x%x-0x%x" %
+             (want[0], want[1] - 1), text + "\n" + " ".join(args))
+
+
 class Terminated(SystemExit):
     """SIGTERM (meson's timeout, timeout(1), a CI runner giving up): raised
     so that main's finally stops the daemon and removes its directory."""
@@ -408,6 +517,8 @@ def main(t):
                 test_define(t, s)
             if s.check_alive(t, "the large-BAR checks"):
                 test_large_bars(t, s)
+            if s.check_alive(t, "the window checks"):
+                test_window(t, s)
             if not DROPPER:
                 t.skip("a driver that drops <qemu:override>",
                        "LIBVIRT_DROPPER_DIR is not set (meson sets it)")

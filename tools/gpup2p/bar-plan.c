@@ -39,17 +39,18 @@ unsigned gp_log2_ceil(guint64 v)
     return bits;
 }
 
-unsigned gp_guest_bits_for_bars(guint64 memory, guint64 window,
-                                guint64 hole)
+unsigned gp_guest_bits_for_bars(const GpPcMachine *m, guint64 window,
+                                guint64 hole, GpPcWindow *placed)
 {
-    /* RAM starts at 0 and the 32-bit hole sits below 4 GiB; QEMU starts
-     * the 64-bit hole above RAM, 1 GiB aligned. */
-    guint64 below = ((memory + (4ULL << 30)) + (1ULL << 30) - 1) &
-                    ~((1ULL << 30) - 1);
+    GpPcMachine sized = *m;
     unsigned eighth = gp_log2_ceil(window) + 3;
-    unsigned fit = gp_log2_ceil(below + MAX(window, hole));
 
-    return MAX(eighth, fit);
+    /* The hole as the plan sizes it, at least the BARs' window. */
+    sized.hole64_set = true;
+    sized.hole64_size = MAX(window, hole);
+    gp_pc_window(&sized, placed);
+    /* QEMU's own check: phys-bits must reach the hole's last byte. */
+    return MAX(eighth, gp_log2_ceil(placed->last_used + 1));
 }
 
 unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,

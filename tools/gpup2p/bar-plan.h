@@ -12,6 +12,8 @@
 #include <glib.h>
 #include <stdbool.h>
 
+#include "gpup2p/pc-machine.h"
+
 /* QEMU's default guest physical address width for named CPU models. */
 #define GP_QEMU_DEFAULT_PHYS_BITS 40
 /* OVMF's fixed 64-bit aperture when it cannot size it dynamically. */
@@ -29,16 +31,16 @@ bool gp_libvirt_unit_scale(const char *unit, guint64 default_scale,
 unsigned gp_log2_ceil(guint64 v);
 
 /*
- * The guest physical address bits a VM with @memory bytes of RAM needs
- * for a 64-bit BAR window of @window bytes (the BARs packed with
- * alignment) inside a pci-hole64 of @hole bytes (0: as large as the
- * window). Two rules, the larger wins: OVMF sizes its dynamic aperture to
- * an eighth of the address space (log2(window) + 3 bits), and QEMU
- * refuses to start where the hole, above RAM and the 4 GiB below it, ends
- * past the address width ("phys-bits too low").
+ * The guest physical address bits VM @m needs for a 64-bit BAR window of
+ * @window bytes (the BARs packed with alignment) inside a pci-hole64 of
+ * @hole bytes (0: as large as the window). Two rules, the larger wins:
+ * OVMF sizes its dynamic aperture to an eighth of the address space
+ * (log2(window) + 3 bits), and QEMU refuses to start where the hole, as
+ * it places it (gp_pc_window(), returned in @placed, cleared by the
+ * caller), ends past the address width ("phys-bits too low").
  */
-unsigned gp_guest_bits_for_bars(guint64 memory, guint64 window,
-                                guint64 hole);
+unsigned gp_guest_bits_for_bars(const GpPcMachine *m, guint64 window,
+                                guint64 hole, GpPcWindow *placed);
 
 /*
  * The guest's physical address width as QEMU will set it, from the

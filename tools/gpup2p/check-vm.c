@@ -19,6 +19,81 @@ static unsigned guest_phys_bits(const Check *c, const char **how)
                               d->maxphys_limit, c->topo->cpu_phys_bits, how);
 }
 
+#ifdef GP_HAVE_LIBVIRT
+/* The domain as libvirt-domain.h reads it; with @gpus, its GPUs found on
+ * the host (gp_domain_find_gpus()). NULL with @errp. */
+static GpDomain *read_gp_domain(const Check *c, bool gpus, GError **errp)
+{
+    g_autofree gchar *xml = NULL;
+    g_autoptr(GpDomain) d = NULL;
+
+    if (!g_file_get_contents(c->dom->path, &xml, NULL, errp) ||
+        !(d = gp_domain_parse(xml, c->dom->path, errp)) ||
+        (gpus && !gp_domain_find_gpus(d, c->topo, errp))) {
+        return NULL;
+    }
+    return g_steal_pointer(&d);
+}
+#endif
+
+#ifndef GP_HAVE_LIBVIRT
+/* Without libvirt no domain is read (check_domain_read() refuses one). */
+typedef struct {
+    GpPcMachine m;
+} GpDomainMachine;
+
+static void gp_domain_machine_clear(GpDomainMachine *m)
+{
+    (void)m;
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(GpDomainMachine, gp_domain_machine_clear)
+#endif
+
+/*
+ * The domain's machine as the gate and `gpup2p libvirt` read it; where
+ * the domain cannot be read so, only its RAM (the items that judge the
+ * domain fail it).
+ */
+static void domain_machine(const Check *c, GpDomainMachine *out)
+{
+#ifdef GP_HAVE_LIBVIRT
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GpDomain) d = read_gp_domain(c, false, &err);
+
+    if (d) {
+        gp_domain_pc_machine(d, c->topo->cpu_vendor, out);
+        return;
+    }
+#endif
+    memset(out, 0, sizeof(*out));
+    out->m.ram = c->dom->memory;
+}
+
+/*
+ * The window QEMU declares, as JSON: start, end (inclusive; start - 1 for
+ * an empty one), exact, bounds, empty, and how (exact) or why.
+ */
+static JsonNode *window_json(const GpPcWindow *w)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "start");
+    json_builder_add_int_value(b, (gint64)w->start);
+    json_builder_set_member_name(b, "end");
+    json_builder_add_int_value(b, (gint64)w->end);
+    json_builder_set_member_name(b, "exact");
+    json_builder_add_boolean_value(b, w->exact);
+    json_builder_set_member_name(b, "bounds");
+    json_builder_add_boolean_value(b, w->bounds);
+    json_builder_set_member_name(b, "empty");
+    json_builder_add_boolean_value(b, w->end < w->start);
+    json_builder_set_member_name(b, w->exact ? "how" : "why");
+    json_builder_add_string_value(b, w->exact ? w->how : w->why);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
 void check_domain_kvm(Check *c)
 {
     g_autofree char *detail = NULL;
@@ -38,27 +113,56 @@ void check_domain_address_bits(Check *c)
     guint64 need = c->need;
     const char *how = NULL;
     unsigned bits = guest_phys_bits(c, &how);
-    /* The rule `gpup2p libvirt` writes <maxphysaddr> by. */
-    unsigned want = gp_guest_bits_for_bars(c->dom->memory, need,
-                                           c->dom->pcihole64);
+    g_auto(GpDomainMachine) machine = { 0 };
+    g_auto(GpPcWindow) placed = { 0 }, declared = { 0 };
+    unsigned want;
     g_autofree char *detail = NULL;
-    g_autofree char *mem = check_size_text(c->dom->memory);
     g_autofree char *need_text = check_size_text(need);
 
+    domain_machine(c, &machine);
+    /* The window as the domain stands, for the JSON reader. */
+    gp_pc_window(&machine.m, &declared);
     if (!bits) {
-        check_item(c->r, ITEM_UNTESTED, "guest address bits",
+        check_item_data(c->r, ITEM_UNTESTED, "guest address bits",
              "the host's address width is unknown (no 'address sizes' in "
              "proc/cpuinfo)", "run on the host, or capture with "
-             "'gpup2p snapshot'");
+             "'gpup2p snapshot'", "declared_window", window_json(&declared));
         return;
     }
-    detail = g_strdup_printf("%u bits (%s); %s of RAM and the BARs' %s "
-                             "window need %u", bits, how, mem, need_text,
-                             want);
-    check_item(c->r, bits >= want ? ITEM_OK : ITEM_FAIL, "guest address bits",
-         detail,
+    if (need) {
+        /* The rule `gpup2p libvirt` writes <maxphysaddr> by. */
+        want = gp_guest_bits_for_bars(&machine.m, need, c->dom->pcihole64,
+                                      &placed);
+        detail = g_strdup_printf("%u bits (%s); the BARs' %s window, in a "
+                                 "pci-hole64 at 0x%" G_GINT64_MODIFIER "x-0x%"
+                                 G_GINT64_MODIFIER "x (%s%s), needs %u",
+                                 bits, how, need_text, placed.start,
+                                 placed.end, placed.exact ? placed.how :
+                                 placed.bounds ? "bounds, as " :
+                                 "estimated, as ", placed.exact ? "" :
+                                 placed.why, want);
+    } else if (declared.end < declared.start) {
+        want = 0;
+        detail = g_strdup_printf("%u bits (%s); no 64-bit BARs, and no "
+                                 "64-bit window (<pcihole64> of 0)", bits,
+                                 how);
+    } else {
+        /* QEMU's own check: phys-bits must reach the hole's last byte. */
+        want = gp_log2_ceil(declared.last_used + 1);
+        detail = g_strdup_printf("%u bits (%s); no 64-bit BARs, and the "
+                                 "pci-hole64 at 0x%" G_GINT64_MODIFIER "x-0x%"
+                                 G_GINT64_MODIFIER "x (%s%s) needs %u", bits,
+                                 how, declared.start, declared.end,
+                                 declared.exact ? declared.how :
+                                 declared.bounds ? "bounds, as " :
+                                 "estimated, as ", declared.exact ? "" :
+                                 declared.why, want);
+    }
+    check_item_data(c->r, bits >= want ? ITEM_OK : ITEM_FAIL,
+         "guest address bits", detail,
          "'gpup2p libvirt' writes <cpu><maxphysaddr> (passthrough with "
-         "host-passthrough, else emulate with the bits needed)");
+         "host-passthrough, else emulate with the bits needed)",
+         "declared_window", window_json(&declared));
 }
 
 void check_domain_firmware(Check *c)
@@ -68,8 +172,9 @@ void check_domain_firmware(Check *c)
     const char *how = NULL;
     g_autofree char *need_text = check_size_text(need);
     g_autofree char *detail = NULL, *have = NULL, *fix = NULL;
+    g_auto(GpDomainMachine) machine = { 0 };
     unsigned bits;
-    guint64 window;
+    guint64 window, hole;
 
     fix = g_strdup_printf("'gpup2p libvirt' writes it: "
                           "<qemu:commandline><qemu:arg value='-fw_cfg'/>"
@@ -109,33 +214,17 @@ void check_domain_firmware(Check *c)
     }
     g_free(detail);
     g_free(have);
-    have = check_size_text(d->pcihole64 ? d->pcihole64 : Q35_DEFAULT_HOLE64);
+    domain_machine(c, &machine);
+    hole = gp_pc_hole64_size(&machine.m);
+    have = check_size_text(hole);
     detail = g_strdup_printf("%s (%s); the BARs need %s", have,
-                             d->pcihole64 ? "<pcihole64>" :
+                             machine.m.hole64_set ? "<pcihole64>" :
                              "QEMU's default, no <pcihole64>", need_text);
-    check_item(c->r,
-               (d->pcihole64 ? d->pcihole64 : Q35_DEFAULT_HOLE64) >= need ?
-         ITEM_OK : d->pcihole64 ? ITEM_FAIL : ITEM_WARN,
-         "pci-hole64", detail,
+    check_item(c->r, hole >= need ? ITEM_OK : machine.m.hole64_set ?
+               ITEM_FAIL : ITEM_WARN, "pci-hole64", detail,
          "'gpup2p libvirt' sets <pcihole64> on the root controller");
 }
 
-#ifdef GP_HAVE_LIBVIRT
-/* The domain as libvirt-domain.h reads it; with @gpus, its GPUs found on
- * the host (gp_domain_find_gpus()). NULL with @errp. */
-static GpDomain *read_gp_domain(const Check *c, bool gpus, GError **errp)
-{
-    g_autofree gchar *xml = NULL;
-    g_autoptr(GpDomain) d = NULL;
-
-    if (!g_file_get_contents(c->dom->path, &xml, NULL, errp) ||
-        !(d = gp_domain_parse(xml, c->dom->path, errp)) ||
-        (gpus && !gp_domain_find_gpus(d, c->topo, errp))) {
-        return NULL;
-    }
-    return g_steal_pointer(&d);
-}
-#endif
 
 /*
  * The domain's explicit clique ids, judged by the one check the hook and
@@ -538,7 +627,8 @@ static char *iommufd_gpus(const Check *c, GError **errp)
     if (!d) {
         return NULL;
     }
-    gp_domain_gate_facts(d, c->topo->cpu_phys_bits, &facts);
+    gp_domain_gate_facts(d, c->topo->cpu_phys_bits, c->topo->cpu_vendor,
+                         &facts);
     for (i = 0; i < facts.gpus->len; i++) {
         const GpBarGateGpu *g = &g_array_index(facts.gpus, GpBarGateGpu, i);
 

@@ -49,8 +49,6 @@ typedef struct {
 
 /* OVMF caps the guest's address width (4-level paging) at 46 bits. */
 #define OVMF_MAX_PHYS_BITS GP_FIRMWARE_TOP_BITS
-/* QEMU q35's pci-hole64-size when libvirt sets no <pcihole64>. */
-#define Q35_DEFAULT_HOLE64 (32ULL << 30)
 
 /* ---- items and sizes (check-item.c) ---- */
 void check_item_for(Report *r, ItemState st, const char *check,

@@ -564,7 +564,8 @@ static bool plan_large_bars(GpDomain *d, const GpTopology *topo,
     guint i;
 
     gp_domain_size_pci_hole(d, notes);
-    ok = gp_domain_plan_large_bars(d, topo->cpu_phys_bits, notes, errp);
+    ok = gp_domain_plan_large_bars(d, topo->cpu_phys_bits, topo->cpu_vendor,
+                                   notes, errp);
     for (i = 0; i < notes->len; i++) {
         warn("%s", (const char *)g_ptr_array_index(notes, i));
     }

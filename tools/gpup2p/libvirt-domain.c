@@ -1085,12 +1085,15 @@ static bool size_guest_address(GpDomain *d, unsigned host_bits,
 }
 
 bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
-                               GPtrArray *notes, GError **errp)
+                               GpCpuVendor host_vendor, GPtrArray *notes,
+                               GError **errp)
 {
     g_autoptr(GPtrArray) devs = g_ptr_array_new();
+    g_auto(GpDomainMachine) machine = { 0 };
+    g_auto(GpPcWindow) placed = { 0 };
     xmlNodePtr hole = child(root_controller_find(d), "pcihole64", NULL);
-    guint64 memory = size_bytes(child(d->root, "memory", NULL));
     guint64 window, hole_bytes = hole ? hole_kib(hole) * 1024 : 0;
+    unsigned want;
     guint i;
 
     for (i = 0; i < d->gpus->len; i++) {
@@ -1105,10 +1108,14 @@ bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
         !size_ovmf_aperture(d, window, hole_bytes, notes, errp)) {
         return false;
     }
-    return size_guest_address(d, host_bits,
-                              gp_guest_bits_for_bars(memory, window,
-                                                     hole_bytes),
-                              notes, errp);
+    gp_domain_pc_machine(d, host_vendor, &machine);
+    want = gp_guest_bits_for_bars(&machine.m, window, hole_bytes, &placed);
+    if (!placed.exact) {
+        g_ptr_array_add(notes, g_strdup_printf("the guest address bits are "
+                        "planned from an estimate of where QEMU places the "
+                        "64-bit window, as %s", placed.why));
+    }
+    return size_guest_address(d, host_bits, want, notes, errp);
 }
 
 char *gp_domain_machine(const GpDomain *d)
@@ -1492,11 +1499,144 @@ unsigned gp_domain_guest_phys_bits(const GpDomain *d, unsigned host_bits,
                               bits, limit, host_bits, how);
 }
 
+/* The memory of @numa's cells, in bytes; 0 for none. */
+static guint64 numa_memory(xmlNodePtr numa)
+{
+    guint64 sum = 0;
+    xmlNodePtr c;
+
+    for (c = numa ? numa->children : NULL; c; c = c->next) {
+        g_autofree xmlChar *v = NULL, *unit = NULL;
+        guint64 scale, x;
+
+        if (!is_element(c, "cell")) {
+            continue;
+        }
+        v = xmlGetProp(c, BAD_CAST "memory");
+        unit = xmlGetProp(c, BAD_CAST "unit");
+        if (v && gp_libvirt_unit_scale((const char *)unit, 1024, &scale) &&
+            g_ascii_string_to_unsigned((const char *)v, 10, 0,
+                                       G_MAXUINT64 / scale, &x, NULL)) {
+            sum += x * scale;
+        }
+    }
+    return sum;
+}
+
+/*
+ * What of <qemu:commandline> moves the 64-bit window in ways not modelled
+ * (the RAM split, SGX EPC, CXL windows, the hole's size or RAM given past
+ * libvirt), naming the argument; NULL for none.
+ */
+static char *machine_commandline(const GpDomain *d)
+{
+    static const char *const moves[] = {
+        "max-ram-below-4g", "sgx-epc", "cxl=", "cxl-fmw", "pci-hole64-size",
+    };
+    xmlNodePtr cl = child(d->root, "commandline", qemu_ns_any());
+    xmlNodePtr a;
+    unsigned i;
+
+    for (a = cl ? cl->children : NULL; a; a = a->next) {
+        g_autofree xmlChar *v = is_element(a, "arg") ?
+                                xmlGetProp(a, BAD_CAST "value") : NULL;
+
+        for (i = 0; v && i < G_N_ELEMENTS(moves); i++) {
+            if (strstr((const char *)v, moves[i])) {
+                return g_strdup_printf("<qemu:arg value='%s'/> sets what "
+                                       "is not modelled (%s)", v, moves[i]);
+            }
+        }
+        if (v && (!xmlStrcmp(v, BAD_CAST "-m") ||
+                  !xmlStrcmp(v, BAD_CAST "-cpu"))) {
+            return g_strdup_printf("<qemu:arg value='%s'/> sets the %s past "
+                                   "libvirt", v, v[1] == 'm' ? "RAM" :
+                                   "vCPU");
+        }
+    }
+    return NULL;
+}
+
+void gp_domain_pc_machine(const GpDomain *d, GpCpuVendor host_vendor,
+                          GpDomainMachine *out)
+{
+    xmlNodePtr hole = child(root_controller_find(d), "pcihole64", NULL);
+    xmlNodePtr max = child(d->root, "maxMemory", NULL);
+    xmlNodePtr devs = child(d->root, "devices", NULL);
+    xmlNodePtr cpu = child(d->root, "cpu", NULL);
+    xmlNodePtr model = child(cpu, "model", NULL);
+    g_autofree xmlChar *mode = cpu ? xmlGetProp(cpu, BAD_CAST "mode") : NULL;
+    g_autofree xmlChar *name = model ? xmlNodeGetContent(model) : NULL;
+    g_autofree xmlChar *vendor_id = model ?
+                                    xmlGetProp(model, BAD_CAST "vendor_id") :
+                                    NULL;
+    guint64 devices = 0, numa;
+    xmlNodePtr n;
+
+    memset(out, 0, sizeof(*out));
+    out->type = gp_domain_machine(d);
+    /* libvirt's <memory> counts the memory devices; -m size does not. */
+    for (n = devs ? devs->children : NULL; n; n = n->next) {
+        if (!is_element(n, "memory")) {
+            continue;
+        }
+        if (prop_equals(n, "model", "sgx-epc") && !out->not_modelled) {
+            out->not_modelled = g_strdup("<memory model='sgx-epc'> places "
+                                         "SGX's EPC above RAM, which is not "
+                                         "modelled");
+        }
+        devices += size_bytes(child(child(n, "target", NULL), "size", NULL));
+    }
+    numa = numa_memory(child(cpu, "numa", NULL));
+    if (numa) {
+        /* libvirt's -m is the cells' sum where there are cells. */
+        out->m.ram = numa;
+    } else {
+        out->m.ram = size_bytes(child(d->root, "memory", NULL));
+        out->m.ram = out->m.ram > devices ? out->m.ram - devices : 0;
+    }
+    if (max) {
+        out->m.maxram = size_bytes(max);
+        prop_uint(max, "slots", &out->m.slots);
+    }
+    if (hole) {
+        out->m.hole64_set = true;
+        out->m.hole64_size = size_bytes(hole);
+    }
+    if (!out->not_modelled) {
+        out->not_modelled = machine_commandline(d);
+    }
+    if (name) {
+        g_strstrip((char *)name);
+    }
+    out->m.no_long_mode = gp_pc_cpu_model_32bit((const char *)name);
+    for (n = cpu ? cpu->children : NULL; n; n = n->next) {
+        if (is_element(n, "feature") && prop_equals(n, "name", "lm") &&
+            (prop_equals(n, "policy", "disable") ||
+             prop_equals(n, "policy", "forbid"))) {
+            out->m.no_long_mode = true;
+        }
+    }
+    out->m.vendor = gp_pc_vcpu_vendor(prop_equals(d->root, "type", "kvm"),
+                                      (const char *)mode,
+                                      (const char *)name,
+                                      (const char *)vendor_id, host_vendor,
+                                      &out->m.vendor_how);
+    out->m.type = out->type;
+    out->m.not_modelled = out->not_modelled;
+}
+
+void gp_domain_machine_clear(GpDomainMachine *m)
+{
+    g_free(m->type);
+    g_free(m->not_modelled);
+    memset(m, 0, sizeof(*m));
+}
+
 void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
-                          GpDomainGate *out)
+                          GpCpuVendor host_vendor, GpDomainGate *out)
 {
     xmlNodePtr iommu = child(child(d->root, "devices", NULL), "iommu", NULL);
-    xmlNodePtr hole = child(root_controller_find(d), "pcihole64", NULL);
     const char *how;
     guint i;
 
@@ -1509,8 +1649,8 @@ void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
         out->vm.viommu = out->viommu;
     }
     out->vm.guest_phys_bits = gp_domain_guest_phys_bits(d, host_bits, &how);
-    out->vm.memory = size_bytes(child(d->root, "memory", NULL));
-    out->vm.pcihole64 = hole ? hole_kib(hole) * 1024 : 0;
+    gp_domain_pc_machine(d, host_vendor, &out->machine);
+    out->vm.machine = out->machine.m;
     out->gpus = g_array_new(FALSE, TRUE, sizeof(GpBarGateGpu));
     out->whys = g_ptr_array_new_with_free_func(g_free);
     for (i = 0; i < d->gpus->len; i++) {
@@ -1533,6 +1673,7 @@ void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
 void gp_domain_gate_clear(GpDomainGate *g)
 {
     g_free(g->viommu);
+    gp_domain_machine_clear(&g->machine);
     if (g->gpus) {
         g_array_unref(g->gpus);
     }

@@ -96,14 +96,15 @@ bool gp_domain_boots_ovmf(const GpDomain *d);
  * After gp_domain_size_pci_hole(): what else the VM needs to place the
  * GPUs' 64-bit BARs. The guest's address width (<cpu><maxphysaddr>, by
  * gp_guest_bits_for_bars(), against @host_bits, the host CPUs' width, 0
- * unknown) and, where the domain boots OVMF, its 64-bit aperture (-fw_cfg
+ * unknown; the vCPU's vendor may be @host_vendor's) and, where the domain boots OVMF, its 64-bit aperture (-fw_cfg
  * opt/ovmf/X-PciMmio64Mb in <qemu:commandline>). What the domain sets and
  * is large enough is kept; a too small aperture is raised, saying so in
  * @notes (char *); a too narrow <maxphysaddr>, or a host narrower than
  * needed, fails naming the element and the bits needed.
  */
 bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
-                               GPtrArray *notes, GError **errp);
+                               GpCpuVendor host_vendor, GPtrArray *notes,
+                               GError **errp);
 /* <os><type machine=...>, NULL when it names none. */
 char *gp_domain_machine(const GpDomain *d);
 /*
@@ -127,14 +128,32 @@ void gp_domain_set_emulator(GpDomain *d, const char *path);
  * the guest's address width (gp_domain_guest_phys_bits()). @vmm and the
  * QEMU version are the caller's.
  */
+/* What places the domain's 64-bit window, and the text it points to. */
+typedef struct {
+    GpPcMachine m;
+    char *type;                 /* <type machine=...>, m.type */
+    char *not_modelled;         /* m.not_modelled */
+} GpDomainMachine;
+/*
+ * The domain's machine: its type, boot RAM (<memory> less its memory
+ * devices), <maxMemory slots>, <pcihole64>, the vCPU's vendor (KVM gives
+ * every model the host's: @host_vendor) and what it sets that is not
+ * modelled. Cleared with gp_domain_machine_clear().
+ */
+void gp_domain_pc_machine(const GpDomain *d, GpCpuVendor host_vendor,
+                          GpDomainMachine *out);
+void gp_domain_machine_clear(GpDomainMachine *m);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(GpDomainMachine, gp_domain_machine_clear)
+
 typedef struct {
     GpBarGateVm vm;
+    GpDomainMachine machine;    /* vm.machine's text points here */
     char *viommu;               /* vm.viommu points here */
     GArray *gpus;               /* GpBarGateGpu, in d->gpus' order */
     GPtrArray *whys;            /* what gpus' no_mmap_why point to */
 } GpDomainGate;
 void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
-                          GpDomainGate *out);
+                          GpCpuVendor host_vendor, GpDomainGate *out);
 void gp_domain_gate_clear(GpDomainGate *g);
 /* gp_guest_phys_bits() (bar-plan.h) over the domain's <cpu>. */
 unsigned gp_domain_guest_phys_bits(const GpDomain *d, unsigned host_bits,
