@@ -285,6 +285,7 @@ static void space_clear(Space *s)
 static void space_window(Space *s, const GpBarGateVm *vm)
 {
     g_auto(GpPcWindow) w = { 0 };
+    GpPcMachine machine;
     uint64_t top;
 
     if (!vm->guest_phys_bits || vm->guest_phys_bits > 63) {
@@ -293,14 +294,34 @@ static void space_window(Space *s, const GpBarGateVm *vm)
                                  "window ends");
         return;
     }
-    gp_pc_window(&vm->machine, &w);
+    machine = vm->machine;
+    if (!machine.qemu_major) {
+        /* What "q35" and "pc" alias is the running QEMU's latest. */
+        machine.qemu_major = vm->vmm == GP_VMM_OURS ? 10 :
+                             vm->vmm == GP_VMM_STOCK ? vm->qemu_major : 0;
+        machine.qemu_minor = vm->vmm == GP_VMM_OURS ? 0 :
+                             vm->vmm == GP_VMM_STOCK ? vm->qemu_minor : 0;
+    }
+    gp_pc_window(&machine, &w);
+    top = (1ULL << vm->guest_phys_bits) - 1;
+    if (w.end >= w.start && w.start > top) {
+        s->estimate_why = g_strdup_printf("the guest's 64-bit BAR window "
+                                          "%s, 0x%" PRIx64 "-0x%" PRIx64
+                                          ", starts past the guest's "
+                                          "%u-bit address space: QEMU "
+                                          "refuses to start the VM "
+                                          "(\"phys-bits too low\")",
+                                          w.exact ? w.how : "as bounded",
+                                          w.start, w.end,
+                                          vm->guest_phys_bits);
+        return;
+    }
     if (w.end < w.start) {
         s->estimate_why = g_strdup("the domain's <pcihole64> is 0: QEMU "
                                    "declares no 64-bit window, so where "
                                    "firmware puts 64-bit BARs is not known");
         return;
     }
-    top = (1ULL << vm->guest_phys_bits) - 1;
     s->window_known = true;
     s->win_start = w.start;
     s->win_end = MIN(top, w.end);

@@ -14,19 +14,29 @@
 
 typedef enum { CHIPSET_NONE, CHIPSET_Q35, CHIPSET_I440FX } Chipset;
 
+/* A machine type's chipset and version. */
+typedef struct {
+    Chipset chipset;
+    bool upstream;          /* upstream QEMU's pc-q35-X.Y, an alias, ... */
+    bool versioned;         /* major.minor known (an alias: the QEMU's) */
+    unsigned major, minor;
+} MachineType;
+
+typedef enum { NO, YES, UNSURE } Tri;
+
 static uint64_t round_up_gib(uint64_t v)
 {
     return (v + GIB - 1) & ~(GIB - 1);
 }
 
 /*
- * "q35", "pc-q35-X.Y", "pc", "pc-i440fx-X.Y" (and our QEMU's q35 types,
- * "-gpup2p" after them): the chipset and whether the
- * version is known (an alias names the QEMU's latest). NONE for any other
- * name, a distribution's own included.
+ * "q35", "pc-q35-X.Y[.Z]", "pc", "pc-i440fx-X.Y[.Z]" (and our QEMU's q35
+ * types, "-gpup2p" after them) are upstream's, an alias being the
+ * running QEMU's latest (@m's qemu_major.qemu_minor where known); any
+ * other name holding "q35" or "i440fx" is a distribution's, on that
+ * chipset; anything else, NONE.
  */
-static Chipset parse_type(const char *type, unsigned *major, unsigned *minor,
-                          bool *alias)
+static MachineType parse_type(const GpPcMachine *m)
 {
     static const struct {
         const char *prefix;
@@ -35,12 +45,13 @@ static Chipset parse_type(const char *type, unsigned *major, unsigned *minor,
         { "pc-q35-", CHIPSET_Q35 },
         { "pc-i440fx-", CHIPSET_I440FX },
     };
+    MachineType t = { CHIPSET_NONE, false, false, 0, 0 };
     g_autofree char *base = NULL;
+    const char *type = m->type;
     unsigned i;
 
-    *alias = false;
     if (!type) {
-        return CHIPSET_NONE;
+        return t;
     }
     /*
      * Our QEMU's pc-q35-X.Y-gpup2p (alias q35-gpup2p) is pc-q35-X.Y with
@@ -49,30 +60,44 @@ static Chipset parse_type(const char *type, unsigned *major, unsigned *minor,
     if (g_str_has_suffix(type, "-gpup2p")) {
         base = g_strndup(type, strlen(type) - strlen("-gpup2p"));
         type = base;
-        if (strcmp(type, "q35") && !g_str_has_prefix(type, "pc-q35-")) {
-            return CHIPSET_NONE;
-        }
     }
     if (!strcmp(type, "q35") || !strcmp(type, "pc")) {
-        *alias = true;
-        return type[0] == 'q' ? CHIPSET_Q35 : CHIPSET_I440FX;
+        t.chipset = type[0] == 'q' ? CHIPSET_Q35 : CHIPSET_I440FX;
+        t.upstream = true;
+        t.versioned = m->qemu_major != 0;
+        t.major = m->qemu_major;
+        t.minor = m->qemu_minor;
+        return t;
     }
     for (i = 0; i < G_N_ELEMENTS(names); i++) {
         const char *v = type + strlen(names[i].prefix);
         unsigned micro;
         char end;
 
-        if (!g_str_has_prefix(type, names[i].prefix)) {
-            continue;
-        }
-
-        if ((sscanf(v, "%u.%u%c", major, minor, &end) == 2 ||
-             sscanf(v, "%u.%u.%u%c", major, minor, &micro, &end) == 3) &&
-            v[0] >= '0' && v[0] <= '9') {
-            return names[i].chipset;
+        if (g_str_has_prefix(type, names[i].prefix) &&
+            v[0] >= '0' && v[0] <= '9' &&
+            (sscanf(v, "%u.%u%c", &t.major, &t.minor, &end) == 2 ||
+             sscanf(v, "%u.%u.%u%c", &t.major, &t.minor, &micro,
+                    &end) == 3)) {
+            t.chipset = names[i].chipset;
+            t.upstream = t.versioned = true;
+            return t;
         }
     }
-    return CHIPSET_NONE;
+    t.major = t.minor = 0;
+    t.chipset = strstr(type, "q35") ? CHIPSET_Q35 :
+                strstr(type, "i440fx") ? CHIPSET_I440FX : CHIPSET_NONE;
+    return t;
+}
+
+/* Whether @t is @major.@minor or later. */
+static Tri at_least(const MachineType *t, unsigned major, unsigned minor)
+{
+    if (!t->versioned) {
+        return UNSURE;
+    }
+    return t->major > major || (t->major == major && t->minor >= minor) ?
+           YES : NO;
 }
 
 /*
@@ -101,62 +126,60 @@ static void set_window(GpPcWindow *out, uint64_t start, uint64_t size)
 
 uint64_t gp_pc_hole64_size(const GpPcMachine *m)
 {
-    unsigned major, minor;
-    bool alias;
-
     if (m->hole64_set) {
         return m->hole64_size;
     }
-    return parse_type(m->type, &major, &minor, &alias) == CHIPSET_I440FX ?
+    return parse_type(m).chipset == CHIPSET_I440FX ?
            GP_I440FX_DEFAULT_HOLE64 : GP_Q35_DEFAULT_HOLE64;
 }
-
-typedef enum { MOVE_NO, MOVE_YES, MOVE_MAYBE } Move;
 
 /*
  * pc_memory_init(): QEMU moves RAM above 4 GiB to 1 TiB for an AMD vCPU,
  * on machine types from 7.1, where pc_max_used_gpa() reaches AMD's
- * HyperTransport hole: the window's end (from @start, before the move)
- * with long mode; without, the end of RAM or of the hot-plug region
- * from 8.2, and the top of phys-bits on 7.1-8.1. @why: why MAYBE.
+ * HyperTransport hole: with long mode, the window's end (from @start,
+ * before the move); without, from 8.2, the end of RAM or of the
+ * hot-plug region, and before, the top of its phys-bits (32 or 36, not
+ * settable: never there). @why: why UNSURE.
  */
-static Move amd_move(const GpPcMachine *m, bool alias, unsigned major,
-                     unsigned minor, uint64_t above, uint64_t start,
-                     uint64_t size, const char **why)
+static Tri amd_move(const GpPcMachine *m, const MachineType *t,
+                    uint64_t above, uint64_t start, uint64_t size,
+                    const char **why)
 {
-    bool v82 = alias || major > 8 || (major == 8 && minor >= 2);
+    Tri enforce = at_least(t, 7, 1), v82 = at_least(t, 8, 2);
     uint64_t used;
 
-    if ((!alias && (major < 7 || (major == 7 && minor < 1))) ||
-        m->vendor == GP_CPU_VENDOR_INTEL || m->vendor == GP_CPU_VENDOR_OTHER) {
-        return MOVE_NO;
+    if (enforce == NO || m->vendor == GP_CPU_VENDOR_INTEL ||
+        m->vendor == GP_CPU_VENDOR_OTHER ||
+        (m->no_long_mode && v82 == NO)) {
+        return NO;
     }
-    if (!m->no_long_mode) {
-        used = start + size - 1;
-    } else if (v82) {
-        used = m->maxram > m->ram ? hole64_start(m, 4 * GIB, above) - 1 :
-               4 * GIB + above - 1;
-    } else {
-        *why = "a vCPU without long mode, on a machine type of 7.1 to "
-               "8.1, moves RAM above 1 TiB by its phys-bits";
-        return MOVE_MAYBE;
-    }
+    used = !m->no_long_mode ? start + size - 1 :
+           m->maxram > m->ram ? hole64_start(m, 4 * GIB, above) - 1 :
+           4 * GIB + above - 1;
     if (used < GP_AMD_HT_START) {
-        return MOVE_NO;
+        return NO;
     }
-    if (m->vendor == GP_CPU_VENDOR_AMD) {
-        return MOVE_YES;
+    if (m->vendor == GP_CPU_VENDOR_UNKNOWN) {
+        *why = "it reaches AMD's HyperTransport hole at 0xfd00000000, "
+               "where QEMU moves an AMD vCPU's RAM above 1 TiB, and the "
+               "vCPU's vendor is not known";
+        return UNSURE;
     }
-    *why = "it reaches AMD's HyperTransport hole at 0xfd00000000, where "
-           "QEMU moves an AMD vCPU's RAM above 1 TiB, and the vCPU's "
-           "vendor is not known";
-    return MOVE_MAYBE;
+    if (enforce == UNSURE || (m->no_long_mode && v82 == UNSURE)) {
+        *why = "it reaches AMD's HyperTransport hole at 0xfd00000000, "
+               "and whether QEMU moves the AMD vCPU's RAM above 1 TiB "
+               "depends on the version the machine type alias names";
+        return UNSURE;
+    }
+    return YES;
 }
 
-/* Where only the machine type is not known: from 4 GiB to the end of
- * the highest window. */
-static void bound_window(const GpPcMachine *m, uint64_t size,
-                         GpPcWindow *out)
+/*
+ * The window as if all RAM sat above 4 GiB (no split puts more there),
+ * moved above 1 TiB unless the vCPU is known not to be AMD's.
+ */
+static void highest_window(const GpPcMachine *m, uint64_t size,
+                           GpPcWindow *out)
 {
     uint64_t start = hole64_start(m, 4 * GIB, m->ram);
 
@@ -170,37 +193,36 @@ static void bound_window(const GpPcMachine *m, uint64_t size,
 
 void gp_pc_window(const GpPcMachine *m, GpPcWindow *out)
 {
-    unsigned major = 0, minor = 0;
-    bool alias;
-    Chipset chipset = parse_type(m->type, &major, &minor, &alias);
+    MachineType t = parse_type(m);
     uint64_t lowmem, above, size, start, moved;
-    const char *maybe = NULL;
-    Move move;
+    const char *unsure = NULL;
+    Tri move;
 
     memset(out, 0, sizeof(*out));
     size = gp_pc_hole64_size(m);
-    if (m->not_modelled) {
-        bound_window(m, size, out);
-        out->why = g_strdup(m->not_modelled);
+    if (m->not_modelled || t.chipset == CHIPSET_NONE) {
+        highest_window(m, size, out);
+        out->why = m->not_modelled ? g_strdup(m->not_modelled) :
+                   g_strdup_printf("machine type '%s' is neither q35 nor "
+                                   "i440fx", m->type ? m->type : "(none)");
         return;
     }
-    if (chipset == CHIPSET_NONE ||
-        (!alias && (major < 2 || (major == 2 && minor < 11)))) {
-        /* No split puts more above 4 GiB than all of RAM. */
-        bound_window(m, size, out);
+    if (!t.upstream || at_least(&t, 2, 11) == NO) {
+        /* From 4 GiB to the end of the highest window. */
+        highest_window(m, size, out);
         out->start = 4 * GIB;
         out->bounds = true;
-        out->why = chipset == CHIPSET_NONE ?
-                   g_strdup_printf("machine type '%s' is neither q35 nor "
-                                   "i440fx of upstream QEMU",
-                                   m->type ? m->type : "(none)") :
+        out->why = !t.upstream ?
+                   g_strdup_printf("machine type '%s' is a distribution's "
+                                   "(bounds by upstream QEMU's layout and "
+                                   "the chipset's default hole)", m->type) :
                    g_strdup_printf("machine type '%s' is older than 2.11, "
                                    "which declares no 64-bit window before "
                                    "firmware (x-pci-hole64-fix off)",
                                    m->type);
         return;
     }
-    if (chipset == CHIPSET_Q35) {
+    if (t.chipset == CHIPSET_Q35) {
         /* Below 4 GiB: all RAM under 2816 MiB, else 2 GiB. */
         lowmem = m->ram >= 0xb0000000ULL ? 2 * GIB : 0xb0000000ULL;
     } else {
@@ -210,21 +232,29 @@ void gp_pc_window(const GpPcMachine *m, GpPcWindow *out)
     above = m->ram >= lowmem ? m->ram - lowmem : 0;
     start = hole64_start(m, 4 * GIB, above);
     moved = hole64_start(m, GP_AMD_ABOVE_1TB, above);
-    move = amd_move(m, alias, major, minor, above, start, size, &maybe);
-    if (move == MOVE_MAYBE) {
+    move = amd_move(m, &t, above, start, size, &unsure);
+    if (move == UNSURE) {
         set_window(out, moved, size);
         out->start = start;
         out->bounds = true;
-        out->why = g_strdup(maybe);
+        out->why = g_strdup(unsure);
         return;
     }
-    set_window(out, move == MOVE_YES ? moved : start, size);
+    set_window(out, move == YES ? moved : start, size);
+    if (m->no_long_mode) {
+        /* pc_max_used_gpa() of a 32-bit vCPU: its RAM, not the hole. */
+        out->last_used = m->maxram > m->ram ?
+                         hole64_start(m, move == YES ? GP_AMD_ABOVE_1TB :
+                                      4 * GIB, above) - 1 :
+                         (move == YES ? GP_AMD_ABOVE_1TB : 4 * GIB) +
+                         above - 1;
+    }
     out->exact = true;
     out->how = g_strdup_printf("as QEMU places it for %s with %" PRIu64
                                " MiB of RAM%s%s", m->type, m->ram >> 20,
                                m->maxram > m->ram ?
                                " and a hot-plug region" : "",
-                               move == MOVE_YES ? ", RAM above 4 GiB "
+                               move == YES ? ", RAM above 4 GiB "
                                "moved above 1 TiB for an AMD vCPU" : "");
 }
 

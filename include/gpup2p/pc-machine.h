@@ -34,12 +34,16 @@ typedef struct GpPcMachine {
     GpCpuVendor vendor;         /* the vCPU's, as QEMU sets it */
     const char *vendor_how;     /* how the vendor is known, or NULL */
     bool no_long_mode;          /* a 32-bit vCPU (no CPUID LM) */
+    /* The QEMU's version, naming what "q35" and "pc" alias; 0: unknown */
+    unsigned qemu_major, qemu_minor;
     /* NULL, or what else moves the window (SGX EPC, CXL, ...) */
     const char *not_modelled;
 } GpPcMachine;
 
-/* @m's pci-hole64-size: as set, else its chipset's default (q35's for
- * a machine type that is neither). */
+/*
+ * @m's pci-hole64-size: as set, else its chipset's default (q35's for
+ * a machine type that is neither).
+ */
 uint64_t gp_pc_hole64_size(const GpPcMachine *m);
 
 /*
@@ -60,14 +64,14 @@ typedef struct GpPcWindow {
  * @m's 64-bit PCI window before firmware runs, as QEMU 10.0 declares it
  * (pci-hole64-start, pci-hole64-end - 1). Not exact where something it
  * depends on is not known or not modelled; why says what, and:
- * - bounds, where only the machine type (a distribution's own, or one
- *   before 2.11) or whether QEMU moves RAM above 1 TiB (an unknown
- *   vendor) leaves it open: [start, end] holds every window QEMU could
- *   declare, from 4 GiB (or the unmoved start) to the end of the
- *   highest (all RAM above 4 GiB, moved above 1 TiB unless the vCPU is
- *   known not to be AMD's);
- * - else (SGX EPC, CXL, what <qemu:commandline> sets) an estimate, the
- *   highest of those without them.
+ * - bounds, where a distribution's q35 or i440fx type (by upstream's
+ *   layout and default hole), one before 2.11, or whether QEMU moves RAM
+ *   above 1 TiB (the vendor, an alias's version) leaves it open: from
+ *   4 GiB (or the start without the move) to the end of the highest
+ *   window QEMU could declare (all RAM above 4 GiB, moved above 1 TiB
+ *   unless the vCPU is known not to be AMD's);
+ * - else (another chipset, SGX EPC, CXL, what <qemu:commandline> sets)
+ *   that highest window as an estimate.
  * Cleared with gp_pc_window_clear().
  */
 void gp_pc_window(const GpPcMachine *m, GpPcWindow *out);

@@ -676,7 +676,48 @@ static void test_vcpu_vendor(void)
     g_assert_null(how);
 }
 
-/* A machine type that is not modelled: an estimate, said to be one. */
+/*
+ * The window past the guest's own width (QEMU refuses such a VM): an
+ * unknown, not a clipped window that passes; and what "q35" aliases
+ * follows the QEMU's version.
+ */
+static void test_window_past_guest(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) g = NULL, old = NULL, unsure = NULL;
+
+    /* An AMD vCPU of 40 bits with 1000 GiB: moved to 0x1f980000000. */
+    vm.guest_phys_bits = 40;
+    vm.machine.ram = 1000ULL << 30;
+    vm.machine.vendor = GP_CPU_VENDOR_AMD;
+    g = decide(&h, &vm, false, false);
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "0x1f980000000-0x2017fffffff, "
+                "starts past the guest's 40-bit address space");
+    /* "q35" on a stock QEMU 7.0: no move, the window crosses the hole's
+     * place (no reserved region here) and fits 48 bits. */
+    vm.guest_phys_bits = 48;
+    vm.machine.type = "q35";
+    vm.qemu_major = 7;
+    old = decide(&h, &vm, false, false);
+    assert_gate(old, 0, GP_BAR_GATE_MAPPED, "0xfa80000000-0x1027fffffff, "
+                "is inside");
+    /* ... and on a QEMU of no known version: bounds over both. */
+    vm.vmm = GP_VMM_UNKNOWN;
+    vm.qemu_major = 0;
+    unsure = decide(&h, &vm, false, false);
+    assert_gate(unsure, 0, GP_BAR_GATE_MAPPED, "as bounded (every window "
+                "QEMU could declare, as it reaches AMD's HyperTransport hole "
+                "at 0xfd00000000, and whether QEMU moves the AMD vCPU's RAM "
+                "above 1 TiB depends on the version the machine type alias "
+                "names), 0xfa80000000-0x2017fffffff");
+    host_free(&h);
+}
+
+/*
+ * A distribution's q35 type: bounds by upstream's layout; another
+ * chipset, or SGX EPC: an estimate; a hole of 0: empty.
+ */
 static void test_window_not_modelled(void)
 {
     GpPcMachine m = { .type = "pc-q35-rhel9.6.0", .ram = 8ULL << 30,
@@ -686,11 +727,20 @@ static void test_window_not_modelled(void)
     gp_pc_window(&m, &w);
     g_assert_false(w.exact);
     g_assert_true(w.bounds);
-    g_assert_nonnull(strstr(w.why, "'pc-q35-rhel9.6.0' is neither q35 nor "
-                            "i440fx of upstream QEMU"));
+    g_assert_nonnull(strstr(w.why, "'pc-q35-rhel9.6.0' is a "
+                            "distribution's"));
     /* From 4 GiB to the end of a window above all 8 GiB: 12 + 32 GiB. */
     g_assert_cmphex(w.start, ==, 4ULL << 30);
     g_assert_cmphex(w.end, ==, (44ULL << 30) - 1);
+    gp_pc_window_clear(&w);
+    /* A distribution's i440fx type: i440fx's 2 GiB default hole. */
+    m.type = "pc-i440fx-rhel7.6.0";
+    g_assert_cmphex(gp_pc_hole64_size(&m), ==, 2ULL << 30);
+    m.type = "microvm";
+    gp_pc_window(&m, &w);
+    g_assert_false(w.exact);
+    g_assert_false(w.bounds);
+    g_assert_nonnull(strstr(w.why, "neither q35 nor i440fx"));
     gp_pc_window_clear(&w);
     /* SGX EPC (not modelled): an estimate, not bounds. */
     m.type = "pc-q35-10.0";
@@ -735,6 +785,7 @@ int main(int argc, char **argv)
                     test_iommu_and_reserved_unknown);
     g_test_add_func("/bar-gate/release-version", test_release_version);
     g_test_add_func("/bar-gate/vcpu-vendor", test_vcpu_vendor);
+    g_test_add_func("/bar-gate/window-past-guest", test_window_past_guest);
     g_test_add_func("/bar-gate/window-not-modelled",
                     test_window_not_modelled);
     return g_test_run();

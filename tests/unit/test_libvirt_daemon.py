@@ -368,7 +368,7 @@ def test_large_bars(t, s):
 # of RAM on an AMD vCPU (moved above 1 TiB).
 WINDOW_DOMAIN = """<domain type='qemu'>
   <name>%(name)s</name>
-  <memory unit='MiB'>%(memory)d</memory>%(max)s
+  %(memory_xml)s%(max)s
   <vcpu>2</vcpu>
   <os><type arch='x86_64' machine='%(machine)s'>hvm</type></os>
   <cpu mode='custom'><model>%(model)s</model>
@@ -402,6 +402,10 @@ WINDOW_CASES = [
         memory=6144, max="", machine="pc-i440fx-10.0", model="Skylake-Server",
         numa="", root="pci-root",
         hole="<pcihole64 unit='MiB'>40000</pcihole64>", devices="")),
+    ("q35, 2816 MiB less 1 KiB, which libvirt rounds up to the split",
+     dict(memory=0, max="", machine="pc-q35-10.0", model="Skylake-Server",
+          numa="", root="pcie-root", hole="", devices="",
+          memory_xml="<memory unit='KiB'>2883583</memory>")),
     ("q35, 1000 GiB, an AMD vCPU", dict(
         memory=1000 << 10, max="", machine="q35", model="EPYC", numa="",
         root="pcie-root", hole="", devices="")),
@@ -442,6 +446,8 @@ def test_window(t, s):
     """check --domain's 64-bit window against QEMU's own, on the command
     line libvirt's QEMU driver writes for the same domain."""
     for i, (what, kw) in enumerate(WINDOW_CASES):
+        kw = dict({"memory_xml": "<memory unit='MiB'>%d</memory>"
+                   % kw["memory"]}, **kw)
         xml = WINDOW_DOMAIN % dict(kw, name="window%d" % i, qemu=QEMU,
                                    hostdev=WINDOW_GPU)
         path = os.path.join(s.top, "window%d-native.xml" % i)

@@ -1112,8 +1112,9 @@ bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
     want = gp_guest_bits_for_bars(&machine.m, window, hole_bytes, &placed);
     if (!placed.exact) {
         g_ptr_array_add(notes, g_strdup_printf("the guest address bits are "
-                        "planned from an estimate of where QEMU places the "
-                        "64-bit window, as %s", placed.why));
+                        "planned from %s of where QEMU places the 64-bit "
+                        "window (its highest end), as %s", placed.bounds ?
+                        "bounds" : "an estimate", placed.why));
     }
     return size_guest_address(d, host_bits, want, notes, errp);
 }
@@ -1499,7 +1500,15 @@ unsigned gp_domain_guest_phys_bits(const GpDomain *d, unsigned host_bits,
                               bits, limit, host_bits, how);
 }
 
-/* The memory of @numa's cells, in bytes; 0 for none. */
+/* libvirt rounds the boot RAM, each NUMA cell and <maxMemory> up to
+ * 1 MiB on x86 before QEMU sees them. */
+static guint64 round_mib(guint64 bytes)
+{
+    return (bytes + (1 << 20) - 1) & ~(guint64)((1 << 20) - 1);
+}
+
+/* The memory of @numa's cells, in bytes (each rounded as libvirt does);
+ * 0 for none. */
 static guint64 numa_memory(xmlNodePtr numa)
 {
     guint64 sum = 0;
@@ -1517,7 +1526,7 @@ static guint64 numa_memory(xmlNodePtr numa)
         if (v && gp_libvirt_unit_scale((const char *)unit, 1024, &scale) &&
             g_ascii_string_to_unsigned((const char *)v, 10, 0,
                                        G_MAXUINT64 / scale, &x, NULL)) {
-            sum += x * scale;
+            sum += round_mib(x * scale);
         }
     }
     return sum;
@@ -1531,7 +1540,7 @@ static guint64 numa_memory(xmlNodePtr numa)
 static char *machine_commandline(const GpDomain *d)
 {
     static const char *const moves[] = {
-        "max-ram-below-4g", "sgx-epc", "cxl=", "cxl-fmw", "pci-hole64-size",
+        "max-ram-below-4g", "sgx-epc", "cxl=", "cxl-fmw", "pci-hole64",
     };
     xmlNodePtr cl = child(d->root, "commandline", qemu_ns_any());
     xmlNodePtr a;
@@ -1548,10 +1557,13 @@ static char *machine_commandline(const GpDomain *d)
             }
         }
         if (v && (!xmlStrcmp(v, BAD_CAST "-m") ||
-                  !xmlStrcmp(v, BAD_CAST "-cpu"))) {
+                  !xmlStrcmp(v, BAD_CAST "-cpu") ||
+                  !xmlStrcmp(v, BAD_CAST "-M") ||
+                  !xmlStrcmp(v, BAD_CAST "-machine"))) {
             return g_strdup_printf("<qemu:arg value='%s'/> sets the %s past "
-                                   "libvirt", v, v[1] == 'm' ? "RAM" :
-                                   "vCPU");
+                                   "libvirt", v, !xmlStrcmp(v, BAD_CAST "-m") ?
+                                   "RAM" : !xmlStrcmp(v, BAD_CAST "-cpu") ?
+                                   "vCPU" : "machine");
         }
     }
     return NULL;
@@ -1593,10 +1605,11 @@ void gp_domain_pc_machine(const GpDomain *d, GpCpuVendor host_vendor,
         out->m.ram = numa;
     } else {
         out->m.ram = size_bytes(child(d->root, "memory", NULL));
-        out->m.ram = out->m.ram > devices ? out->m.ram - devices : 0;
+        out->m.ram = round_mib(out->m.ram > devices ? out->m.ram - devices :
+                               0);
     }
     if (max) {
-        out->m.maxram = size_bytes(max);
+        out->m.maxram = round_mib(size_bytes(max));
         prop_uint(max, "slots", &out->m.slots);
     }
     if (hole) {
@@ -1611,10 +1624,11 @@ void gp_domain_pc_machine(const GpDomain *d, GpCpuVendor host_vendor,
     }
     out->m.no_long_mode = gp_pc_cpu_model_32bit((const char *)name);
     for (n = cpu ? cpu->children : NULL; n; n = n->next) {
-        if (is_element(n, "feature") && prop_equals(n, "name", "lm") &&
-            (prop_equals(n, "policy", "disable") ||
-             prop_equals(n, "policy", "forbid"))) {
-            out->m.no_long_mode = true;
+        if (is_element(n, "feature") && prop_equals(n, "name", "lm")) {
+            /* disable and forbid take it away; require and force give
+             * it (optional: where the host has it, as it does). */
+            out->m.no_long_mode = prop_equals(n, "policy", "disable") ||
+                                  prop_equals(n, "policy", "forbid");
         }
     }
     out->m.vendor = gp_pc_vcpu_vendor(prop_equals(d->root, "type", "kvm"),

@@ -96,8 +96,9 @@ bool gp_domain_boots_ovmf(const GpDomain *d);
  * After gp_domain_size_pci_hole(): what else the VM needs to place the
  * GPUs' 64-bit BARs. The guest's address width (<cpu><maxphysaddr>, by
  * gp_guest_bits_for_bars(), against @host_bits, the host CPUs' width, 0
- * unknown; the vCPU's vendor may be @host_vendor's) and, where the domain boots OVMF, its 64-bit aperture (-fw_cfg
- * opt/ovmf/X-PciMmio64Mb in <qemu:commandline>). What the domain sets and
+ * unknown; the vCPU's vendor may be @host_vendor's) and, where the domain
+ * boots OVMF, its 64-bit aperture (-fw_cfg opt/ovmf/X-PciMmio64Mb in
+ * <qemu:commandline>). What the domain sets and
  * is large enough is kept; a too small aperture is raised, saying so in
  * @notes (char *); a too narrow <maxphysaddr>, or a host narrower than
  * needed, fails naming the element and the bits needed.
@@ -120,14 +121,6 @@ char *gp_domain_emulator(const GpDomain *d);
 /* Point <emulator> at @path. */
 void gp_domain_set_emulator(GpDomain *d, const char *path);
 
-/*
- * What the domain says for the BAR gate (gpup2p/bar-gate.h): per GPU of
- * d->gpus (after gp_domain_find_gpus()), the backend (<driver
- * iommufd='yes'>, <driver><iommufd/>) and x-no-mmap (its override, or a
- * -global); the vIOMMU (<iommu model=...>), RAM, <pcihole64>, OVMF and
- * the guest's address width (gp_domain_guest_phys_bits()). @vmm and the
- * QEMU version are the caller's.
- */
 /* What places the domain's 64-bit window, and the text it points to. */
 typedef struct {
     GpPcMachine m;
@@ -135,16 +128,26 @@ typedef struct {
     char *not_modelled;         /* m.not_modelled */
 } GpDomainMachine;
 /*
- * The domain's machine: its type, boot RAM (<memory> less its memory
- * devices), <maxMemory slots>, <pcihole64>, the vCPU's vendor (KVM gives
- * every model the host's: @host_vendor) and what it sets that is not
- * modelled. Cleared with gp_domain_machine_clear().
+ * The domain's machine: its type, boot RAM (libvirt's -m: the NUMA
+ * cells' sum, else <memory> less its memory devices, rounded up to
+ * 1 MiB), <maxMemory slots>, <pcihole64>, the vCPU's vendor (KVM gives
+ * every model the host's: @host_vendor) and long mode, and what it sets
+ * that is not modelled. Cleared with gp_domain_machine_clear().
  */
 void gp_domain_pc_machine(const GpDomain *d, GpCpuVendor host_vendor,
                           GpDomainMachine *out);
 void gp_domain_machine_clear(GpDomainMachine *m);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(GpDomainMachine, gp_domain_machine_clear)
 
+/*
+ * What the domain says for the BAR gate (gpup2p/bar-gate.h): per GPU of
+ * d->gpus (after gp_domain_find_gpus()), the backend (<driver
+ * iommufd='yes'>, <driver><iommufd/>) and x-no-mmap (its override, or a
+ * -global); the vIOMMU (<iommu model=...>), the machine (gp_domain_pc_machine()),
+ * OVMF and
+ * the guest's address width (gp_domain_guest_phys_bits()). @vmm and the
+ * QEMU version are the caller's.
+ */
 typedef struct {
     GpBarGateVm vm;
     GpDomainMachine machine;    /* vm.machine's text points here */
