@@ -304,14 +304,25 @@ static void space_window(Space *s, const GpBarGateVm *vm)
     }
     gp_pc_window(&machine, &w);
     top = (1ULL << vm->guest_phys_bits) - 1;
+    if (w.end >= w.start && w.exact && !machine.no_long_mode &&
+        w.last_used > top) {
+        s->estimate_why = g_strdup_printf("the guest's 64-bit BAR window "
+                                          "%s, 0x%" PRIx64 "-0x%" PRIx64
+                                          ", reaches past the guest's "
+                                          "%u-bit address space: QEMU "
+                                          "refuses to start the VM "
+                                          "(\"phys-bits too low\")",
+                                          w.how, w.start, w.end,
+                                          vm->guest_phys_bits);
+        return;
+    }
     if (w.end >= w.start && w.start > top) {
         s->estimate_why = g_strdup_printf("the guest's 64-bit BAR window "
                                           "%s, 0x%" PRIx64 "-0x%" PRIx64
                                           ", starts past the guest's "
-                                          "%u-bit address space: QEMU "
-                                          "refuses to start the VM "
-                                          "(\"phys-bits too low\")",
-                                          w.exact ? w.how : "as bounded",
+                                          "%u-bit address space",
+                                          w.exact ? w.how : w.bounds ?
+                                          "as bounded" : "as estimated",
                                           w.start, w.end,
                                           vm->guest_phys_bits);
         return;

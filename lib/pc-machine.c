@@ -191,7 +191,7 @@ static void highest_window(const GpPcMachine *m, uint64_t size,
     set_window(out, start, size);
 }
 
-void gp_pc_window(const GpPcMachine *m, GpPcWindow *out)
+static void place_window(const GpPcMachine *m, GpPcWindow *out)
 {
     MachineType t = parse_type(m);
     uint64_t lowmem, above, size, start, moved;
@@ -242,7 +242,11 @@ void gp_pc_window(const GpPcMachine *m, GpPcWindow *out)
     }
     set_window(out, move == YES ? moved : start, size);
     if (m->no_long_mode) {
-        /* pc_max_used_gpa() of a 32-bit vCPU: its RAM, not the hole. */
+        /*
+         * A 32-bit vCPU's highest address is its RAM's, not the hole's
+         * (pc_max_used_gpa() from 8.2; before, QEMU checks only the top
+         * of its phys-bits).
+         */
         out->last_used = m->maxram > m->ram ?
                          hole64_start(m, move == YES ? GP_AMD_ABOVE_1TB :
                                       4 * GIB, above) - 1 :
@@ -256,6 +260,15 @@ void gp_pc_window(const GpPcMachine *m, GpPcWindow *out)
                                " and a hot-plug region" : "",
                                move == YES ? ", RAM above 4 GiB "
                                "moved above 1 TiB for an AMD vCPU" : "");
+}
+
+void gp_pc_window(const GpPcMachine *m, GpPcWindow *out)
+{
+    place_window(m, out);
+    if (!gp_pc_hole64_size(m)) {
+        /* A hole of 0 declares no window, whatever bounds its start. */
+        out->end = out->start - 1;
+    }
 }
 
 void gp_pc_window_clear(GpPcWindow *w)

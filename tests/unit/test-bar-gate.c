@@ -693,7 +693,16 @@ static void test_window_past_guest(void)
     vm.machine.vendor = GP_CPU_VENDOR_AMD;
     g = decide(&h, &vm, false, false);
     assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "0x1f980000000-0x2017fffffff, "
-                "starts past the guest's 40-bit address space");
+                "reaches past the guest's 40-bit address space: QEMU "
+                "refuses to start the VM");
+    /* Not moved (Intel), 0xfa80000000-0x1027fffffff: its end past 2^40,
+     * which QEMU refuses as well, never clipped into a pass. */
+    vm.machine.vendor = GP_CPU_VENDOR_INTEL;
+    g_ptr_array_unref(g);
+    g = decide(&h, &vm, false, false);
+    assert_gate(g, 0, GP_BAR_GATE_UNKNOWN, "reaches past the guest's "
+                "40-bit address space: QEMU refuses");
+    vm.machine.vendor = GP_CPU_VENDOR_AMD;
     /* "q35" on a stock QEMU 7.0: no move, the window crosses the hole's
      * place (no reserved region here) and fits 48 bits. */
     vm.guest_phys_bits = 48;
@@ -755,6 +764,12 @@ static void test_window_not_modelled(void)
     gp_pc_window_clear(&w);
     gp_pc_window(&m, &w);
     g_assert_true(w.exact);
+    g_assert_cmphex(w.end + 1, ==, w.start);
+    /* ... and on bounds too (a distribution's type). */
+    m.type = "pc-q35-rhel9.6.0";
+    gp_pc_window_clear(&w);
+    gp_pc_window(&m, &w);
+    g_assert_true(w.bounds);
     g_assert_cmphex(w.end + 1, ==, w.start);
 }
 

@@ -371,7 +371,7 @@ WINDOW_DOMAIN = """<domain type='qemu'>
   %(memory_xml)s%(max)s
   <vcpu>2</vcpu>
   <os><type arch='x86_64' machine='%(machine)s'>hvm</type></os>
-  <cpu mode='custom'><model>%(model)s</model>
+  <cpu mode='custom'><model>%(model)s</model>%(features)s
     <maxphysaddr mode='emulate' bits='48'/>%(numa)s</cpu>
   <devices>
     <emulator>%(qemu)s</emulator>
@@ -406,6 +406,11 @@ WINDOW_CASES = [
      dict(memory=0, max="", machine="pc-q35-10.0", model="Skylake-Server",
           numa="", root="pcie-root", hole="", devices="",
           memory_xml="<memory unit='KiB'>2883583</memory>")),
+    ("athlon (32-bit) given long mode, 16 GiB, a 1 TiB hole: moved",
+     dict(memory=16384, max="", machine="pc-q35-10.0",
+          model="athlon", features="<feature policy='require' name='lm'/>",
+          numa="", root="pcie-root",
+          hole="<pcihole64 unit='GiB'>1024</pcihole64>", devices="")),
     ("q35, 1000 GiB, an AMD vCPU", dict(
         memory=1000 << 10, max="", machine="q35", model="EPYC", numa="",
         root="pcie-root", hole="", devices="")),
@@ -447,7 +452,7 @@ def test_window(t, s):
     line libvirt's QEMU driver writes for the same domain."""
     for i, (what, kw) in enumerate(WINDOW_CASES):
         kw = dict({"memory_xml": "<memory unit='MiB'>%d</memory>"
-                   % kw["memory"]}, **kw)
+                   % kw["memory"], "features": ""}, **kw)
         xml = WINDOW_DOMAIN % dict(kw, name="window%d" % i, qemu=QEMU,
                                    hostdev=WINDOW_GPU)
         path = os.path.join(s.top, "window%d-native.xml" % i)

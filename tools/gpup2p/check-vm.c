@@ -130,11 +130,17 @@ void check_domain_address_bits(Check *c)
     /* The window as the domain stands, for the JSON reader. */
     gp_pc_window(&machine.m, &declared);
     if (machine.m.no_long_mode) {
-        check_item_data(c->r, ITEM_WARN, "guest address bits",
-             "a 32-bit vCPU (its CPU model lacks long mode): QEMU fixes its "
-             "address bits at 32 or 36, below any 64-bit BAR window",
-             "a 64-bit CPU model", "declared_window",
-             window_json(&declared));
+        /* Not settable: 32 bits, or 36 where the model has PSE36. */
+        detail = g_strdup_printf("a 32-bit vCPU (its CPU model lacks long "
+                                 "mode): QEMU fixes its address bits at 32, "
+                                 "or 36 with PSE36; its RAM ends at 0x%"
+                                 G_GINT64_MODIFIER "x, the pci-hole64 at "
+                                 "0x%" G_GINT64_MODIFIER "x",
+                                 declared.last_used, declared.end);
+        /* The hole lies above 4 GiB: within 36 bits at best. */
+        check_item_data(c->r, ITEM_WARN, "guest address bits", detail,
+                        "a 64-bit CPU model", "declared_window",
+                        window_json(&declared));
         return;
     }
     if (!bits) {

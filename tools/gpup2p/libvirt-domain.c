@@ -1109,6 +1109,15 @@ bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
         return false;
     }
     gp_domain_pc_machine(d, host_vendor, &machine);
+    if (machine.m.no_long_mode) {
+        /* QEMU refuses phys-bits for a 32-bit vCPU: nothing to write. */
+        g_ptr_array_add(notes, g_strdup("the vCPU's CPU model lacks long "
+                        "mode (a 32-bit vCPU): its address bits are 32, or "
+                        "36, not settable, and <maxphysaddr> is not written; "
+                        "give the VM a 64-bit CPU model for the GPUs' "
+                        "64-bit BARs"));
+        return true;
+    }
     want = gp_guest_bits_for_bars(&machine.m, window, hole_bytes, &placed);
     if (!placed.exact) {
         g_ptr_array_add(notes, g_strdup_printf("the guest address bits are "
@@ -1556,14 +1565,17 @@ static char *machine_commandline(const GpDomain *d)
                                        "is not modelled (%s)", v, moves[i]);
             }
         }
-        if (v && (!xmlStrcmp(v, BAD_CAST "-m") ||
-                  !xmlStrcmp(v, BAD_CAST "-cpu") ||
-                  !xmlStrcmp(v, BAD_CAST "-M") ||
-                  !xmlStrcmp(v, BAD_CAST "-machine"))) {
-            return g_strdup_printf("<qemu:arg value='%s'/> sets the %s past "
-                                   "libvirt", v, !xmlStrcmp(v, BAD_CAST "-m") ?
-                                   "RAM" : !xmlStrcmp(v, BAD_CAST "-cpu") ?
-                                   "vCPU" : "machine");
+        if (v && v[0] == '-') {
+            /* QEMU takes "--opt" as "-opt". */
+            const char *o = (const char *)v + (v[1] == '-' ? 2 : 1);
+
+            if (!strcmp(o, "m") || !strcmp(o, "cpu") || !strcmp(o, "M") ||
+                !strcmp(o, "machine")) {
+                return g_strdup_printf("<qemu:arg value='%s'/> sets the %s "
+                                       "past libvirt", v, !strcmp(o, "m") ?
+                                       "RAM" : !strcmp(o, "cpu") ? "vCPU" :
+                                       "machine");
+            }
         }
     }
     return NULL;
