@@ -49,6 +49,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gp_domain_has_explicit_ids(d);
     gp_domain_hides_kvm(d);
     gp_domain_qemu_unprivileged(d);
+    {
+        /* The machine and its window, from any domain. */
+        g_auto(GpDomainMachine) machine = { 0 };
+        g_auto(GpPcWindow) w = { 0 };
+
+        gp_domain_pc_machine(d, topo->cpu_vendor, &machine);
+        gp_pc_window(&machine.m, &w);
+        g_assert(w.exact ? w.how != NULL : w.why != NULL);
+    }
     if (!gp_domain_find_gpus(d, topo, &err)) {
         g_clear_error(&err);
         return 0;
@@ -59,7 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     gp_domain_set_auto(d, NULL);
     gp_domain_size_pci_hole(d, doubts);
-    if (!gp_domain_plan_large_bars(d, topo->cpu_phys_bits, doubts, &err)) {
+    if (!gp_domain_plan_large_bars(d, topo->cpu_phys_bits, topo->cpu_vendor,
+                                   doubts, &err)) {
         g_assert(err && err->message[0]);
         g_clear_error(&err);
     }
