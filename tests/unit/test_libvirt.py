@@ -766,6 +766,18 @@ def test_large_bars(t, d):
          "X-PciMmio64Mb" not in p.stdout and "-fw_cfg" not in p.stdout,
          "SeaBIOS: the address bits, no OVMF aperture", p.stdout + p.stderr)
     validate(t, p.stdout, "the SeaBIOS large-BAR output")
+    # A 32-bit CPU model: QEMU refuses phys-bits there, so none is
+    # written, and check --domain warns rather than fails.
+    cpu32 = h200_domain(d, "athlon.xml", fw="",
+                        cpu="<cpu mode='custom'><model>athlon</model></cpu>")
+    p = run("libvirt", "--sysfs-root", wide, cpu32)
+    t.ok(p.returncode == 0 and "maxphysaddr" not in p.stdout and
+         "lacks long mode" in p.stderr,
+         "a 32-bit vCPU: no <maxphysaddr>, and a warning saying why",
+         p.stdout + p.stderr)
+    t.eq(check_items(wide, cpu32).get("guest address bits", {})
+         .get("verdict"), "warn", "... and check --domain warns on its "
+         "address bits")
 
     host_cpu = h200_domain(d, "host-cpu.xml",
                            cpu="<cpu mode='host-passthrough'/>")
