@@ -99,6 +99,15 @@ static JsonNode *window_json(const GpPcWindow *w)
     return json_builder_get_root(b);
 }
 
+/* "at 0xSTART-0xEND (how it is known)", for the items' texts. */
+static char *window_text(const GpPcWindow *w)
+{
+    return g_strdup_printf("at 0x%" G_GINT64_MODIFIER "x-0x%"
+                           G_GINT64_MODIFIER "x (%s%s)", w->start, w->end,
+                           w->exact ? w->how : w->bounds ? "bounds, as " :
+                           "estimated, as ", w->exact ? "" : w->why);
+}
+
 void check_domain_kvm(Check *c)
 {
     g_autofree char *detail = NULL;
@@ -123,7 +132,7 @@ void check_domain_address_bits(Check *c)
     const GpPcWindow *shown;
     ItemState state;
     unsigned want;
-    g_autofree char *detail = NULL;
+    g_autofree char *detail = NULL, *where = NULL;
     g_autofree char *need_text = check_size_text(need);
 
     domain_machine(c, &machine);
@@ -155,13 +164,9 @@ void check_domain_address_bits(Check *c)
         want = gp_guest_bits_for_bars(&machine.m, need, c->dom->pcihole64,
                                       &placed);
         detail = g_strdup_printf("%u bits (%s); the BARs' %s window, in a "
-                                 "pci-hole64 at 0x%" G_GINT64_MODIFIER "x-0x%"
-                                 G_GINT64_MODIFIER "x (%s%s), needs %u",
-                                 bits, how, need_text, placed.start,
-                                 placed.end, placed.exact ? placed.how :
-                                 placed.bounds ? "bounds, as " :
-                                 "estimated, as ", placed.exact ? "" :
-                                 placed.why, want);
+                                 "pci-hole64 %s, needs %u", bits, how,
+                                 need_text, where = window_text(&placed),
+                                 want);
     } else if (declared.end < declared.start) {
         want = 0;
         detail = g_strdup_printf("%u bits (%s); no 64-bit BARs, and no "
@@ -171,13 +176,8 @@ void check_domain_address_bits(Check *c)
         /* QEMU's own check: phys-bits must reach the hole's last byte. */
         want = gp_log2_ceil(declared.last_used + 1);
         detail = g_strdup_printf("%u bits (%s); no 64-bit BARs, and the "
-                                 "pci-hole64 at 0x%" G_GINT64_MODIFIER "x-0x%"
-                                 G_GINT64_MODIFIER "x (%s%s) needs %u", bits,
-                                 how, declared.start, declared.end,
-                                 declared.exact ? declared.how :
-                                 declared.bounds ? "bounds, as " :
-                                 "estimated, as ", declared.exact ? "" :
-                                 declared.why, want);
+                                 "pci-hole64 %s needs %u", bits, how,
+                                 where = window_text(&declared), want);
     }
     shown = need ? &placed : &declared;
     /* Only a window QEMU is known to declare proves a refusal; one left
