@@ -229,15 +229,56 @@ static char *unrecorded_why(VFIOPCIDevice *vdev)
 }
 
 /*
+ * The names of the VFIO devices in @container now, none once it is gone:
+ * read from QEMU's list of devices, so that a container that went away
+ * is never touched.
+ */
+static GPtrArray *container_devices(const void *container)
+{
+    GPtrArray *names = g_ptr_array_new();
+    VFIODevice *vbasedev;
+
+    QLIST_FOREACH(vbasedev, &vfio_device_list, global_next) {
+        if ((const void *)vbasedev->bcontainer == container) {
+            g_ptr_array_add(names, vbasedev->name);
+        }
+    }
+    return names;
+}
+
+/* Whether @p's live maps were made by more than one container. */
+static bool maps_span_containers(const VFIOGpuP2P *p)
+{
+    const void *first = NULL;
+    unsigned i;
+
+    for (i = 0; p->bar_maps && i < p->bar_maps->len; i++) {
+        VFIOGpuP2PBarMap *m = g_ptr_array_index(p->bar_maps, i);
+
+        if (!m->live) {
+            continue;
+        }
+        if (first && m->container != first) {
+            return true;
+        }
+        first = m->container;
+    }
+    return false;
+}
+
+/*
  * "REGION[+0xOFFSET]: PATH 0xIOVA+0xSIZE" or "REGION[+0xOFFSET]: not mapped
- * by PATH (WHY)", joined by "; ". Behind a vIOMMU, what the record misses
- * follows, as the QAPI struct's "unrecorded" says it.
+ * by PATH (WHY)", joined by "; ", each followed by " in the container of
+ * DEVICES" where more than one container made them (behind a vIOMMU, one
+ * per device). Behind a vIOMMU, what the record misses follows, as the
+ * QAPI struct's "unrecorded" says it.
  */
 static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
     g_autofree char *why = NULL;
     unsigned shown = 0, i;
+    bool name_containers = maps_span_containers(p);
 
     if (p->unmappable) {
         g_string_append_printf(out, "none: %s", p->unmappable);
@@ -262,6 +303,15 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
             g_string_append_printf(out, "%s 0x%" PRIx64 "+0x%" PRIx64,
                                    m->path, m->iova, m->size);
         }
+        if (name_containers) {
+            g_autoptr(GPtrArray) names = container_devices(m->container);
+            g_autofree char *list = NULL;
+
+            g_ptr_array_add(names, NULL);
+            list = g_strjoinv(", ", (char **)names->pdata);
+            g_string_append_printf(out, " in the container of %s",
+                                   *list ? list : "no device now (closed)");
+        }
     }
     why = unrecorded_why(vdev);
     if (shown && why) {
@@ -280,13 +330,15 @@ static void get_bar_map_status(Object *obj, Visitor *v, const char *name,
     VFIOGpuP2P *p = &VFIO_PCI(obj)->gpu_p2p;
     VfioGpuP2pBarMaps *status = g_new0(VfioGpuP2pBarMaps, 1);
     VfioGpuP2pBarMapList **tail = &status->maps;
-    unsigned i;
+    unsigned i, j;
 
     status->unmappable = g_strdup(p->unmappable);
     status->unrecorded = unrecorded_why(VFIO_PCI(obj));
     for (i = 0; p->bar_maps && i < p->bar_maps->len; i++) {
         VFIOGpuP2PBarMap *m = g_ptr_array_index(p->bar_maps, i);
         VfioGpuP2pBarMap *entry;
+        strList **devtail;
+        GPtrArray *names;
 
         if (!m->live) {
             continue;
@@ -299,6 +351,13 @@ static void get_bar_map_status(Object *obj, Visitor *v, const char *name,
         entry->iova = m->iova;
         entry->size = m->size;
         entry->reason = g_strdup(m->why);
+        names = container_devices(m->container);
+        devtail = &entry->container;
+        for (j = 0; j < names->len; j++) {
+            QAPI_LIST_APPEND(devtail,
+                             g_strdup(g_ptr_array_index(names, j)));
+        }
+        g_ptr_array_unref(names);
         QAPI_LIST_APPEND(tail, entry);
     }
     visit_type_VfioGpuP2pBarMaps(v, name, &status, errp);

@@ -93,8 +93,22 @@ def run(devices, extra=(), ids=("g0", "g1"), bars=True, qemu=OURS):
         r["bar_map_status"] = {i: vm.qom(i, "x-gpu-p2p-bar-map-status")
                                for i in ids}
         r["peer_maps"] = {i: vm.qom(i, "x-gpu-p2p-peer-maps") for i in ids}
+        r["vfio_containers"] = vfio_containers(vm.proc.pid)
     r["rc"], r["stderr"], _ = vm.quit()
     return r
+
+
+def vfio_containers(pid):
+    """How many VFIO containers QEMU holds: its open /dev/vfio/vfio
+    files, as the kernel lists them."""
+    fds = "/proc/%d/fd" % pid
+    n = 0
+    for fd in os.listdir(fds):
+        try:
+            n += os.readlink(os.path.join(fds, fd)) == "/dev/vfio/vfio"
+        except OSError:
+            continue
+    return n
 
 
 def far_bar(g0, shm):

@@ -206,16 +206,28 @@ def test(t):
     # is off): both readers give them and what the record misses.
     c = res.get("viommu-bars", {})
     maps = (c.get("bar_map_status") or {}).get("g0") or {}
-    t.ok(re.search(r": type1 0xc0000000\+0x1000000; others not recorded: "
-                   r"behind a vIOMMU \(intel-iommu\)",
-                   str((c.get("bar_maps") or {}).get("g0"))),
-         "viommu-bars: x-gpu-p2p-bar-maps gives the recorded map and says "
-         "others are not recorded", c.get("bar_maps"))
-    t.ok(any(m.get("iova") == 0xc0000000 and m.get("mapped") is True
-             for m in maps.get("maps", [])) and
-         str(maps.get("unrecorded")).startswith("behind a vIOMMU "
+    gpus = sorted(str(res.get("bdfs", {}).get(n)) for n in ("gpu0", "gpu1"))
+    text = str((c.get("bar_maps") or {}).get("g0"))
+    # Behind the vIOMMU each GPU has a container of its own (QEMU's open
+    # /dev/vfio/vfio files say how many), and both map g0's BAR.
+    t.eq(c.get("vfio_containers"), 2,
+         "viommu-bars: QEMU holds a container per GPU")
+    t.eq(sorted(re.findall(r": type1 0xc0000000\+0x1000000 in the container "
+                           r"of ([^;]+)", text)), gpus,
+         "viommu-bars: x-gpu-p2p-bar-maps gives each container's map of "
+         "g0's BAR, naming the container")
+    t.ok(text.endswith("; others not recorded: behind a vIOMMU "
+                       "(intel-iommu), the guest's own IOMMU maps decide "
+                       "which BARs peers reach; maps made through its "
+                       "notifier are not recorded here"),
+         "viommu-bars: and says others are not recorded", text)
+    t.eq(sorted((m.get("iova"), m.get("mapped"), m.get("container"))
+                for m in maps.get("maps", []) if m.get("iova") == 0xc0000000),
+         [(0xc0000000, True, [gpus[0]]), (0xc0000000, True, [gpus[1]])],
+         "viommu-bars: x-gpu-p2p-bar-map-status names each map's container")
+    t.ok(str(maps.get("unrecorded")).startswith("behind a vIOMMU "
                                                 "(intel-iommu)"),
-         "viommu-bars: and x-gpu-p2p-bar-map-status says the same", maps)
+         "viommu-bars: and the struct's unrecorded says the same", maps)
     c = res.get("cap-writes", {})
     offs = c.get("pwrite_offsets") or []
     base = [o - 0x3c for o in offs if (o - 0x3c) % (1 << 40) == 0]
