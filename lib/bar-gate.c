@@ -276,8 +276,8 @@ static void space_clear(Space *s)
  * Where the guest may place 64-bit BARs: the machine's pci-hole64 as QEMU
  * places it before firmware runs (gp_pc_window(): exact for q35 and
  * i440fx, bounds where only the machine type or the vendor leaves it
- * open, else an estimate, itself an unknown), up to the top of the
- * guest's address space,
+ * open, all from 4 GiB up for a distribution's type, else an estimate,
+ * itself an unknown), up to the top of the guest's address space,
  * and, as our QEMU judges its declared window, that top (at most 46
  * bits) to which either firmware may move it. Firmware places the BARs,
  * so nothing is proven from it.
@@ -340,6 +340,19 @@ static void space_window(Space *s, const GpBarGateVm *vm)
     s->window_note = g_strdup(GP_FIRMWARE_PLACES_NOTE);
     if (w.exact) {
         s->window_how = g_steal_pointer(&w.how);
+    } else if (w.layout_assumed) {
+        /*
+         * Upstream's layout bounds nothing a distribution may change: a
+         * "mapped" rests on all the guest may address above 4 GiB.
+         */
+        s->win_end = top;
+        s->window_how = g_strdup_printf("as bounded (anywhere from 4 GiB "
+                                        "to the top of the %u-bit address "
+                                        "space the guest may have: machine "
+                                        "type '%s' is a distribution's, "
+                                        "whose memory layout and CPU "
+                                        "defaults are not read here)",
+                                        vm->guest_phys_bits, machine.type);
     } else if (w.bounds) {
         /* Every window QEMU could declare lies inside: judged as one. */
         s->window_how = g_strdup_printf("as bounded (every window QEMU "

@@ -212,6 +212,7 @@ static void place_window(const GpPcMachine *m, GpPcWindow *out)
         highest_window(m, size, out);
         out->start = 4 * GIB;
         out->bounds = true;
+        out->layout_assumed = !t.upstream;
         out->why = !t.upstream ?
                    g_strdup_printf("machine type '%s' is a distribution's "
                                    "(bounds by upstream QEMU's layout and "

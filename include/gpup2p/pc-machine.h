@@ -56,6 +56,11 @@ typedef struct GpPcWindow {
     uint64_t last_used;
     bool exact;
     bool bounds;                /* not exact, but the window lies within */
+    /*
+     * bounds that rest on upstream's layout and default hole, which a
+     * distribution's machine type need not keep: no judge here reads it
+     */
+    bool layout_assumed;
     char *why;                  /* !exact: why it is not known exactly */
     char *how;                  /* exact: what it rests on, for texts */
 } GpPcWindow;
@@ -69,7 +74,8 @@ typedef struct GpPcWindow {
  *   above 1 TiB (the vendor, an alias's version) leaves it open: from
  *   4 GiB (or the start without the move) to the end of the highest
  *   window QEMU could declare (all RAM above 4 GiB, moved above 1 TiB
- *   unless the vCPU is known not to be AMD's);
+ *   unless the vCPU is known not to be AMD's); a distribution's type's
+ *   bounds are also layout_assumed;
  * - else (another chipset, SGX EPC, CXL, what <qemu:commandline> sets)
  *   that highest window as an estimate.
  * Cleared with gp_pc_window_clear().

@@ -724,6 +724,40 @@ static void test_window_past_guest(void)
 }
 
 /*
+ * A distribution's type: the gate judges all from 4 GiB to the guest's
+ * top, as nothing reads its layout. Upstream's type of the same VM is
+ * judged on its own window, clear of AMD's hole; the distribution's
+ * meets it.
+ */
+static void test_window_distribution(void)
+{
+    Host h = host_new(REL, CONFIG_TYPE1, true, CAP_48);
+    GpBarGateVm vm = vm_default();
+    g_autoptr(GPtrArray) upstream = NULL, distro = NULL, distro_hole = NULL;
+
+    vm.machine.ram = 8ULL << 30;
+    vm.machine.type = "pc-q35-rhel9.6.0";
+    distro = decide(&h, &vm, false, false);
+    assert_gate(distro, 0, GP_BAR_GATE_MAPPED, "window as bounded (anywhere "
+                "from 4 GiB to the top of the 46-bit address space the guest "
+                "may have: machine type 'pc-q35-rhel9.6.0' is a "
+                "distribution's, whose memory layout and CPU defaults are not "
+                "read here), 0x100000000-0x3fffffffffff, is inside the "
+                "IOMMU's 48-bit address space");
+    sb_write(h.sb, "sys/kernel/iommu_groups/2/reserved_regions",
+             "0x000000fd00000000 0x000000ffffffffff reserved\n");
+    distro_hole = decide(&h, &vm, false, false);
+    assert_gate(distro_hole, 0, GP_BAR_GATE_UNKNOWN,
+                "0x100000000-0x3fffffffffff, overlaps IOMMU group 2's "
+                "reserved region 0xfd00000000-0xffffffffff");
+    vm.machine.type = "pc-q35-10.0";
+    upstream = decide(&h, &vm, false, false);
+    assert_gate(upstream, 0, GP_BAR_GATE_MAPPED, "as QEMU places it for "
+                "pc-q35-10.0 with 8192 MiB of RAM");
+    host_free(&h);
+}
+
+/*
  * A distribution's q35 type: bounds by upstream's layout; another
  * chipset, or SGX EPC: an estimate; a hole of 0: empty.
  */
@@ -736,11 +770,18 @@ static void test_window_not_modelled(void)
     gp_pc_window(&m, &w);
     g_assert_false(w.exact);
     g_assert_true(w.bounds);
+    g_assert_true(w.layout_assumed);
     g_assert_nonnull(strstr(w.why, "'pc-q35-rhel9.6.0' is a "
                             "distribution's"));
     /* From 4 GiB to the end of a window above all 8 GiB: 12 + 32 GiB. */
     g_assert_cmphex(w.start, ==, 4ULL << 30);
     g_assert_cmphex(w.end, ==, (44ULL << 30) - 1);
+    gp_pc_window_clear(&w);
+    /* Upstream's type before 2.11: bounds, by a layout that is read. */
+    m.type = "pc-q35-2.10";
+    gp_pc_window(&m, &w);
+    g_assert_true(w.bounds);
+    g_assert_false(w.layout_assumed);
     gp_pc_window_clear(&w);
     /* A distribution's i440fx type: i440fx's 2 GiB default hole. */
     m.type = "pc-i440fx-rhel7.6.0";
@@ -794,6 +835,8 @@ int main(int argc, char **argv)
     g_test_add_func("/bar-gate/window-unknowns", test_window_unknowns);
     g_test_add_func("/bar-gate/bar-beyond-iommu", test_bar_beyond_iommu);
     g_test_add_func("/bar-gate/reserved-region", test_reserved_region);
+    g_test_add_func("/bar-gate/window-distribution",
+                    test_window_distribution);
     g_test_add_func("/bar-gate/reserved-parse", test_reserved_parse);
     g_test_add_func("/bar-gate/amd-iommu", test_amd_iommu);
     g_test_add_func("/bar-gate/iommu-and-reserved-unknown",

@@ -719,9 +719,9 @@ def mmio64_args(mb):
             "value='%s'/></qemu:commandline>" % (MMIO64_ARG % mb))
 
 
-def check_items(host, path):
+def check_items(host, path, qemu=QEMU_STANDIN):
     ck = run("check", "--sysfs-root", host, "--domain", path, "--qemu",
-             QEMU_STANDIN, "--json")
+             qemu, "--json")
     return {i["item"]: i for i in json.loads(ck.stdout)["items"]} \
         if ck.stdout.startswith("{") else {}
 
@@ -778,6 +778,62 @@ def test_large_bars(t, d):
     t.eq(check_items(wide, cpu32).get("guest address bits", {})
          .get("verdict"), "warn", "... and check --domain warns on its "
          "address bits")
+    # A distribution's machine type: its layout is not read, so upstream's
+    # bounds only warn where the same domain on upstream's type passes.
+    with open(once) as f:
+        xml = f.read()
+    distro = os.path.join(d, "distro.xml")
+    with open(distro, "w") as f:
+        f.write(xml.replace("machine=\"q35\"",
+                            "machine=\"pc-q35-rhel9.6.0\""))
+    items = check_items(wide, distro).get("guest address bits", {})
+    t.eq((items.get("verdict"),
+          items.get("declared_window", {}).get("layout_assumed")),
+         ("warn", True),
+         "a distribution's machine type: check --domain warns on its "
+         "address bits, the window's layout assumed")
+    t.eq(check_items(wide, once).get("guest address bits", {})
+         .get("declared_window", {}).get("layout_assumed"), False,
+         "... and upstream's q35 has no layout assumed")
+    p = run("libvirt", "--sysfs-root", wide, distro)
+    t.ok(p.returncode == 0 and "a distribution may lay out its types "
+         "otherwise" in p.stderr,
+         "gpup2p libvirt says its address bits assume upstream's layout",
+         p.stdout + p.stderr)
+    # "q35" is what the emulator says it aliases: Debian's QEMU lists
+    # pc-q35-X.Y; a distribution's may list its own type, which then
+    # warns the same way. That QEMU cannot run here: a stand-in for it.
+    qemu = "/usr/bin/qemu-system-x86_64"
+    listed = subprocess.run([qemu, "-machine", "help"], capture_output=True,
+                            text=True).stdout
+    target = re.search(r"^q35 .*\(alias of (\S+)\)$", listed, re.M)
+    # (seabios.xml as given: q35's default hole, a window known exactly.)
+    how = check_items(wide, seabios, qemu).get("guest address bits", {}) \
+        .get("declared_window", {}).get("how", "")
+    t.ok(target and "as QEMU places it for %s with" % target.group(1) in how,
+         "check --domain takes 'q35' as the type Debian's QEMU lists it an "
+         "alias of (%s)" % (target.group(1) if target else "?"), how)
+    distro_qemu = os.path.join(d, "distro-qemu.sh")
+    with open(distro_qemu, "w") as f:
+        f.write("#!/bin/sh\n"
+                "# A stand-in for a distribution's QEMU: its q35\n"
+                "# aliases a type of its own.\n"
+                "case \"$*\" in\n"
+                "'-machine help') echo 'q35                  RHEL-9.6.0 PC "
+                "(Q35 + ICH9, 2009) (alias of pc-q35-rhel9.6.0)' ;;\n"
+                "-version) echo 'QEMU emulator version 9.1.0 "
+                "(qemu-kvm-9.1.0-15.el9)' ;;\n"
+                "'-device vfio-pci,help') echo '  x-nv-gpudirect-clique="
+                "<uint32>' ;;\n"
+                "*) exit 1 ;;\n"
+                "esac\n")
+    os.chmod(distro_qemu, 0o755)
+    items = check_items(wide, once, distro_qemu).get("guest address bits",
+                                                     {})
+    t.eq((items.get("verdict"),
+          items.get("declared_window", {}).get("layout_assumed")),
+         ("warn", True), "a distribution's QEMU whose q35 aliases its own "
+         "type: check --domain warns, the layout assumed")
 
     host_cpu = h200_domain(d, "host-cpu.xml",
                            cpu="<cpu mode='host-passthrough'/>")
@@ -1248,6 +1304,29 @@ def test_bar_gate(t, d):
     narrow = gate_host(NV_HOST, os.path.join(d, "gate-39"), GATE_REL,
                        CONFIG_TYPE1, type1=True, cap=CAP_39)
     plain = gate_domain(d, "gate.xml", q11)
+
+    # A distribution's machine type: the gate takes all from 4 GiB to the
+    # top of the guest's width, which the type's own default may make
+    # the host's (46 bits here; upstream's named models get 40).
+    real46 = cpu_kernel_host(real, os.path.join(d, "gate-real-46"),
+                             phys_bits=46)
+    distro = gate_domain(d, "gate-distro.xml", q11,
+                         machine="pc-q35-rhel9.6.0")
+    for what, host, verdict, words in (
+            ("mapped", real46, "mapped", "0x100000000-0x3fffffffffff, is "
+             "inside the IOMMU's 48-bit address space"),
+            ("unknown past a 39-bit IOMMU", cpu_kernel_host(
+                narrow, os.path.join(d, "gate-39-46"), phys_bits=46),
+             "unknown", "0x100000000-0x3fffffffffff, reaches past the "
+             "IOMMU's 39-bit address space")):
+        ck, item = gate_item(host, distro, q11)
+        gates = item.get("bar_gate") or [{}]
+        t.ok(gates[0].get("verdict") == verdict and words in
+             gates[0].get("reason", "") and "the 46-bit address space the "
+             "guest may have: machine type 'pc-q35-rhel9.6.0' is a "
+             "distribution's" in gates[0].get("reason", ""),
+             "gate, a distribution's machine type, %s: judged from 4 GiB to "
+             "the host's 46 bits" % what, json.dumps(item))
 
     # Type1, every fact known: ids written, nothing said; check: ok.
     p = run("libvirt", "--sysfs-root", real, "--qemu-stock", plain)

@@ -65,7 +65,9 @@ GPtrArray *gp_front_domain_gate(const GpDomain *d, const GpTopology *topo,
     GpDomainGate facts;
     GPtrArray *gates;
 
-    gp_domain_gate_facts(d, topo->cpu_phys_bits, topo->cpu_vendor, &facts);
+    /* The emulator is asked only where the caller let it be (@vmm). */
+    gp_domain_gate_facts(d, topo->cpu_phys_bits, topo->cpu_vendor,
+                         vmm != GP_VMM_UNKNOWN ? qemu : NULL, &facts);
     facts.vm.vmm = vmm;
     if (vmm == GP_VMM_STOCK && qemu &&
         !gp_qemu_version(qemu, &facts.vm.qemu_major, &facts.vm.qemu_minor,

@@ -17,7 +17,8 @@ GpVmmKind gp_front_vmm_of(const char *qemu);
 /*
  * The gate for @d's GPUs (after gp_domain_find_gpus()) on @topo's host,
  * the VMM being @vmm; for GP_VMM_STOCK its version is asked of @qemu
- * (NULL, or no answer: not known). GpBarGate *, in d->gpus' order.
+ * (NULL, or no answer: not known), and for a known @vmm what machine
+ * type an alias names. GpBarGate *, in d->gpus' order.
  */
 GPtrArray *gp_front_domain_gate(const GpDomain *d, const GpTopology *topo,
                                 GpVmmKind vmm, const char *qemu);

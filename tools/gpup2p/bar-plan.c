@@ -76,7 +76,7 @@ unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,
         }
         return bits;
     }
-    *how = "QEMU's default for named CPU models";
+    *how = GP_QEMU_DEFAULT_PHYS_BITS_HOW;
     return GP_QEMU_DEFAULT_PHYS_BITS;
 }
 

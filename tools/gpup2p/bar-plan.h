@@ -50,6 +50,9 @@ unsigned gp_guest_bits_for_bars(const GpPcMachine *m, guint64 window,
  * capped by limit; else QEMU's default for named models. @how says which.
  * `check --domain` and `gpup2p libvirt` (its BAR gate) read it so.
  */
+/* @how where the width is QEMU's default for named CPU models. */
+#define GP_QEMU_DEFAULT_PHYS_BITS_HOW "QEMU's default for named CPU models"
+
 unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,
                             unsigned maxphys_bits, unsigned maxphys_limit,
                             unsigned host_bits, const char **how);

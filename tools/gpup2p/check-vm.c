@@ -62,7 +62,8 @@ static void domain_machine(const Check *c, GpDomainMachine *out)
 
     if (d) {
         gp_domain_pc_machine(d, c->topo->cpu_vendor, out);
-        /* What "q35" and "pc" alias: that QEMU's latest. */
+        gp_domain_machine_resolve(out, c->qemu);
+        /* Else what "q35" and "pc" alias: that QEMU's latest. */
         if (c->qemu && !gp_qemu_version(c->qemu, &out->m.qemu_major,
                                         &out->m.qemu_minor, NULL)) {
             out->m.qemu_major = out->m.qemu_minor = 0;
@@ -76,7 +77,8 @@ static void domain_machine(const Check *c, GpDomainMachine *out)
 
 /*
  * The window QEMU declares, as JSON: start, end (inclusive; start - 1 for
- * an empty one), exact, bounds, empty, and how (exact) or why.
+ * an empty one), exact, bounds, layout_assumed (bounds by upstream's
+ * layout for a distribution's type), empty, and how (exact) or why.
  */
 static JsonNode *window_json(const GpPcWindow *w)
 {
@@ -91,6 +93,8 @@ static JsonNode *window_json(const GpPcWindow *w)
     json_builder_add_boolean_value(b, w->exact);
     json_builder_set_member_name(b, "bounds");
     json_builder_add_boolean_value(b, w->bounds);
+    json_builder_set_member_name(b, "layout_assumed");
+    json_builder_add_boolean_value(b, w->layout_assumed);
     json_builder_set_member_name(b, "empty");
     json_builder_add_boolean_value(b, w->end < w->start);
     json_builder_set_member_name(b, w->exact ? "how" : "why");
@@ -181,9 +185,11 @@ void check_domain_address_bits(Check *c)
     }
     shown = need ? &placed : &declared;
     /* Only a window QEMU is known to declare proves a refusal; one left
-     * open passes where its highest end fits. */
-    state = bits >= want && (shown->exact || shown->bounds) ? ITEM_OK :
-            shown->exact ? ITEM_FAIL : ITEM_WARN;
+     * open passes where its highest end fits, unless those bounds rest
+     * on upstream's layout for a distribution's type. */
+    state = bits >= want && (shown->exact || (shown->bounds &&
+                                              !shown->layout_assumed)) ?
+            ITEM_OK : shown->exact ? ITEM_FAIL : ITEM_WARN;
     check_item_data(c->r, state, "guest address bits", detail,
          "'gpup2p libvirt' writes <cpu><maxphysaddr> (passthrough with "
          "host-passthrough, else emulate with the bits needed)",
@@ -652,8 +658,9 @@ static char *iommufd_gpus(const Check *c, GError **errp)
     if (!d) {
         return NULL;
     }
+    /* Only the backends are read: no QEMU asked. */
     gp_domain_gate_facts(d, c->topo->cpu_phys_bits, c->topo->cpu_vendor,
-                         &facts);
+                         NULL, &facts);
     for (i = 0; i < facts.gpus->len; i++) {
         const GpBarGateGpu *g = &g_array_index(facts.gpus, GpBarGateGpu, i);
 

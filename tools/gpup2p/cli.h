@@ -28,6 +28,13 @@ enum {
     GP_QEMU_CLIQUE_STOCK = 1 << 1,  /* upstream's x-nv-gpudirect-clique */
 };
 bool gp_qemu_vfio_props(const char *qemu, unsigned *props, GError **errp);
+/*
+ * What machine type @type is an alias of, as `@qemu -machine help` lists
+ * it ("q35 ... (alias of pc-q35-10.0)"); NULL where it is none (or not
+ * listed), or, with @errp set, where QEMU could not be asked.
+ */
+char *gp_qemu_machine_alias(const char *qemu, const char *type,
+                            GError **errp);
 /* The X.Y of "QEMU emulator version X.Y.Z" that `@qemu -version` prints. */
 bool gp_qemu_version(const char *qemu, unsigned *major, unsigned *minor,
                      GError **errp);

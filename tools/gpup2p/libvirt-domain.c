@@ -1122,8 +1122,11 @@ bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
     if (!placed.exact) {
         g_ptr_array_add(notes, g_strdup_printf("the guest address bits are "
                         "planned from %s of where QEMU places the 64-bit "
-                        "window (its highest end), as %s", placed.bounds ?
-                        "bounds" : "an estimate", placed.why));
+                        "window (its highest end), as %s%s", placed.bounds ?
+                        "bounds" : "an estimate", placed.why,
+                        placed.layout_assumed ? "; a distribution may lay "
+                        "out its types otherwise, which nothing here reads" :
+                        ""));
     }
     return size_guest_address(d, host_bits, want, notes, errp);
 }
@@ -1659,8 +1662,21 @@ void gp_domain_machine_clear(GpDomainMachine *m)
     memset(m, 0, sizeof(*m));
 }
 
+void gp_domain_machine_resolve(GpDomainMachine *m, const char *qemu)
+{
+    char *target = m->type && qemu ?
+                   gp_qemu_machine_alias(qemu, m->type, NULL) : NULL;
+
+    if (target) {
+        g_free(m->type);
+        m->type = target;
+        m->m.type = target;
+    }
+}
+
 void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
-                          GpCpuVendor host_vendor, GpDomainGate *out)
+                          GpCpuVendor host_vendor, const char *qemu,
+                          GpDomainGate *out)
 {
     xmlNodePtr iommu = child(child(d->root, "devices", NULL), "iommu", NULL);
     const char *how;
@@ -1676,7 +1692,22 @@ void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
     }
     out->vm.guest_phys_bits = gp_domain_guest_phys_bits(d, host_bits, &how);
     gp_domain_pc_machine(d, host_vendor, &out->machine);
+    gp_domain_machine_resolve(&out->machine, qemu);
     out->vm.machine = out->machine.m;
+    if (!strcmp(how, GP_QEMU_DEFAULT_PHYS_BITS_HOW) &&
+        host_bits > out->vm.guest_phys_bits) {
+        g_auto(GpPcWindow) w = { 0 };
+
+        /*
+         * A distribution's machine type may give named CPU models the
+         * host's width by default (host-phys-bits: Red Hat's types,
+         * Ubuntu's -hpb ones): the gate judges the wider.
+         */
+        gp_pc_window(&out->vm.machine, &w);
+        if (w.layout_assumed) {
+            out->vm.guest_phys_bits = host_bits;
+        }
+    }
     out->gpus = g_array_new(FALSE, TRUE, sizeof(GpBarGateGpu));
     out->whys = g_ptr_array_new_with_free_func(g_free);
     for (i = 0; i < d->gpus->len; i++) {

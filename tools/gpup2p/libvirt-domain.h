@@ -137,6 +137,11 @@ typedef struct {
 void gp_domain_pc_machine(const GpDomain *d, GpCpuVendor host_vendor,
                           GpDomainMachine *out);
 void gp_domain_machine_clear(GpDomainMachine *m);
+/*
+ * @m's type resolved where @qemu (may be NULL) lists it as an alias
+ * ("q35", "pc", a distribution's own): the type QEMU will run.
+ */
+void gp_domain_machine_resolve(GpDomainMachine *m, const char *qemu);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(GpDomainMachine, gp_domain_machine_clear)
 
 /*
@@ -145,8 +150,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(GpDomainMachine, gp_domain_machine_clear)
  * iommufd='yes'>, <driver><iommufd/>) and x-no-mmap (its override, or a
  * -global); the vIOMMU (<iommu model=...>), the machine (gp_domain_pc_machine()),
  * OVMF and
- * the guest's address width (gp_domain_guest_phys_bits()). @vmm and the
- * QEMU version are the caller's.
+ * the guest's address width (gp_domain_guest_phys_bits()), widened to
+ * @host_bits for a distribution's machine type (its own default may be
+ * the host's); the machine type resolved by @qemu where it is an alias.
+ * @vmm and the QEMU version are the caller's.
  */
 typedef struct {
     GpBarGateVm vm;
@@ -156,7 +163,8 @@ typedef struct {
     GPtrArray *whys;            /* what gpus' no_mmap_why point to */
 } GpDomainGate;
 void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
-                          GpCpuVendor host_vendor, GpDomainGate *out);
+                          GpCpuVendor host_vendor, const char *qemu,
+                          GpDomainGate *out);
 void gp_domain_gate_clear(GpDomainGate *g);
 /* gp_guest_phys_bits() (bar-plan.h) over the domain's <cpu>. */
 unsigned gp_domain_guest_phys_bits(const GpDomain *d, unsigned host_bits,

@@ -169,3 +169,39 @@ bool gp_qemu_version(const char *qemu, unsigned *major, unsigned *minor,
                 "not say '%sX.Y'", qemu, key);
     return false;
 }
+
+char *gp_qemu_machine_alias(const char *qemu, const char *type,
+                            GError **errp)
+{
+    static const char *const args[] = { "-machine", "help", NULL };
+    const char *key = "(alias of ";
+    g_autofree char *out = NULL;
+    g_auto(GStrv) lines = NULL;
+    bool ok;
+    guint i;
+
+    if (!qemu_output(qemu, args, &out, &ok, errp)) {
+        return NULL;
+    }
+    if (!ok || !out) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s: '-machine "
+                    "help' failed", qemu);
+        return NULL;
+    }
+    /* "q35   Standard PC (Q35 + ICH9, 2009) (alias of pc-q35-10.0)" */
+    lines = g_strsplit(out, "\n", -1);
+    for (i = 0; lines[i]; i++) {
+        size_t n = strlen(type);
+        const char *alias, *end;
+
+        if (strncmp(lines[i], type, n) != 0 ||
+            (lines[i][n] != ' ' && lines[i][n] != '\t')) {
+            continue;
+        }
+        alias = strstr(lines[i], key);
+        end = alias ? strchr(alias + strlen(key), ')') : NULL;
+        return end ? g_strndup(alias + strlen(key),
+                               end - alias - strlen(key)) : NULL;
+    }
+    return NULL;
+}
