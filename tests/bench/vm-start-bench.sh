@@ -4,7 +4,8 @@
 # QEMU 11.1 on iommufd (dma-buf), each against its own start with no
 # device, for ivshmem BAR stand-ins of 1, 16 and 64 GiB in the Linux 7.x
 # virtual host. Not part of CI (minutes under TCG); prints JSON lines and
-# keeps them in build/vm-start-bench-TIME.jsonl.
+# keeps them in build/vm-start-bench-TIME.jsonl; then judges each ratio
+# against the 1.05x goal (tests/bench/start_goal.py).
 #
 #   tests/bench/vm-start-bench.sh [ROUNDS] [phases]
 #
@@ -14,7 +15,7 @@
 # name.
 set -eu
 cd "$(dirname "$0")/../.."
-rounds=${1:-5}
+rounds=${1:-9}
 when=$(date -u +%Y%m%dT%H%M%SZ)
 script=vm_start_bars.py keep=build/vm-start-bench-$when
 if [ "${2:-}" = phases ]; then
@@ -37,3 +38,5 @@ if [ -d "$out/traces" ]; then
     cp -r "$out/traces" "$keep"
 fi
 cat "$keep.jsonl"
+# Each ratio against the 1.05x goal, with its interval (start_goal.py).
+python3 tests/bench/start_goal.py "$keep.jsonl"

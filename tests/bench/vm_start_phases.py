@@ -16,7 +16,8 @@ are kept in $VHOST_OUT/traces.
 
 Prints one JSON line per start and a summary line per BAR size: the
 medians of the start, of the VFIO span, and of the largest gaps, each
-named by its two events."""
+named by its two events; each ratio to the no-device start judged
+against the 1.05x goal (start_goal.py)."""
 
 import datetime
 import json
@@ -33,9 +34,10 @@ from vfio_helpers import OUT  # noqa: E402
 from inner_backends import enable_bar  # noqa: E402
 from vm_start_bars import (BAR_ADDR, stand_ins,  # noqa: E402
                            start_variants)
+from start_goal import judge_runs  # noqa: E402
 
 TRACES = os.path.join(OUT, "traces")
-ROUNDS = int(os.environ.get("ROUNDS", "3"))
+ROUNDS = int(os.environ.get("ROUNDS", "9"))
 SIZES = {"shm1g": 1 << 30, "shm64g": 64 << 30}
 # A trace line, as QEMU 10.0's log backend stamps it ("1234@1700000000.
 # 123456:vfio_get_device ...") and as 11.1's qemu_log does
@@ -153,8 +155,12 @@ def main():
                 qemu, device, extra = variants[v]
                 variants["%s-%s" % (v, tag)] = (qemu, device, extra + more)
         runs = {v: [] for v in variants}
+        starts = {v: {} for v in variants}
         for r in range(ROUNDS):
-            for v, (qemu, device, extra) in variants.items():
+            # Reversed every other round: neither side of a pair always
+            # goes first (start_goal.py).
+            order = list(variants.items())[::-1 if r % 2 else 1]
+            for position, (v, (qemu, device, extra)) in enumerate(order):
                 log = os.path.join(TRACES, "trace-%s-%s-%d.txt" % (name, v,
                                                                    r))
                 ready, bar, events, err = one(qemu, device, size, extra, log)
@@ -163,11 +169,13 @@ def main():
                 span = vfio_span(ready, events)
                 print(json.dumps({
                     "bar": name, "variant": v, "round": r,
+                    "position": position,
                     "ready_s": ready, "bar_s": bar, "events": len(events),
                     "vfio_span_s": round(span, 4) if span else 0.0,
                     "largest": [[n, round(x, 4)] for n, x in top],
                     "gaps": {n: round(x, 5) for n, x in ph.items()},
                     "stderr": (err or "").strip()[-300:]}), flush=True)
+                starts[v][r] = ready
                 if ready is not None:
                     runs[v].append((ready, bar, span, ph))
 
@@ -203,6 +211,7 @@ def main():
                 summary["excess_over_no_device_s"][v] = round(
                     r[v] - r[base], 4)
                 summary["ratio_to_no_device"][v] = round(r[v] / r[base], 3)
+        summary["against_goal"] = judge_runs(starts)
         print(json.dumps(summary), flush=True)
 
 
