@@ -58,7 +58,7 @@ typedef struct GpPcWindow {
     bool bounds;                /* not exact, but the window lies within */
     /*
      * bounds that rest on upstream's layout and default hole, which a
-     * distribution's machine type need not keep: no judge here reads it
+     * distribution's machine type need not keep: its own is not read
      */
     bool layout_assumed;
     char *why;                  /* !exact: why it is not known exactly */

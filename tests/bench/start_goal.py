@@ -16,11 +16,15 @@ interval only:
   not judged    fewer than MIN_ROUNDS paired rounds, or a start with the
                 device failed (a failed start is no fast one)
 
-Each verdict stands alone at 95%: of the several pairs a run judges,
-about one in twenty may be wrong by chance, so a claim about all of
-them needs each to hold by a wide margin. Within a round the benches
-run their variants in one order and the next round in the reverse, so
-that neither side of a pair always goes first.
+The goal compares typical starts: the ratio of the two medians, the
+figure the benches' summaries give (not the median of each round's
+ratio). Each verdict is one-sided: "met" or "not met" is wrong by
+chance at most about 2.5% of the time, but over the ten pairs of a
+phases run a false "met" somewhere is far likelier (up to about one in
+five), so a claim about all of them needs each to hold by a margin.
+Within a round the benches run their variants in one order and the
+next round in the reverse (each start's position is kept), so that
+neither side of a pair always goes first.
 
 Used by vm_start_bars.py and vm_start_phases.py for their summary
 lines, and on its own for a kept run:
@@ -37,8 +41,8 @@ import sys
 
 GOAL = 1.05
 # With five pairs no distribution-free 95% interval for a median exists
-# (a sign test's widest is 93.75%); from eight the bootstrap's is
-# conservative in simulation.
+# (a sign test's widest is 93.75%); the bootstrap's, a little narrower
+# than its nominal width with few rounds, is taken from eight.
 MIN_ROUNDS = 8
 RESAMPLES = 4000
 # The pairs each bench writes: (with a device, its start with none).

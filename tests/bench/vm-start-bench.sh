@@ -15,7 +15,7 @@
 # name.
 set -eu
 cd "$(dirname "$0")/../.."
-rounds=${1:-9}
+rounds=${1:-10}
 when=$(date -u +%Y%m%dT%H%M%SZ)
 script=vm_start_bars.py keep=build/vm-start-bench-$when
 if [ "${2:-}" = phases ]; then

@@ -68,8 +68,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     gp_domain_set_auto(d, NULL);
     gp_domain_size_pci_hole(d, doubts);
+    /* No emulator asked: the fuzzer starts no program. */
     if (!gp_domain_plan_large_bars(d, topo->cpu_phys_bits, topo->cpu_vendor,
-                                   doubts, &err)) {
+                                   NULL, doubts, &err)) {
         g_assert(err && err->message[0]);
         g_clear_error(&err);
     }

@@ -1651,6 +1651,19 @@ def test_check_gate(t, d):
                  "nothing left running" % (what, word, took),
                  "%s\nleft: %s" % (p.stderr, left))
             subprocess.run(["pkill", "-f", "sleep 300"])
+        # check --domain asks such an emulator several things: it waits
+        # for it once, then takes it as unable to answer.
+        t0 = time.monotonic()
+        p = run("check", "--sysfs-root", real, "--domain", path, "--qemu",
+                hang, "--json")
+        took = time.monotonic() - t0
+        left = subprocess.run(["pgrep", "-f", "sleep 300"],
+                              capture_output=True, text=True).stdout
+        t.ok(p.stdout.startswith("{") and not left and took < 15,
+             "check --domain, an emulator that %s: one wait, done in "
+             "%.1f s, nothing left running" % (what, took),
+             "%s\nleft: %s" % (p.stderr[-600:], left))
+        subprocess.run(["pkill", "-f", "sleep 300"])
     # Ids the host proves wrong: refused as before, the gate aside.
     bad = gate_domain(d, "ck-bad.xml", q11, props={
         a: [("x-nv-gpudirect-clique", "unsigned", "2")]

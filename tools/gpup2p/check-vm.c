@@ -184,6 +184,14 @@ void check_domain_address_bits(Check *c)
                                  where = window_text(&declared), want);
     }
     shown = need ? &placed : &declared;
+    if (shown->layout_assumed) {
+        g_autofree char *said = g_steal_pointer(&detail);
+
+        detail = g_strdup_printf("%s; a distribution's machine type may "
+                                 "also give the vCPU the host's width "
+                                 "(host-phys-bits), whatever phys-bits says",
+                                 said);
+    }
     /* Only a window QEMU is known to declare proves a refusal; one left
      * open passes where its highest end fits, unless those bounds rest
      * on upstream's layout for a distribution's type. */

@@ -560,12 +560,16 @@ static bool plan_large_bars(GpDomain *d, const GpTopology *topo,
                             GError **errp)
 {
     g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *em = gp_domain_emulator(d);
     bool ok;
     guint i;
 
     gp_domain_size_pci_hole(d, notes);
+    /* The emulator says what an alias such as q35 names (as for the
+     * gate, bar_gate()). */
     ok = gp_domain_plan_large_bars(d, topo->cpu_phys_bits, topo->cpu_vendor,
-                                   notes, errp);
+                                   em ? em : "qemu-system-x86_64", notes,
+                                   errp);
     for (i = 0; i < notes->len; i++) {
         warn("%s", (const char *)g_ptr_array_index(notes, i));
     }

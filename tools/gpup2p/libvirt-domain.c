@@ -1085,8 +1085,8 @@ static bool size_guest_address(GpDomain *d, unsigned host_bits,
 }
 
 bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
-                               GpCpuVendor host_vendor, GPtrArray *notes,
-                               GError **errp)
+                               GpCpuVendor host_vendor, const char *qemu,
+                               GPtrArray *notes, GError **errp)
 {
     g_autoptr(GPtrArray) devs = g_ptr_array_new();
     g_auto(GpDomainMachine) machine = { 0 };
@@ -1109,6 +1109,7 @@ bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
         return false;
     }
     gp_domain_pc_machine(d, host_vendor, &machine);
+    gp_domain_machine_resolve(&machine, qemu);
     if (machine.m.no_long_mode) {
         /* QEMU refuses phys-bits for a 32-bit vCPU: nothing to write. */
         g_ptr_array_add(notes, g_strdup("the vCPU's CPU model lacks long "
@@ -1694,18 +1695,20 @@ void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
     gp_domain_pc_machine(d, host_vendor, &out->machine);
     gp_domain_machine_resolve(&out->machine, qemu);
     out->vm.machine = out->machine.m;
-    if (!strcmp(how, GP_QEMU_DEFAULT_PHYS_BITS_HOW) &&
-        host_bits > out->vm.guest_phys_bits) {
+    if (!out->vm.machine.no_long_mode &&
+        host_bits != out->vm.guest_phys_bits) {
         g_auto(GpPcWindow) w = { 0 };
 
         /*
-         * A distribution's machine type may give named CPU models the
-         * host's width by default (host-phys-bits: Red Hat's types,
-         * Ubuntu's -hpb ones): the gate judges the wider.
+         * A distribution's machine type may give the vCPU the host's
+         * width whatever phys-bits says (host-phys-bits, which wins over
+         * it: Red Hat's types, Ubuntu's -hpb ones): the gate judges the
+         * wider, and nothing where the host's is not known.
          */
         gp_pc_window(&out->vm.machine, &w);
         if (w.layout_assumed) {
-            out->vm.guest_phys_bits = host_bits;
+            out->vm.guest_phys_bits = !host_bits ? 0 :
+                MAX(host_bits, out->vm.guest_phys_bits);
         }
     }
     out->gpus = g_array_new(FALSE, TRUE, sizeof(GpBarGateGpu));

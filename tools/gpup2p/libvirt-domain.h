@@ -101,11 +101,12 @@ bool gp_domain_boots_ovmf(const GpDomain *d);
  * <qemu:commandline>). What the domain sets and
  * is large enough is kept; a too small aperture is raised, saying so in
  * @notes (char *); a too narrow <maxphysaddr>, or a host narrower than
- * needed, fails naming the element and the bits needed.
+ * needed, fails naming the element and the bits needed. The machine type
+ * is resolved by @qemu where it is an alias (NULL: not asked).
  */
 bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
-                               GpCpuVendor host_vendor, GPtrArray *notes,
-                               GError **errp);
+                               GpCpuVendor host_vendor, const char *qemu,
+                               GPtrArray *notes, GError **errp);
 /* <os><type machine=...>, NULL when it names none. */
 char *gp_domain_machine(const GpDomain *d);
 /*

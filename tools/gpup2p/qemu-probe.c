@@ -75,13 +75,93 @@ static bool wait_until(GPid pid, int *status, gint64 deadline)
 }
 
 /*
+ * What this process already asked of each emulator: one check asks the
+ * same binary the same thing more than once, and one that hung once is
+ * not given QEMU_PROBE_TIMEOUT_S again for any question.
+ */
+typedef struct {
+    char *out;                  /* NULL: it could not answer */
+    bool exited_ok;
+    char *error;                /* why it could not */
+} ProbeAnswer;
+
+static GHashTable *probe_answers;   /* "QEMU\nARGS..." -> ProbeAnswer */
+static GHashTable *probe_hung;      /* QEMU -> its error */
+
+static void probe_answer_free(gpointer p)
+{
+    ProbeAnswer *a = p;
+
+    g_free(a->out);
+    g_free(a->error);
+    g_free(a);
+}
+
+static char *probe_key(const char *qemu, const char *const *args)
+{
+    GString *key = g_string_new(qemu);
+
+    for (; *args; args++) {
+        g_string_append_printf(key, "\n%s", *args);
+    }
+    return g_string_free(key, FALSE);
+}
+
+static bool qemu_run(const char *qemu, const char *const *args,
+                     char **out, bool *exited_ok, bool *hung,
+                     GError **errp);
+
+/*
  * @qemu run with @args (NULL-terminated), stdin from /dev/null; its
  * stdout into @out, false where it cannot run or does not finish within
- * QEMU_PROBE_TIMEOUT_S (then it and its process group are killed);
- * @exited_ok: it exited 0.
+ * QEMU_PROBE_TIMEOUT_S (then it and its process group are killed, and
+ * it is not asked again); @exited_ok: it exited 0. Answers are kept for
+ * the process's life.
  */
 static bool qemu_output(const char *qemu, const char *const *args,
                         char **out, bool *exited_ok, GError **errp)
+{
+    g_autofree char *key = probe_key(qemu, args);
+    g_autoptr(GError) err = NULL;
+    const char *hung_why;
+    ProbeAnswer *a;
+    bool hung = false;
+
+    if (!probe_answers) {
+        probe_answers = g_hash_table_new_full(g_str_hash, g_str_equal,
+                                              g_free, probe_answer_free);
+        probe_hung = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                           g_free);
+    }
+    hung_why = g_hash_table_lookup(probe_hung, qemu);
+    if (hung_why) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s", hung_why);
+        return false;
+    }
+    a = g_hash_table_lookup(probe_answers, key);
+    if (!a) {
+        a = g_new0(ProbeAnswer, 1);
+        if (!qemu_run(qemu, args, &a->out, &a->exited_ok, &hung, &err)) {
+            a->error = g_strdup(err->message);
+            if (hung) {
+                g_hash_table_insert(probe_hung, g_strdup(qemu),
+                                    g_strdup(err->message));
+            }
+        }
+        g_hash_table_insert(probe_answers, g_steal_pointer(&key), a);
+    }
+    if (!a->out) {
+        g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s", a->error);
+        return false;
+    }
+    *out = g_strdup(a->out);
+    *exited_ok = a->exited_ok;
+    return true;
+}
+
+static bool qemu_run(const char *qemu, const char *const *args,
+                     char **out, bool *exited_ok, bool *hung,
+                     GError **errp)
 {
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
     g_autoptr(GString) buf = g_string_new(NULL);
@@ -116,6 +196,7 @@ static bool qemu_output(const char *qemu, const char *const *args,
         g_spawn_close_pid(pid);
         g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s: no answer "
                     "within %d s; killed", qemu, QEMU_PROBE_TIMEOUT_S);
+        *hung = true;
         return false;
     }
     g_spawn_close_pid(pid);
