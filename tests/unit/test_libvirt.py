@@ -1626,8 +1626,10 @@ def test_check_gate(t, d):
     # An emulator that never answers (or leaves a child holding its
     # output): the hook asks it only for iommufd GPUs, gives it 10 s,
     # kills its process group, and the domain starts.
-    for what, body in (("hangs", "exec sleep 300"),
-                       ("leaves a child on its stdout", "sleep 300 &\nexit 0")):
+    # (300.17 s: a sleep no other process on the machine runs.)
+    for what, body in (("hangs", "exec sleep 300.17"),
+                       ("leaves a child on its stdout",
+                        "sleep 300.17 &\nexit 0")):
         hang = os.path.join(d, "qemu-hangs.sh")
         with open(hang, "w") as f:
             f.write("#!/bin/sh\n# gpup2p-test-hang\n%s\n" % body)
@@ -1640,7 +1642,7 @@ def test_check_gate(t, d):
             t0 = time.monotonic()
             p = run("libvirt", "--check", "--sysfs-root", real, path)
             took = time.monotonic() - t0
-            left = subprocess.run(["pgrep", "-f", "sleep 300"],
+            left = subprocess.run(["pgrep", "-f", "sleep 300.17"],
                                   capture_output=True, text=True).stdout
             said = ("is unknown" in p.stderr and
                     "domain 'gpu-vm' starts" in p.stderr) if driver else \
@@ -1650,20 +1652,22 @@ def test_check_gate(t, d):
                  "--check, an emulator that %s, %s: exit 0 in %.1f s, "
                  "nothing left running" % (what, word, took),
                  "%s\nleft: %s" % (p.stderr, left))
-            subprocess.run(["pkill", "-f", "sleep 300"])
+            subprocess.run(["pkill", "-f", "sleep 300.17"])
         # check --domain asks such an emulator several things: it waits
         # for it once, then takes it as unable to answer.
+        path = gate_domain(d, "ck-hang-check.xml", hang,
+                           props=gate_props("stock"))
         t0 = time.monotonic()
         p = run("check", "--sysfs-root", real, "--domain", path, "--qemu",
                 hang, "--json")
         took = time.monotonic() - t0
-        left = subprocess.run(["pgrep", "-f", "sleep 300"],
+        left = subprocess.run(["pgrep", "-f", "sleep 300.17"],
                               capture_output=True, text=True).stdout
         t.ok(p.stdout.startswith("{") and not left and took < 15,
              "check --domain, an emulator that %s: one wait, done in "
              "%.1f s, nothing left running" % (what, took),
              "%s\nleft: %s" % (p.stderr[-600:], left))
-        subprocess.run(["pkill", "-f", "sleep 300"])
+        subprocess.run(["pkill", "-f", "sleep 300.17"])
     # Ids the host proves wrong: refused as before, the gate aside.
     bad = gate_domain(d, "ck-bad.xml", q11, props={
         a: [("x-nv-gpudirect-clique", "unsigned", "2")]

@@ -72,7 +72,7 @@ unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,
         bits = host_bits;
         if (maxphys_limit && maxphys_limit < bits) {
             bits = maxphys_limit;
-            *how = "<maxphysaddr limit=...>";
+            *how = GP_MAXPHYS_LIMIT_HOW;
         }
         return bits;
     }

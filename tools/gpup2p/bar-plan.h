@@ -52,6 +52,8 @@ unsigned gp_guest_bits_for_bars(const GpPcMachine *m, guint64 window,
  */
 /* @how where the width is QEMU's default for named CPU models. */
 #define GP_QEMU_DEFAULT_PHYS_BITS_HOW "QEMU's default for named CPU models"
+/* @how where libvirt caps the host's width (host-phys-bits-limit). */
+#define GP_MAXPHYS_LIMIT_HOW "<maxphysaddr limit=...>"
 
 unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,
                             unsigned maxphys_bits, unsigned maxphys_limit,

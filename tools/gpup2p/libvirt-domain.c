@@ -1126,8 +1126,9 @@ bool gp_domain_plan_large_bars(GpDomain *d, unsigned host_bits,
                         "window (its highest end), as %s%s", placed.bounds ?
                         "bounds" : "an estimate", placed.why,
                         placed.layout_assumed ? "; a distribution may lay "
-                        "out its types otherwise, which nothing here reads" :
-                        ""));
+                        "out its types otherwise, which nothing here reads, "
+                        "and may give the vCPU the host's width whatever "
+                        "the bits written (host-phys-bits)" : ""));
     }
     return size_guest_address(d, host_bits, want, notes, errp);
 }
@@ -1695,7 +1696,7 @@ void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
     gp_domain_pc_machine(d, host_vendor, &out->machine);
     gp_domain_machine_resolve(&out->machine, qemu);
     out->vm.machine = out->machine.m;
-    if (!out->vm.machine.no_long_mode &&
+    if (!out->vm.machine.no_long_mode && strcmp(how, GP_MAXPHYS_LIMIT_HOW) &&
         host_bits != out->vm.guest_phys_bits) {
         g_auto(GpPcWindow) w = { 0 };
 
@@ -1703,7 +1704,8 @@ void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
          * A distribution's machine type may give the vCPU the host's
          * width whatever phys-bits says (host-phys-bits, which wins over
          * it: Red Hat's types, Ubuntu's -hpb ones): the gate judges the
-         * wider, and nothing where the host's is not known.
+         * wider, and nothing where the host's is not known. A limit
+         * libvirt sets (host-phys-bits-limit) holds either way.
          */
         gp_pc_window(&out->vm.machine, &w);
         if (w.layout_assumed) {

@@ -133,12 +133,13 @@ static bool qemu_output(const char *qemu, const char *const *args,
         probe_hung = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                            g_free);
     }
-    hung_why = g_hash_table_lookup(probe_hung, qemu);
+    a = g_hash_table_lookup(probe_answers, key);
+    hung_why = a ? NULL : g_hash_table_lookup(probe_hung, qemu);
     if (hung_why) {
-        g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s", hung_why);
+        g_set_error(errp, GP_ERROR, GP_ERROR_UNSUPPORTED, "%s: not asked "
+                    "again, as it hung before (%s)", qemu, hung_why);
         return false;
     }
-    a = g_hash_table_lookup(probe_answers, key);
     if (!a) {
         a = g_new0(ProbeAnswer, 1);
         if (!qemu_run(qemu, args, &a->out, &a->exited_ok, &hung, &err)) {
