@@ -53,6 +53,17 @@ unsigned gp_guest_bits_for_bars(const GpPcMachine *m, guint64 window,
     return MAX(eighth, gp_log2_ceil(placed->last_used + 1));
 }
 
+bool gp_guest_width_may_be_hosts(const GpPcMachine *m, const char *how)
+{
+    g_auto(GpPcWindow) w = { 0 };
+
+    if (m->no_long_mode || !strcmp(how, GP_MAXPHYS_LIMIT_HOW)) {
+        return false;
+    }
+    gp_pc_window(m, &w);
+    return w.layout_assumed;
+}
+
 unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,
                             unsigned maxphys_bits, unsigned maxphys_limit,
                             unsigned host_bits, const char **how)

@@ -59,6 +59,14 @@ unsigned gp_guest_phys_bits(const char *cpu_mode, const char *maxphys_mode,
                             unsigned maxphys_bits, unsigned maxphys_limit,
                             unsigned host_bits, const char **how);
 
+/*
+ * Whether the vCPU of @m may have the host's width whatever @how (from
+ * gp_guest_phys_bits()) says: a distribution's machine type may default
+ * to host-phys-bits, which wins over phys-bits (Red Hat's types, Ubuntu's
+ * -hpb ones); never under libvirt's limit, nor for a 32-bit vCPU.
+ */
+bool gp_guest_width_may_be_hosts(const GpPcMachine *m, const char *how);
+
 /* What mapping a VM's BARs through its VFIO backend costs its start. */
 typedef struct {
     bool known;             /* false: no figure for this kernel or backend */

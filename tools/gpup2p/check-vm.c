@@ -184,8 +184,8 @@ void check_domain_address_bits(Check *c)
                                  where = window_text(&declared), want);
     }
     shown = need ? &placed : &declared;
-    if (shown->layout_assumed && bits != c->topo->cpu_phys_bits &&
-        strcmp(how, GP_MAXPHYS_LIMIT_HOW)) {
+    if (bits != c->topo->cpu_phys_bits &&
+        gp_guest_width_may_be_hosts(&machine.m, how)) {
         g_autofree char *said = g_steal_pointer(&detail);
 
         detail = g_strdup_printf("%s; a distribution's machine type may "

@@ -1696,22 +1696,12 @@ void gp_domain_gate_facts(const GpDomain *d, unsigned host_bits,
     gp_domain_pc_machine(d, host_vendor, &out->machine);
     gp_domain_machine_resolve(&out->machine, qemu);
     out->vm.machine = out->machine.m;
-    if (!out->vm.machine.no_long_mode && strcmp(how, GP_MAXPHYS_LIMIT_HOW) &&
-        host_bits != out->vm.guest_phys_bits) {
-        g_auto(GpPcWindow) w = { 0 };
-
-        /*
-         * A distribution's machine type may give the vCPU the host's
-         * width whatever phys-bits says (host-phys-bits, which wins over
-         * it: Red Hat's types, Ubuntu's -hpb ones): the gate judges the
-         * wider, and nothing where the host's is not known. A limit
-         * libvirt sets (host-phys-bits-limit) holds either way.
-         */
-        gp_pc_window(&out->vm.machine, &w);
-        if (w.layout_assumed) {
-            out->vm.guest_phys_bits = !host_bits ? 0 :
-                MAX(host_bits, out->vm.guest_phys_bits);
-        }
+    /* The gate judges the wider, and nothing where the host's is not
+     * known. */
+    if (host_bits != out->vm.guest_phys_bits &&
+        gp_guest_width_may_be_hosts(&out->vm.machine, how)) {
+        out->vm.guest_phys_bits = !host_bits ? 0 :
+            MAX(host_bits, out->vm.guest_phys_bits);
     }
     out->gpus = g_array_new(FALSE, TRUE, sizeof(GpBarGateGpu));
     out->whys = g_ptr_array_new_with_free_func(g_free);
