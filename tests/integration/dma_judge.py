@@ -23,9 +23,11 @@ def dmar_faults(dmesg, addr=None, device=None):
         page = re.compile(r"fault addr 0x%x\b" % (addr & ~0xfff))
         lines = [l for l in lines if page.search(l)]
     if device is not None:
-        who = "DMA Write NO_PASID] Request device [%s]" % (
-            device[5:] if device.startswith("0000:") else device)
-        lines = [l for l in lines if who in l]
+        # Linux 6.12 names the device without its PCI domain, 7.x with it.
+        bus = device[5:] if device.startswith("0000:") else device
+        who = re.compile(r"DMA Write NO_PASID\] Request device "
+                         r"\[(0000:)?%s\]" % re.escape(bus))
+        lines = [l for l in lines if who.search(l)]
     return lines
 
 

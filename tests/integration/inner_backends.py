@@ -23,7 +23,9 @@ emulated type1 container. Writes $VHOST_OUT/emulated.json. With
 mmap (tests/kernel/sparse-standin, loaded first). Writes
 $VHOST_OUT/sparse.json. With "viommu": the gate behind a guest vIOMMU,
 alone and with x-no-mmap, which the vIOMMU does not make mappable.
-Writes $VHOST_OUT/viommu-cases.json (viommu.json is a nested guest's)."""
+Writes $VHOST_OUT/viommu-cases.json (viommu.json is a nested guest's).
+With "viommu-iommufd": the same vIOMMU on iommufd (Linux 7.x), which our
+QEMU cannot map BARs on; writes $VHOST_OUT/viommu-iommufd-cases.json."""
 
 import json
 import os
@@ -348,6 +350,23 @@ def viommu_main(g0, g1):
     }, {"kernel": os.uname().release, "bdfs": [g0, g1]}, "viommu-cases.json")
 
 
+def viommu_iommufd_main(g0, g1):
+    """Behind a guest vIOMMU on iommufd (Linux 7.x): our QEMU has only the
+    BARs' mmaps, which iommufd cannot pin, so the vIOMMU's unknown gives
+    way to that proof: no capability with auto, an explicit id refused."""
+    modprobe("iommufd")
+    fd = ",iommufd=iommufd0"
+
+    def pair(clique):
+        opts = ",x-gpu-p2p-clique=" + clique + fd
+        return [VIOMMU, dev(g0, "rp0", "g0", opts), dev(g1, "rp1", "g1", opts)]
+    run_cases({
+        "auto": lambda: run(pair("auto"), IOMMUFD, bars=False),
+        "explicit": lambda: start_error(OURS, pair("3"), IOMMUFD),
+    }, {"kernel": os.uname().release, "bdfs": [g0, g1]},
+        "viommu-iommufd-cases.json")
+
+
 def main():
     if sys.argv[1:] == ["sparse"]:
         sparse_main(bdf("gpu0"), bdf("gpu1"))
@@ -361,6 +380,9 @@ def main():
         return
     if sys.argv[1:] == ["viommu"]:
         viommu_main(g0, g1)
+        return
+    if sys.argv[1:] == ["viommu-iommufd"]:
+        viommu_iommufd_main(g0, g1)
         return
     res = {"bdfs": b, "kernel": os.uname().release}
     try:

@@ -16,7 +16,9 @@ is iommufd's emulation; writes $VHOST_OUT/gate-emulated.json. "sparse":
 our QEMU's domain with gpu1 bound to the sparse-mmap stand-in, a vfio-pci
 variant driver; writes $VHOST_OUT/gate-sparse.json. "viommu": domains
 with an Intel vIOMMU, on our QEMU and on Debian's QEMU 11.1, each alone
-and with x-no-mmap; writes $VHOST_OUT/gate-viommu.json."""
+and with x-no-mmap; writes $VHOST_OUT/gate-viommu.json. "viommu-iommufd":
+the same on iommufd (Linux 7.x, the kernel's config at /boot); writes
+$VHOST_OUT/gate-viommu-iommufd.json."""
 
 import json
 import os
@@ -99,8 +101,8 @@ def check(path, qemu):
 
 def main():
     args = sys.argv[1:]
-    mode = args[-1] if args[-1:] in (["emulated"], ["sparse"],
-                                     ["viommu"]) else ""
+    mode = args[-1] if args[-1:] in (["emulated"], ["sparse"], ["viommu"],
+                                     ["viommu-iommufd"]) else ""
     if mode:
         args = args[:-1]
     ours, stock = args[0], args[1] if len(args) > 1 else ""
@@ -115,6 +117,13 @@ def main():
             cases["viommu-stock"] = (stock, {"clique": "id", "viommu": True})
             cases["viommu-stock-nommap"] = (stock, {
                 "clique": "id", "viommu": True, "nommap": gpus[1]})
+    elif mode == "viommu-iommufd":
+        both = {"viommu": True, "iommufd": True}
+        cases = {"viommu-iommufd-ours": (ours, dict(both, clique="auto"))}
+        if stock:
+            cases["viommu-iommufd-stock"] = (stock, dict(both, clique="id"))
+            cases["viommu-iommufd-stock-nommap"] = (stock, dict(
+                both, clique="id", nommap=gpus[1]))
     elif mode == "emulated":
         cases = {"emulated-ours": (ours, {"clique": "auto"})}
         if stock:

@@ -5,7 +5,8 @@ a hung guest is killed and reported, a stalled boot is retried once and
 logged, the outer emulator's own crash is retried once in an empty results
 directory and named, a panic or a command's failure inside is never
 retried (a panic or reset once, where the command is declared to load no
-module of ours), bad topology files are named."""
+module of ours), a nested guest KVM stopped is killed at once, bad
+topology files are named."""
 
 import json
 import os
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from taplib import Tap, prepare, vhost_run, PROJECT, RUNS, VHOST
 
@@ -252,6 +254,53 @@ def host_deaths(t):
          "not retried, and says why", err)
 
 
+# A stand-in for a nested guest's QEMU that KVM stopped: QEMU prints
+# KVM's internal error and leaves the guest paused, for good (after
+# suberror 1, an emulation failure, it may go on). Its pid in PIDFILE.
+KVM_STOPPED_QEMU = """#!/bin/sh
+echo $$ > "$PIDFILE"
+echo "KVM internal error. Suberror: $SUBERROR" >&2
+echo "extra data[0]: 0x0000000000000011" >&2
+exec sleep 300
+"""
+
+
+def kvm_stops(t):
+    """A nested guest whose emulator says KVM stopped it is killed within
+    seconds and reported, not waited on until the time limit; after an
+    emulation failure (suberror 1) the limit stands."""
+    with tempfile.TemporaryDirectory() as d:
+        qemu = os.path.join(d, "qemu")
+        with open(qemu, "w") as f:
+            f.write(KVM_STOPPED_QEMU)
+        os.chmod(qemu, 0o755)
+        for suberror, limit in ((3, 60), (1, 5)):
+            pidfile = os.path.join(d, "pid%d" % suberror)
+            t0 = time.monotonic()
+            p = subprocess.run(
+                [sys.executable, VHOST, "inner", "--qemu", qemu, "--out",
+                 os.path.join(d, "out%d" % suberror), "--timeout",
+                 str(limit), "--", "true"], capture_output=True, text=True,
+                timeout=120, env=dict(os.environ, PIDFILE=pidfile,
+                                      SUBERROR=str(suberror)))
+            took = time.monotonic() - t0
+            pid = read(pidfile).strip()
+            gone = pid.isdigit() and not os.path.exists("/proc/" + pid)
+            if suberror == 3:
+                t.ok(p.returncode == 125 and took < 30 and
+                     "the guest stopped: KVM internal error. Suberror: 3; "
+                     "killed its emulator" in p.stderr,
+                     "a nested guest KVM stopped is killed within seconds "
+                     "(%.1f s of a 60 s limit), exit 125, the reason named"
+                     % took, p.stderr)
+            else:
+                t.ok(p.returncode == 124 and took >= limit and
+                     "timed out" in p.stderr,
+                     "after suberror 1 the guest is left to its time limit "
+                     "(%.1f s of %d s)" % (took, limit), p.stderr)
+            t.ok(gone, "and its emulator (pid %s) is gone" % pid)
+
+
 def read(path):
     try:
         with open(path) as f:
@@ -302,6 +351,7 @@ def test(t):
          "and the stalled boot's console, in OUT.attempt-1")
 
     emulator_faults(t)
+    kvm_stops(t)
 
     with tempfile.TemporaryDirectory() as d:
         bad = os.path.join(d, "bad.json")

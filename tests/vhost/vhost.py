@@ -643,6 +643,21 @@ def set_aside(outdir, attempt):
 CRASH_SIGNALS = (signal.SIGABRT, signal.SIGSEGV)
 
 
+def kvm_internal_error(qemu_log):
+    """QEMU's line saying KVM stopped the guest ("KVM internal error.
+    Suberror: N"), or None. Not suberror 1, an emulation failure, after
+    which QEMU may let the guest go on. The log is read while QEMU writes
+    it, over 9p inside the virtual host: an error reading it is no
+    answer yet."""
+    try:
+        with open(qemu_log, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    m = re.search(r"KVM internal error\. Suberror: (\d+)", text)
+    return m.group(0) if m and m.group(1) != "1" else None
+
+
 def emulator_fault(returncode, qemu_out):
     """Why the outer emulator ended by its own fault (a crash signal we
     did not send, its assertion line if it printed one), or None."""
@@ -724,7 +739,8 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
                                 start_new_session=True)
     timed_out = False
     timer_fault = None
-    last_look = 0.0
+    kvm_stop = kvm_seen = None
+    last_look = last_kvm_look = 0.0
     while proc.poll() is None:
         now = time.monotonic() - t0
         if started is None and os.path.exists(os.path.join(outdir,
@@ -737,8 +753,17 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
                 now - last_look >= 1.0:
             last_look = now
             timer_fault = timer_fault_seen(console, outdir)
-        if now > args.timeout or stalled or timer_fault:
-            timed_out = not stalled and not timer_fault
+        if kind == "inner" and now - last_kvm_look >= 1.0:
+            # QEMU leaves a guest KVM stopped paused for good; waiting for
+            # the time limit would only cost the limit. Killed a second
+            # after the line, so that its register dump is complete.
+            last_kvm_look = now
+            if kvm_seen is None and kvm_internal_error(qemu_log):
+                kvm_seen = now
+            elif kvm_seen is not None:
+                kvm_stop = kvm_internal_error(qemu_log)
+        if now > args.timeout or stalled or timer_fault or kvm_stop:
+            timed_out = not stalled and not timer_fault and not kvm_stop
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             break
@@ -795,6 +820,11 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
     sys.stdout.write(output)
     sys.stdout.flush()
     rc_text = read(os.path.join(outdir, "rc")).strip()
+    if kvm_stop:
+        log("the guest stopped: %s; killed its emulator%s" % (
+            kvm_stop, ", after the command's status" if has_rc else ""))
+        if not has_rc:
+            return evidence(outdir, console, qemu_out, 125)
     if stalled:
         log("boot stalled%s (%s); killed the virtual host" % (
             " again" if attempt > 1 else "", stalled))
