@@ -135,19 +135,23 @@ if [ "${1:-}" = viommu-iommufd ]; then
         } 2>/dev/null
     }
     # guest_tries NAME OFFSET SEED-BASE SHM-OPTIONS [QEMU-ARGS...], with
-    # GUEST_QEMU and GUEST_CMD
+    # GUEST_QEMU and GUEST_CMD. Boot N writes at OFFSET + (N - 1) MiB
+    # with seed SEED-BASE + N, so that whatever an earlier boot wrote
+    # stays where the test can read it.
     guest_tries() {
         gname=$1 goff=$2 gseed=$3 gshm=$4; shift 4
         try=1
         while :; do
-            guest $gname $goff $((gseed + try)) "$gshm" \
+            off=$(printf 0x%x $((goff + (try - 1) * 0x100000)))
+            guest $gname $off $((gseed + try)) "$gshm" \
                 -object iommufd,id=iommufd0 -trace iommufd_backend_map_dma "$@"
             echo $((gseed + try)) > $O/$gname.seed
+            echo $off > $O/$gname.offset
             if [ $try -ge "$TRIES" ] || ! infrastructure_death $gname; then
                 break
             fi
             mv $O/$gname $O/$gname.died$try
-            for f in json err rc dmesg seed; do
+            for f in json err rc dmesg seed offset; do
                 mv $O/$gname.$f $O/$gname.died$try.$f
             done
             try=$((try + 1))
@@ -155,15 +159,20 @@ if [ "${1:-}" = viommu-iommufd ]; then
         echo $try > $O/$gname.boots
     }
     TRIES=${2:-5}
+    case $TRIES in
+    ''|*[!0-9]*|0) echo "TRIES: not a count: $TRIES" >&2; exit 2 ;;
+    esac
     KEEP="$GUEST_CMD --keep-map"
-    GUEST_QEMU=$GPUP2P_QEMU_DMABUF guest_tries viommu-iommufd 0xa000 40 "" \
-        -trace iommufd_backend_map_file_dma -trace vfio_region_dmabuf
+    # Each in a subshell: what it sets is for that guest only.
+    (GUEST_QEMU=$GPUP2P_QEMU_DMABUF
+     guest_tries viommu-iommufd 0xa000 40 "" \
+        -trace iommufd_backend_map_file_dma -trace vfio_region_dmabuf)
     # Nothing to map, so the guest keeps its map: the mapped write must
     # fault on its own.
-    GUEST_CMD=$KEEP guest_tries viommu-iommufd-ours 0xc000 50 ""
-    GUEST_CMD=$KEEP GUEST_QEMU=$GPUP2P_QEMU_DMABUF guest_tries \
-        viommu-iommufd-nommap 0xe000 60 ,x-no-mmap=on \
-        -trace iommufd_backend_map_file_dma -trace vfio_region_dmabuf
+    (GUEST_CMD=$KEEP; guest_tries viommu-iommufd-ours 0xc000 50 "")
+    (GUEST_CMD=$KEEP GUEST_QEMU=$GPUP2P_QEMU_DMABUF
+     guest_tries viommu-iommufd-nommap 0xe000 60 ,x-no-mmap=on \
+        -trace iommufd_backend_map_file_dma -trace vfio_region_dmabuf)
     dmesg > $O/dmesg.txt
     exit 0
 fi

@@ -20,15 +20,16 @@ refused, check --domain not mapped), and x-no-mmap stays proven.
 Nested KVM on Linux 6.14 and later may refuse to emulate the nested
 guest's MMIO write to the vIOMMU ("KVM internal error. Suberror: 3",
 docs/testbed.md), and a nested guest here sometimes resets in early boot;
-qemu_p2p_dma.sh boots such a guest again with a new seed, at most five
-boots, and each death is named and counted here. Behind the vIOMMU QEMU
+qemu_p2p_dma.sh boots such a guest again with a new seed at a new page,
+at most five boots, and each death is named and counted here, with what
+it left in the BAR. Behind the vIOMMU QEMU
 gives each device an IOAS of its own, and the guest's container holds
 both devices, so each map of the guest's reaches both IOASes."""
 
 import os
 import re
 
-from dma_judge import kernel_problems
+from dma_judge import N, pattern, kernel_problems
 from taplib import (Tap, built, our_qemu, qemu_vhost_env, vhost_run,
                     read_text as read, load_result, run_failure, PROJECT)
 from test_qemu_viommu import guest_dma, VIOMMU, NOMMAP
@@ -40,18 +41,20 @@ EARLY = "the guest ended before the command started"
 BOOTS = 5       # at most, per nested guest (qemu_p2p_dma.sh's TRIES)
 IOMMUFD = "the iommufd backend"
 IOVA_PEER = 0x40000000      # guest-viommu-dma.c's
-# What each nested guest ran: its QEMU ("ours" or "stock"), offset in
-# ivshmem's BAR, whether the bytes may arrive, and QEMU's own refusal of
-# the guest's map where they may not.
+# What each nested guest ran: its QEMU ("ours" or "stock"), its first
+# boot's offset in ivshmem's BAR (boot N: N - 1 MiB further), whether the
+# bytes may arrive, and QEMU's own refusal of the guest's map at offset
+# OFF where they may not.
 GUESTS = {
     "viommu-iommufd": ("stock", 0xa000, True, None),
     "viommu-iommufd-ours": (
-        "ours", 0xc000, False,
+        "ours", 0xc000, False, lambda off:
         r"vfio_container_dma_map\(0x[0-9a-f]+, 0x%x, 0x1000, 0x[0-9a-f]+\) "
-        r"= -14 \(Bad address\)" % (IOVA_PEER + 0xc000)),
-    "viommu-iommufd-nommap": ("stock", 0xe000, False,
-                              r"iommu map to non memory area e000\b"),
+        r"= -14 \(Bad address\)" % (IOVA_PEER + off)),
+    "viommu-iommufd-nommap": ("stock", 0xe000, False, lambda off:
+                              r"iommu map to non memory area %x\b" % off),
 }
+MIB = 0x100000
 
 
 def map_traces(log, iova, from_file=None):
@@ -68,13 +71,14 @@ def map_traces(log, iova, from_file=None):
                       % (kind, iova, source), log, re.M)
 
 
-def bar_dmabuf(log, host, bar):
-    """The file descriptor of the dma-buf QEMU made for @host's BAR @bar
-    (-trace vfio_region_dmabuf), or -1."""
-    m = re.search(r"^vfio_region_dmabuf Device %s, dmabuf fd (\d+) region "
-                  r"%d \"%s BAR %d\"" % (re.escape(host), bar,
-                                         re.escape(host), bar), log, re.M)
-    return int(m.group(1)) if m else -1
+def bar_dmabufs(log, host, bar):
+    """The file descriptors of the dma-bufs QEMU made for @host's BAR
+    @bar (-trace vfio_region_dmabuf; again where the BAR was set up
+    again)."""
+    return [int(fd) for fd in re.findall(
+        r"^vfio_region_dmabuf Device %s, dmabuf fd (\d+) region %d \"%s "
+        r"BAR %d\"" % (re.escape(host), bar, re.escape(host), bar), log,
+        re.M)]
 
 
 def death(outdir, name):
@@ -95,9 +99,13 @@ def death(outdir, name):
     return None
 
 
-def boots(t, outdir, name):
+def boots(t, outdir, mem, name, base, arrives):
     """The boots @name took: each one before the last must have ended for
-    a reason of nested KVM's, not ours (death()); they are named aloud."""
+    a reason of nested KVM's, not ours (death()), and left in ivshmem's
+    BAR only what a boot of that guest may: at its own page (@base + N - 1
+    MiB for boot N) nothing, or with @arrives its own pattern (never the
+    pattern it writes after the guest's unmap), and nothing at the page
+    after, which it wrote at the GPA. They are named aloud."""
     n = read(outdir, name + ".boots")
     died = ["%s.died%d" % (name, i)
             for i in range(1, int(n) if n.isdigit() else 1)]
@@ -108,6 +116,20 @@ def boots(t, outdir, name):
          "panic" % (name, n, BOOTS),
          "\n".join("%s: %s" % (d, read(outdir, d + ".err")[-600:])
                     for d in died))
+    left = []
+    for i, d in enumerate(died):
+        off = base + i * MIB
+        seed = read(outdir, d + ".seed")
+        page, after = mem[off:off + N], mem[off + N:off + 2 * N]
+        if not (read(outdir, d + ".offset") == "0x%x" % off and
+                seed.isdigit() and after == bytes(N) and
+                (page == bytes(N) or
+                 arrives and page == pattern(int(seed)))):
+            left.append("%s: offset %s, seed %s, its page %s..., the next "
+                        "%s..." % (d, read(outdir, d + ".offset"), seed,
+                                   page[:8].hex(), after[:8].hex()))
+    t.eq(left, [], "%s: each boot before the last left in the BAR at most "
+         "what a boot of it may" % name)
     for d, w in zip(died, why):
         console = os.path.join(outdir, d, "console.log")
         last = (read(os.path.join(outdir, d), "console.log").splitlines()
@@ -115,6 +137,7 @@ def boots(t, outdir, name):
         t.diag("%s: %s; booted again (%s)" % (
             d, w, "its console's last line: " + last[0] if last else
             "nothing on its console"))
+    return int(n) if n.isdigit() else 1
 
 
 def test(t):
@@ -150,29 +173,32 @@ def test(t):
     # The kernel's answer, and QEMU's account of each map.
     mem = open(os.path.join(outdir, "shm0.mem"), "rb").read()
     edu = read(outdir, "edu-bdf")
-    for name, (which, off, arrives, refusal) in GUESTS.items():
-        boots(t, outdir, name)
+    for name, (which, base, arrives, refusal) in GUESTS.items():
+        off = base + (boots(t, outdir, mem, name, base, arrives) - 1) * MIB
         cmdline = read(os.path.join(outdir, name), "qemu-cmdline")
         t.ok(cmdline.startswith((qemu if which == "ours" else stock) + " ")
              and ",iommufd=iommufd0" in cmdline and "iommu=pt" in cmdline,
              "%s: the nested guest ran on %s QEMU, iommufd, the guest's "
              "own DMA in identity domains" % (name, which), cmdline[:300])
         seed = read(outdir, name + ".seed")
+        t.eq(read(outdir, name + ".offset"), "0x%x" % off,
+             "%s: its last boot wrote at offset 0x%x" % (name, off))
         guest_dma(t, outdir, mem, edu, name, arrives, off,
-                  int(seed) if seed.isdigit() else -1, refusal)
+                  int(seed) if seed.isdigit() else -1,
+                  refusal(off) if refusal else None)
         log = read(os.path.join(outdir, name), "qemu-output.log")
         iova = IOVA_PEER + off
         src = int(load_result(outdir, name + ".json").get("iova_src", "0"),
                   16)
         if name == "viommu-iommufd":
             m = re.search(r"vfio-pci,host=(\S+?),bus=rp1", cmdline)
-            fd = bar_dmabuf(log, m.group(1) if m else "?", 2)
-            maps = map_traces(log, iova, (fd, off))
-            t.ok(fd >= 0 and len(maps) == 2 and
+            fds = bar_dmabufs(log, m.group(1) if m else "?", 2)
+            maps = [x for fd in fds for x in map_traces(log, iova, (fd, off))]
+            t.ok(fds and len(maps) == 2 and
                  len({m[0] for m in maps}) == 2 and
                  all(m[1] == "0" for m in maps),
                  "%s: QEMU mapped the guest's page at 0x%x from offset 0x%x "
-                 "of the dma-buf it made for ivshmem's BAR2 into both "
+                 "of a dma-buf it made for ivshmem's BAR2 into both "
                  "devices' IOASes (its trace)" % (name, iova, off),
                  log[-2000:])
         elif name == "viommu-iommufd-ours":

@@ -646,16 +646,19 @@ CRASH_SIGNALS = (signal.SIGABRT, signal.SIGSEGV)
 def kvm_internal_error(qemu_log):
     """QEMU's line saying KVM stopped the guest ("KVM internal error.
     Suberror: N"), or None. Not suberror 1, an emulation failure, after
-    which QEMU may let the guest go on. The log is read while QEMU writes
-    it, over 9p inside the virtual host: an error reading it is no
+    which QEMU may let the guest go on (where it ran in ring 3; else the
+    time limit ends it). The log is read while QEMU writes it, over 9p
+    inside the virtual host: an error reading it (said on stderr) is no
     answer yet."""
     try:
         with open(qemu_log, errors="replace") as f:
             text = f.read()
-    except OSError:
+    except OSError as e:
+        log("reading %s: %s; taken as no answer yet" % (qemu_log, e))
         return None
-    m = re.search(r"KVM internal error\. Suberror: (\d+)", text)
-    return m.group(0) if m and m.group(1) != "1" else None
+    stops = [m.group(0) for m in re.finditer(
+        r"KVM internal error\. Suberror: (\d+)", text) if m.group(1) != "1"]
+    return stops[0] if stops else None
 
 
 def emulator_fault(returncode, qemu_out):
