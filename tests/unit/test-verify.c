@@ -344,17 +344,19 @@ static void test_without_cuda(void)
     }
 }
 
-/* Runs the tool on @root, stdout to @stdout_path (NULL: captured), with
- * @extra; the exit code, stderr in *err. */
+/* Runs the tool on @root, stdout to @stdout_path (NULL: captured and
+ * dropped, as this test's own stdout is TAP), with @extra; the exit
+ * code, stderr in *err. */
 static int run_to(const char *root, const char *stdout_path,
                   const char *extra, char **err)
 {
     g_autofree char *cmd = g_strdup_printf(
         "sh -c 'exec %s --sysfs-root %s %s%s%s'", g_getenv("GPUP2P_VERIFY"),
         root, extra, stdout_path ? " >" : "", stdout_path ? stdout_path : "");
+    g_autofree char *out = NULL;
     int ws;
 
-    g_assert_true(g_spawn_command_line_sync(cmd, NULL, err, &ws, NULL));
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, err, &ws, NULL));
     g_assert_true(WIFEXITED(ws));
     return WEXITSTATUS(ws);
 }
