@@ -190,6 +190,15 @@ def qemu_vhost_env(cache, qemu, dmabuf=None):
     return env + (" GPUP2P_QEMU_DMABUF=%s" % dmabuf if dmabuf else "")
 
 
+def config_at_boot(config):
+    """Shell text that puts the kernel config @config where a Debian
+    kernel package puts it, /boot/config-RELEASE, on a tmpfs over the
+    virtual host's read-only /boot: where the host tool and the facts
+    read a kernel's config."""
+    return "mount -t tmpfs tmpfs /boot; cp %s /boot/config-$(uname -r); " \
+        % config
+
+
 def read_text(outdir, name):
     """A result file's text, stripped; the error text if it is missing."""
     try:

@@ -742,8 +742,8 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
                                 start_new_session=True)
     timed_out = False
     timer_fault = None
-    kvm_stop = kvm_seen = None
-    last_look = last_kvm_look = 0.0
+    kvm_line = kvm_stop = None
+    kvm_seen = last_look = last_kvm_look = 0.0
     while proc.poll() is None:
         now = time.monotonic() - t0
         if started is None and os.path.exists(os.path.join(outdir,
@@ -756,15 +756,14 @@ def boot(qemu, outdir, args, setup, retry_emulator, attempt=1):
                 now - last_look >= 1.0:
             last_look = now
             timer_fault = timer_fault_seen(console, outdir)
-        if kind == "inner" and now - last_kvm_look >= 1.0:
+        if kind == "inner" and not kvm_line and now - last_kvm_look >= 1.0:
             # QEMU leaves a guest KVM stopped paused for good; waiting for
-            # the time limit would only cost the limit. Killed a second
-            # after the line, so that its register dump is complete.
+            # the time limit would only cost the limit.
             last_kvm_look = now
-            if kvm_seen is None and kvm_internal_error(qemu_log):
-                kvm_seen = now
-            elif kvm_seen is not None:
-                kvm_stop = kvm_internal_error(qemu_log)
+            kvm_line = kvm_internal_error(qemu_log)
+            kvm_seen = now
+        # Killed a second after the line: its register dump is complete.
+        kvm_stop = kvm_line if kvm_line and now - kvm_seen >= 1.0 else None
         if now > args.timeout or stalled or timer_fault or kvm_stop:
             timed_out = not stalled and not timer_fault and not kvm_stop
             os.killpg(proc.pid, signal.SIGKILL)
