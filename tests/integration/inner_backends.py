@@ -10,7 +10,9 @@ refused or warned per x-gpu-p2p-verify; behind a guest vIOMMU (unknown)
 both keep it with a warning. Then the
 guest's view: BARs placed by config writes as firmware would, and what the
 container's listener did with them as x-gpu-p2p-bar-maps reports (a BAR
-placed beyond the IOMMU's reach is refused by VFIO itself; a 64-bit BAR
+placed beyond the IOMMU's reach is refused by VFIO itself; a BAR section
+cut short of a page by an overlapping BAR is recorded as not mapped until
+the guest disables it; a 64-bit BAR
 window reaching past the container's IOVA ranges is warned at machine
 done, before firmware places a BAR). The machine
 type pc-q35-*-gpup2p gives auto with no per-device setting; plain q35
@@ -42,6 +44,8 @@ IOMMUFD = ["-object", "iommufd,id=iommufd0"]
 BAR0 = [0xc0000000, 0xc2000000]
 # A guest vIOMMU; VFIO needs caching mode to follow the guest's maps.
 VIOMMU = "intel-iommu,caching-mode=on"
+# A page for a sub-page BAR, clear of BAR0's stand-ins.
+SUBPAGE = 0xc4000000
 # Beyond any IOMMU's input address width the outer vIOMMU offers.
 FAR = 1 << 52
 
@@ -121,6 +125,35 @@ def far_bar(g0, shm):
     if vm.started:
         enable_bar(vm, 2, 2, FAR, is64=True)
         r["bar_maps"] = vm.qom("s0", "x-gpu-p2p-bar-maps")
+    r["rc"], r["stderr"], _ = vm.quit()
+    return r
+
+
+def split_bar(shm):
+    """ivshmem's 256-byte BAR0, which VFIO offers for mmap whole, placed by
+    the guest at a page (QEMU widens it to the page and maps it), then an
+    emulated device's 256-byte BAR placed over the page's start: the
+    passed-through BAR's section is cut to [0x100, 0x1000), which QEMU's
+    listener cannot map (its own trace says so) and x-gpu-p2p-bar-maps
+    records. Then the guest turns the BAR's memory decode off: region_del
+    must take that record back, although its IOVA range check stops it
+    early for this section (1b3b011)."""
+    vm = Vm(OURS, ["vfio-pci,host=%s,bus=rp1,id=s0" % shm,
+                   "ivshmem-plain,memdev=over,bus=pcie.0,addr=0x5"],
+            ["-object", "memory-backend-ram,id=over,size=1M",
+             "-trace", "vfio_listener_region_add_no_dma_map"], qmp=True)
+    r = {"started": vm.started}
+    if vm.started:
+        enable_bar(vm, 2, 0, SUBPAGE)
+        r["whole"] = vm.qom("s0", "x-gpu-p2p-bar-map-status")
+        # Newest among equals wins QEMU's flat view: it covers [0, 0x100).
+        vm.cfg_write_legacy(0, 5, 0x10, SUBPAGE)
+        vm.cfg_write_legacy(0, 5, 0x04, 0x2)
+        r["split"] = vm.qom("s0", "x-gpu-p2p-bar-map-status")
+        cmd = int.from_bytes(vm.config(2, 8)[4:6], "little")
+        vm.write(2, 4, (cmd & ~0x2).to_bytes(2, "little"))
+        r["off"] = vm.qom("s0", "x-gpu-p2p-bar-map-status")
+        r["off_text"] = vm.qom("s0", "x-gpu-p2p-bar-maps")
     r["rc"], r["stderr"], _ = vm.quit()
     return r
 
@@ -407,6 +440,7 @@ def main():
         "q35-default": lambda: run([dev(g0, "rp0", "g0"),
                                     dev(g1, "rp1", "g1")], bars=False),
         "far-bar": lambda: far_bar(g0, b["shm0"]),
+        "split-bar": lambda: split_bar(b["shm0"]),
         "window-past": lambda: window_past(g0, g1),
         "window-past-explicit": lambda: window_past(g0, g1, "5"),
         "window-past-hotplug": lambda: window_past_hotplug(g0, g1,
