@@ -137,7 +137,9 @@ def split_bar(shm):
     listener cannot map (its own trace says so) and x-gpu-p2p-bar-maps
     records. Then the guest turns the BAR's memory decode off: region_del
     must take that record back, although its IOVA range check stops it
-    early for this section (1b3b011)."""
+    early for this section (1b3b011). (Enabling the BAR at the page also
+    records a 256-byte section at its start before QEMU widens it, which
+    the widened map's record then replaces: a second trace line.)"""
     vm = Vm(OURS, ["vfio-pci,host=%s,bus=rp1,id=s0" % shm,
                    "ivshmem-plain,memdev=over,bus=pcie.0,addr=0x5"],
             ["-object", "memory-backend-ram,id=over,size=1M",
@@ -146,7 +148,9 @@ def split_bar(shm):
     if vm.started:
         enable_bar(vm, 2, 0, SUBPAGE)
         r["whole"] = vm.qom("s0", "x-gpu-p2p-bar-map-status")
-        # Newest among equals wins QEMU's flat view: it covers [0, 0x100).
+        # It competes in pcie.0's memory with rp1's window aliases, all at
+        # priority 1, and QEMU's memory.c draws the newest of equals first:
+        # it covers [0, 0x100) while nothing rebuilds rp1's aliases.
         vm.cfg_write_legacy(0, 5, 0x10, SUBPAGE)
         vm.cfg_write_legacy(0, 5, 0x04, 0x2)
         r["split"] = vm.qom("s0", "x-gpu-p2p-bar-map-status")
