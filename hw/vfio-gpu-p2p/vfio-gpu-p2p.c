@@ -319,7 +319,8 @@ static void describe_bar_maps(GString *out, VFIOPCIDevice *vdev)
     } else if (why) {
         g_string_append_printf(out, "none recorded: %s", why);
     } else if (!shown) {
-        g_string_append(out, "none yet (BARs not enabled by the guest)");
+        g_string_append(out, "none (no BAR of it in the guest's address "
+                        "space)");
     }
 }
 

@@ -303,7 +303,8 @@ def split_checks(t, c):
          "records it as not mapped", c)
     # Only a split section reaches region_del's early return.
     t.ok(was_split and c.get("off") == {"maps": []} and
-         c.get("off_text") == "none yet (BARs not enabled by the guest)",
+         c.get("off_text") == "none (no BAR of it in the guest's address "
+         "space)",
          "split-bar: with the BAR's memory decode off, the record is gone "
          "(region_del's own range check skips this section)", c)
 
