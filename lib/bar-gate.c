@@ -57,7 +57,12 @@ static bool config_on(const char *config, const char *sym)
     return v && (!strcmp(v, "y") || !strcmp(v, "m"));
 }
 
-/* What /dev/vfio/vfio is: a loaded module proves it, else the config. */
+/*
+ * What /dev/vfio/vfio is: the running kernel proves it (a loaded module,
+ * or a working container that vfio_iommu_type1 does not serve: sys/module
+ * lists it whenever it is loaded or built in, as it has parameters), else
+ * the config, which may not be the running kernel's (a rebuilt release).
+ */
 static void decide_container(GpBarGateHost *h)
 {
     g_free(h->container_why);
@@ -65,6 +70,12 @@ static void decide_container(GpBarGateHost *h)
         h->container = GP_VFIO_CONTAINER_TYPE1;
         h->container_why = g_strdup("sys/module/vfio_iommu_type1: VFIO's "
                                     "own type1 container is loaded");
+    } else if (h->container_open &&
+               gp_sysfs_module_loaded(h->root, "iommufd")) {
+        h->container = GP_VFIO_CONTAINER_EMULATED;
+        h->container_why = g_strdup("a VFIO container is open, and "
+                                    "sys/module has iommufd but not "
+                                    "vfio_iommu_type1");
     } else if (h->config && config_on(h->config,
                                       "CONFIG_IOMMUFD_VFIO_CONTAINER")) {
         h->container = GP_VFIO_CONTAINER_EMULATED;
@@ -80,13 +91,6 @@ static void decide_container(GpBarGateHost *h)
                                            "CONFIG_VFIO_IOMMU_TYPE1 nor "
                                            "CONFIG_IOMMUFD_VFIO_CONTAINER",
                                            h->config_path);
-    } else if (gp_sysfs_module_loaded(h->root, "iommufd") &&
-               h->container_open) {
-        /* A container works, and vfio_iommu_type1 is not what serves it. */
-        h->container = GP_VFIO_CONTAINER_EMULATED;
-        h->container_why = g_strdup("a VFIO container is open, and "
-                                    "sys/module has iommufd but not "
-                                    "vfio_iommu_type1");
     } else if (gp_sysfs_module_loaded(h->root, "iommufd")) {
         h->container = GP_VFIO_CONTAINER_UNKNOWN;
         h->container_why = g_strdup("vfio_iommu_type1 is not under "

@@ -179,6 +179,20 @@ static void test_emulated_container_open(void)
     g_assert_cmpstr(why, ==, ((GpBarGate *)g_ptr_array_index(g, 0))->reason);
     host_free(&h);
 
+    /*
+     * A config that is not the running kernel's (boot/config-RELEASE of a
+     * release rebuilt since) says type1: the open container outweighs it.
+     */
+    h = host_new(REL, CONFIG_TYPE1, false, CAP_48);
+    sb_write(h.sb, "sys/module/iommufd/parameters/allow_unsafe_interrupts",
+             "N\n");
+    g_clear_pointer(&host, gp_bar_gate_host_free);
+    host = gp_bar_gate_host_read(sb_root(h.sb));
+    g_assert_cmpint(host->container, ==, GP_VFIO_CONTAINER_TYPE1);
+    gp_bar_gate_host_container_open(host);
+    g_assert_cmpint(host->container, ==, GP_VFIO_CONTAINER_EMULATED);
+    host_free(&h);
+
     h = host_new(REL, NULL, true, CAP_48);
     sb_write(h.sb, "sys/module/iommufd/parameters/allow_unsafe_interrupts",
              "N\n");
