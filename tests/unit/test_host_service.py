@@ -491,12 +491,16 @@ def test_hook(t, d):
     emul_hook = executable_copy(hook, os.path.join(d, "hook-emul"),
                                 [(wrapper, on_emul)])
     p = run_hook(root_ports, script=emul_hook)
-    t.ok(p.returncode == 0 and "domain 'ids-vm' starts, but its clique ids "
-         "promise P2P that will fault, the BARs will not be mapped in the "
-         "IOMMU: 0000:05:00.0, 0000:41:00.0: /dev/vfio/vfio is iommufd's "
-         "emulated type1 container" in p.stderr,
-         "hook: GPUs whose BARs will not be mapped keep the VM starting, "
-         "the gate's reason said", p.stderr)
+    # The hook stops nothing; our QEMU refuses its own explicit ids there
+    # (x-gpu-p2p-verify=refuse by default), which the hook says.
+    t.ok(p.returncode == 0 and "domain 'ids-vm' will not start: our QEMU "
+         "refuses an explicit x-gpu-p2p-clique id under "
+         "x-gpu-p2p-verify=refuse (the default) where the BARs will not be "
+         "mapped in the IOMMU: 0000:05:00.0, 0000:41:00.0: /dev/vfio/vfio "
+         "is iommufd's emulated type1 container" in p.stderr,
+         "hook: GPUs whose BARs will not be mapped: the hook passes (exit "
+         "0) and says our QEMU will refuse their explicit ids, with the "
+         "gate's reason", p.stderr)
     p = run_hook(DOMAIN % (QEMU_NS, "41",
                            override("x-gpu-p2p-clique", "3", "4")))
     t.eq(p.returncode, 0, "hook: different ids make no claim and pass")

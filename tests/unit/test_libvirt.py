@@ -1248,6 +1248,13 @@ def gate_props(cliques="", **more):
     return props
 
 
+def ours_explicit_ids():
+    """gate_props() tuples: our QEMU's x-gpu-p2p-clique with the ids
+    gate_props("stock") gives (0000:03:00.0 its own)."""
+    return {a: (alias, "x-gpu-p2p-clique", "string", idv) for a, alias, idv
+            in zip("abc", GATE_ALIASES, ("1", "0", "0"))}
+
+
 def gate_domain(d, name, qemu, extra_dev="", hostdev_driver="",
                 memory="8", props=None, machine="q35", cmdline=""):
     """gpu-vm.xml (three GPUs, KVM visible, aliases ua-gpu0-2) for the
@@ -1439,6 +1446,32 @@ def test_bar_gate(t, d):
                  "gate, %s: check --domain fails peer BAR maps where the "
                  "domain gives %s, same reason" % (what, kind),
                  ck.stdout[-1500:] + ck.stderr)
+
+    # Explicit ids on gated GPUs are the operator's, kept by our
+    # transform; for our QEMU's own id under its default verify it says
+    # our QEMU will refuse the device, not for upstream's id, which our
+    # QEMU does not gate.
+    for what, props, said, unsaid in (
+            ("x-gpu-p2p-clique", ours_explicit_ids(),
+             "0000:03:00.0 keeps the domain's explicit clique 1 "
+             "(x-gpu-p2p-clique), though its BARs will not be mapped for "
+             "peers: our QEMU will refuse the device at start-up "
+             "(x-gpu-p2p-verify=refuse, the default)", None),
+            ("x-nv-gpudirect-clique", {}, "0000:03:00.0 keeps the domain's "
+             "explicit clique 1 (x-nv-gpudirect-clique), though its BARs "
+             "will not be mapped for peers", "will refuse")):
+        path = gate_domain(d, "kept-%s.xml" % what, q11,
+                           props=gate_props("stock" if not props else "",
+                                            **props))
+        p = run("libvirt", "--sysfs-root", emulated, "--emulator",
+                QEMU_STANDIN, path)
+        t.ok(p.returncode == 0 and said in p.stderr and
+             (unsaid is None or unsaid not in p.stderr),
+             "gate, the emulated container, explicit %s ids: our transform "
+             "keeps them and says %s" % (what, "our QEMU will refuse them"
+                                         if unsaid is None else
+                                         "they will fault"),
+             p.stdout[-400:] + p.stderr)
 
     # x-no-mmap in each of QEMU's bool spellings (qapi_bool_parse(),
     # case-sensitive), by -global and by override; another spelling is
@@ -1640,6 +1673,31 @@ def test_check_gate(t, d):
              words in p.stderr,
              "--check, %s: the gate's reason said, the domain starts "
              "(exit 0)" % what, p.stderr)
+    # Our QEMU's own id under its default verify: our QEMU refuses the
+    # GPUs at start-up, and the hook says the domain will not start;
+    # with x-gpu-p2p-verify=warn our QEMU keeps the id, and it starts.
+    # (Before, the hook said it starts in both.)
+    ours_ids = ours_explicit_ids()
+    relaxed = dict(ours_ids, **{
+        "v%d" % n: ("ua-gpu%d" % n, "x-gpu-p2p-verify", "string", "warn")
+        for n in range(3)})
+    emul_words = three + "/dev/vfio/vfio is iommufd's emulated type1 container"
+    for what, props, said, unsaid in (
+            ("verify=refuse", ours_ids, "domain 'gpu-vm' will not start: our "
+             "QEMU refuses an explicit x-gpu-p2p-clique id under "
+             "x-gpu-p2p-verify=refuse (the default) where the BARs will not "
+             "be mapped in the IOMMU: " + emul_words, "starts"),
+            ("verify=warn", relaxed, "domain 'gpu-vm' starts, but its clique "
+             "ids promise P2P that will fault, the BARs will not be mapped "
+             "in the IOMMU: " + emul_words, "will not start")):
+        path = gate_domain(d, "ck-ours.xml", q11,
+                           props=gate_props("", **props))
+        p = run("libvirt", "--check", "--sysfs-root", emulated, path)
+        t.ok(p.returncode == 0 and said in p.stderr and
+             unsaid not in p.stderr,
+             "--check, our QEMU's explicit ids, %s, the emulated container: "
+             "%s" % (what, "it will not start, as our QEMU refuses them"
+                     if unsaid == "starts" else "it starts"), p.stderr)
     # Every fact known and mapped: nothing said.
     path = gate_domain(d, "ck-plain.xml", q11, props=gate_props("stock"))
     p = run("libvirt", "--check", "--sysfs-root", real, path)

@@ -404,6 +404,17 @@ static bool gated(const GPtrArray *gates, const GpDomainHostdev *h)
 }
 
 /*
+ * Our QEMU refuses such an id where its own gate finds the BARs unmapped
+ * (x-gpu-p2p-verify=refuse, the default): the domain does not start.
+ * Upstream's x-nv-gpudirect-clique is not gated: its capability stays.
+ */
+static bool refused_by_our_qemu(const GpDomainHostdev *h)
+{
+    return h->explicit_id >= 0 && h->id_property &&
+           !strcmp(h->id_property, "x-gpu-p2p-clique") && !h->verify_relaxed;
+}
+
+/*
  * Our QEMU: auto everywhere but on a GPU whose BARs will not be mapped
  * for its peers, which gets x-gpu-p2p-clique=off (also over the machine
  * type's auto default). The operator's explicit ids are kept.
@@ -504,7 +515,15 @@ static void warn_gate(const GpDomain *d, bool stock, const GPtrArray *all)
     for (i = 0; i < d->gpus->len; i++) {
         const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
 
-        if (h->explicit_id >= 0 && gated(gates, h)) {
+        if (h->explicit_id >= 0 && gated(gates, h) && !stock &&
+            refused_by_our_qemu(h)) {
+            warn("%s keeps the domain's explicit clique %d (%s), though its "
+                 "BARs will not be mapped for peers: our QEMU will refuse "
+                 "the device at start-up (x-gpu-p2p-verify=refuse, the "
+                 "default); set x-gpu-p2p-clique=auto, or "
+                 "x-gpu-p2p-verify=warn to keep the id", h->bdf,
+                 h->explicit_id, h->id_property);
+        } else if (h->explicit_id >= 0 && gated(gates, h)) {
             warn("%s keeps the domain's explicit clique %d (%s), though its "
                  "BARs will not be mapped for peers", h->bdf,
                  h->explicit_id, h->id_property);
@@ -635,7 +654,9 @@ static char *transform(const LibvirtOpts *o, const char *xml,
  * the hook judges): a GPU proven unmapped, or one the gate cannot tell,
  * is named with the reason. Never a refusal: an id that may fault is the
  * operator's to drop ('gpup2p libvirt' writes none), and libvirt gives a
- * prepare hook no way to change the domain it starts.
+ * prepare hook no way to change the domain it starts. Our QEMU's own
+ * gate refuses a proven-unmapped x-gpu-p2p-clique id under its default
+ * verify; the hook says so rather than that the domain starts.
  */
 static void check_gate(GpDomain *d, const GpTopology *topo)
 {
@@ -643,7 +664,10 @@ static void check_gate(GpDomain *d, const GpTopology *topo)
     const char *qemu = em ? em : "qemu-system-x86_64";
     g_autoptr(GError) err = NULL;
     g_autoptr(GPtrArray) gates = NULL, no = NULL, unknown = NULL;
+    g_autoptr(GPtrArray) refused = NULL;
     g_autoptr(GPtrArray) ided = g_ptr_array_new();
+    g_autoptr(GPtrArray) ided_refused = g_ptr_array_new();
+    g_autoptr(GPtrArray) ided_started = g_ptr_array_new();
     bool vmm_matters = false;
     guint i;
 
@@ -667,10 +691,21 @@ static void check_gate(GpDomain *d, const GpTopology *topo)
 
         if (h->explicit_id >= 0) {
             g_ptr_array_add(ided, g_ptr_array_index(gates, i));
+            g_ptr_array_add(refused_by_our_qemu(h) ? ided_refused :
+                            ided_started, g_ptr_array_index(gates, i));
         }
     }
-    no = gp_front_gate_lines(ided, GP_BAR_GATE_NOT_MAPPED);
+    refused = gp_front_gate_lines(ided_refused, GP_BAR_GATE_NOT_MAPPED);
+    no = gp_front_gate_lines(ided_started, GP_BAR_GATE_NOT_MAPPED);
+    /* An unknown is a warning to our QEMU too: one list. */
     unknown = gp_front_gate_lines(ided, GP_BAR_GATE_UNKNOWN);
+    for (i = 0; i < refused->len; i++) {
+        warn("domain '%s' will not start: our QEMU refuses an explicit "
+             "x-gpu-p2p-clique id under x-gpu-p2p-verify=refuse (the "
+             "default) where the BARs will not be mapped in the IOMMU: %s; "
+             "'gpup2p libvirt' writes no id for them", d->domain_name,
+             (const char *)g_ptr_array_index(refused, i));
+    }
     for (i = 0; i < no->len; i++) {
         warn("domain '%s' starts, but its clique ids promise P2P that will "
              "fault, the BARs will not be mapped in the IOMMU: %s; 'gpup2p "
