@@ -1393,6 +1393,28 @@ static GateResult peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
     }
 }
 
+/*
+ * Upstream's x-nv-gpudirect-clique is the user's promise, kept as given;
+ * the gate's verdict on it is said, as gpup2p check --domain says it.
+ */
+static void judge_upstream_clique(VFIOPCIDevice *vdev)
+{
+    VFIOGpuP2P *p = &vdev->gpu_p2p;
+    g_autoptr(GString) unknown = g_string_new(NULL);
+
+    g_free(p->unmappable);
+    p->unmappable = unmappable_why(vdev, unknown);
+    if (p->unmappable) {
+        warn_report("vfio %s: x-nv-gpudirect-clique=%u: P2P writes of its "
+                    "peers to it would fault: %s", name_of(vdev),
+                    vdev->nv_gpudirect_clique, p->unmappable);
+    } else if (unknown->len) {
+        warn_report("vfio %s: x-nv-gpudirect-clique=%u: P2P writes of its "
+                    "peers to it may fault: %s", name_of(vdev),
+                    vdev->nv_gpudirect_clique, unknown->str);
+    }
+}
+
 /* A free offset for the capability in the device's config space. */
 static bool find_offset(VFIOPCIDevice *vdev, uint16_t *off, Error **errp)
 {
@@ -1466,6 +1488,10 @@ bool vfio_gpu_p2p_realize(VFIOPCIDevice *vdev, Error **errp)
     uint16_t off;
 
     p->id = -1;
+    if (vdev->nv_gpudirect_clique != 0xFF &&
+        (p->clique == VFIO_GPU_P2P_CLIQUE_OFF || is_auto(vdev))) {
+        judge_upstream_clique(vdev);
+    }
     if (p->clique == VFIO_GPU_P2P_CLIQUE_OFF) {
         return true;
     }

@@ -438,6 +438,11 @@ def main():
         "nommap-explicit": lambda: start_error(OURS, [
             dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=2"),
             dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=2,x-no-mmap=on")]),
+        # Upstream's id, the user's promise: kept, the gate's verdict said.
+        "nommap-upstream": lambda: run([
+            dev(g0, "rp0", "g0", ",x-nv-gpudirect-clique=2"),
+            dev(g1, "rp1", "g1", ",x-nv-gpudirect-clique=2,x-no-mmap=on")],
+            bars=False),
         "machine-default": lambda: run([dev(g0, "rp0", "g0"),
                                         dev(g1, "rp1", "g1")],
                                        ["-M", "q35-gpup2p"], bars=False),
@@ -470,6 +475,10 @@ def main():
                 dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto" + fd),
                 dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto" + fd)],
                 IOMMUFD),
+            "iommufd-upstream": lambda: run([
+                dev(g0, "rp0", "g0", ",x-nv-gpudirect-clique=3" + fd),
+                dev(g1, "rp1", "g1", ",x-nv-gpudirect-clique=3" + fd)],
+                IOMMUFD, bars=False),
             "iommufd-explicit": lambda: start_error(OURS, [
                 dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=3" + fd),
                 dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=3" + fd)], IOMMUFD),

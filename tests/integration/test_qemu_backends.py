@@ -119,6 +119,8 @@ def test(t):
     c = res.get("nommap-explicit", {})
     t.ok(not c.get("started") and "would fault" in c.get("stderr", ""),
          "x-no-mmap=on, explicit id: refused with the reason", c)
+    upstream_checks(t, res.get("nommap-upstream", {}), "x-no-mmap=on",
+                    "2", ["g1"])
     c = res.get("machine-default", {})
     t.ok(c.get("in_effect") == {"g0": 0, "g1": 0},
          "machine q35-gpup2p: auto with no device setting", c)
@@ -246,6 +248,8 @@ def test(t):
     c = res.get("iommufd-explicit", {})
     t.ok(not c.get("started") and "would fault" in c.get("stderr", ""),
          "iommufd, explicit id: refused with the reason", c)
+    upstream_checks(t, res.get("iommufd-upstream", {}),
+                    "the iommufd backend", "3", ["g0", "g1"])
     # A container per GPU: each judged against its peer's, and named.
     c = res.get("window-past-two-ioas", {})
     if not window_skipped(t, "window-past-two-ioas", c):
@@ -271,6 +275,29 @@ def test(t):
     t.ok(len(asked) == 2, "and each GPU's window is judged against its "
          "peer's IOAS ranges as the kernel gives them at machine done", c)
     gate_checks(t, load_result(outdir, "gate.json"), res, mem, dmabuf)
+
+
+def upstream_checks(t, c, condition, clique, gated):
+    """Upstream's x-nv-gpudirect-clique, the user's promise: QEMU keeps
+    its capability, and warns for each GPU (@gated) whose BARs the gate
+    finds unmapped, naming @condition, as check --domain does."""
+    caps = c.get("caps") or {}
+    t.ok(c.get("started") and len(caps) == 2 and
+         all(any(cid == 9 for _, cid in cl) for cl in caps.values()),
+         "upstream's x-nv-gpudirect-clique=%s, %s: QEMU starts, each GPU "
+         "with its capability" % (clique, condition), c)
+    err = c.get("stderr", "")
+    warned = re.findall(r"vfio (\S+): x-nv-gpudirect-clique=%s: P2P writes "
+                        r"of its peers to it would fault: %s" %
+                        (clique, re.escape(condition)), err)
+    bdfs = {g: (c.get("bar_maps") or {}).get(g, "") for g in ("g0", "g1")}
+    t.ok(len(warned) == len(gated) and
+         all(bdfs[g].startswith("none: " + condition) for g in gated) and
+         all(not bdfs[g].startswith("none:") for g in bdfs
+             if g not in gated),
+         "upstream's x-nv-gpudirect-clique=%s, %s: a warning for each GPU "
+         "whose BARs will not be mapped (%s), and x-gpu-p2p-bar-maps says "
+         "why" % (clique, condition, ", ".join(gated)), c)
 
 
 def split_checks(t, c):
