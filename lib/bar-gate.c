@@ -476,6 +476,14 @@ char *gp_bar_gate_viommu_why(const char *viommu)
                            viommu);
 }
 
+char *gp_bar_gate_iommufd_ours_why(void)
+{
+    return g_strdup("the iommufd backend on our QEMU (10.0), which maps a "
+                    "BAR into an IOAS from its mmap, which the kernel "
+                    "refuses (EFAULT); BARs reach an IOAS as dma-bufs from "
+                    "QEMU 11.0");
+}
+
 static gint area_by_offset(gconstpointer a, gconstpointer b)
 {
     const GpMmapArea *x = a, *y = b;
@@ -529,10 +537,7 @@ static char *backend_why(const GpBarGateHost *host, const GpBarGateVm *vm,
     }
     *proven = true;
     if (vm->vmm == GP_VMM_OURS) {
-        return g_strdup("the iommufd backend on our QEMU (10.0), which maps "
-                        "a BAR into an IOAS from its mmap, which the kernel "
-                        "refuses (EFAULT); BARs reach an IOAS as dma-bufs "
-                        "from QEMU 11.0");
+        return gp_bar_gate_iommufd_ours_why();
     }
     if (vm->vmm == GP_VMM_STOCK && vm->qemu_major &&
         vm->qemu_major < GP_QEMU_DMABUF_MAJOR) {

@@ -1296,15 +1296,13 @@ static char *unmappable_why(VFIOPCIDevice *vdev, GString *unknown)
     GList *l;
     int i;
 
-    if (vbasedev->iommufd) {
-        return g_strdup("the iommufd backend: this QEMU maps a BAR into an "
-                        "IOAS from its mmap, which the kernel refuses (BARs "
-                        "reach an IOAS as a dma-buf from QEMU 11.0 with "
-                        "Linux 6.19)");
-    }
+    /* In the library's order, so that both name the same condition. */
     if (vbasedev->no_mmap) {
         return g_strdup("x-no-mmap=on: its BARs are not mmapped, so the "
                         "IOMMU cannot map them for peers");
+    }
+    if (vbasedev->iommufd) {
+        return gp_bar_gate_iommufd_ours_why();
     }
     container = gp_bar_gate_container_why(bar_gate_host(), &proven);
     if (container && proven) {

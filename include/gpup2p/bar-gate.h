@@ -144,6 +144,8 @@ GPtrArray *gp_bar_gate_decide(const GpBarGateHost *host,
 char *gp_bar_gate_container_why(const GpBarGateHost *host, bool *proven);
 /* Why a vIOMMU in the VM (@viommu names it) leaves the verdict unknown. */
 char *gp_bar_gate_viommu_why(const char *viommu);
+/* Why our QEMU (10.0) on iommufd maps no BAR for peers; both front ends. */
+char *gp_bar_gate_iommufd_ours_why(void);
 
 /* One mmap of a BAR's region (VFIO's sparse mmap areas, or the whole). */
 typedef struct GpMmapArea {

@@ -475,6 +475,11 @@ def main():
                 dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto" + fd),
                 dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto" + fd)],
                 IOMMUFD),
+            # Both conditions: named as the library names them.
+            "iommufd-nommap-auto": lambda: run([
+                dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=auto" + fd),
+                dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=auto,x-no-mmap=on" +
+                    fd)], IOMMUFD, bars=False),
             "iommufd-upstream": lambda: run([
                 dev(g0, "rp0", "g0", ",x-nv-gpudirect-clique=3" + fd),
                 dev(g1, "rp1", "g1", ",x-nv-gpudirect-clique=3" + fd)],

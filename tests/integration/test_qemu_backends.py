@@ -248,6 +248,19 @@ def test(t):
     c = res.get("iommufd-explicit", {})
     t.ok(not c.get("started") and "would fault" in c.get("stderr", ""),
          "iommufd, explicit id: refused with the reason", c)
+    # The library's reasons and order (lib/bar-gate.c), as check --domain
+    # gives them: x-no-mmap first, then our QEMU's iommufd.
+    c = res.get("iommufd-nommap-auto", {})
+    maps = c.get("bar_maps") or {}
+    t.ok(c.get("in_effect") == {"g0": -1, "g1": -1} and
+         str(maps.get("g0")).startswith(
+             "none: the iommufd backend on our QEMU (10.0), which maps a BAR "
+             "into an IOAS from its mmap") and
+         str(maps.get("g1")).startswith("none: x-no-mmap=on: its BARs are "
+                                        "not mmapped"),
+         "iommufd and x-no-mmap=on on one GPU, auto: no capability; that "
+         "GPU's reason is x-no-mmap, the other's our QEMU's iommufd, in "
+         "check --domain's words", c)
     upstream_checks(t, res.get("iommufd-upstream", {}),
                     "the iommufd backend", "3", ["g0", "g1"])
     # A container per GPU: each judged against its peer's, and named.
