@@ -1393,13 +1393,17 @@ static GateResult peers_can_reach(VFIOPCIDevice *vdev, Error **errp)
 
 /*
  * Upstream's x-nv-gpudirect-clique is the user's promise, kept as given;
- * the gate's verdict on it is said, as gpup2p check --domain says it.
+ * the gate's verdict on it is said, as gpup2p check --domain says it,
+ * unless x-gpu-p2p-verify=trust silences it, as for an explicit id.
  */
 static void judge_upstream_clique(VFIOPCIDevice *vdev)
 {
     VFIOGpuP2P *p = &vdev->gpu_p2p;
     g_autoptr(GString) unknown = g_string_new(NULL);
 
+    if (p->verify == VFIO_GPU_P2P_VERIFY_TRUST) {
+        return;
+    }
     g_free(p->unmappable);
     p->unmappable = unmappable_why(vdev, unknown);
     if (p->unmappable) {

@@ -48,7 +48,8 @@ typedef struct GpBarGateHost {
 /*
  * The host facts under @root: the kernel release (proc/sys/kernel/
  * osrelease), its config from boot/config-RELEASE when readable, the
- * container from the config, else sys/module (vfio_iommu_type1, iommufd).
+ * container from sys/module's vfio_iommu_type1, else the config, else
+ * sys/module's iommufd (unknown).
  * Never fails: what cannot be read is unknown with its reason. A readable
  * config decides the dma-buf export whatever the release; without one it
  * is unknown (a vendor kernel may backport it to a release before 6.19).
@@ -64,8 +65,8 @@ void gp_bar_gate_host_set_config(GpBarGateHost *host, const char *text,
 /*
  * For a reader that holds a working VFIO container (a VMM at realize):
  * with vfio_iommu_type1 not under sys/module and iommufd there, what
- * serves /dev/vfio/vfio is iommufd's emulation, even with no kernel
- * config to say so.
+ * serves /dev/vfio/vfio is iommufd's emulation, whatever a kernel config
+ * says (it may not be the running kernel's).
  */
 void gp_bar_gate_host_container_open(GpBarGateHost *host);
 void gp_bar_gate_host_free(GpBarGateHost *host);

@@ -484,6 +484,11 @@ def main():
                 dev(g0, "rp0", "g0", ",x-nv-gpudirect-clique=3" + fd),
                 dev(g1, "rp1", "g1", ",x-nv-gpudirect-clique=3" + fd)],
                 IOMMUFD, bars=False),
+            "iommufd-upstream-trust": lambda: run([
+                dev(g0, "rp0", "g0", ",x-nv-gpudirect-clique=3,"
+                    "x-gpu-p2p-verify=trust" + fd),
+                dev(g1, "rp1", "g1", ",x-nv-gpudirect-clique=3,"
+                    "x-gpu-p2p-verify=trust" + fd)], IOMMUFD, bars=False),
             "iommufd-explicit": lambda: start_error(OURS, [
                 dev(g0, "rp0", "g0", ",x-gpu-p2p-clique=3" + fd),
                 dev(g1, "rp1", "g1", ",x-gpu-p2p-clique=3" + fd)], IOMMUFD),

@@ -120,7 +120,7 @@ def test(t):
     t.ok(not c.get("started") and "would fault" in c.get("stderr", ""),
          "x-no-mmap=on, explicit id: refused with the reason", c)
     upstream_checks(t, res.get("nommap-upstream", {}), "x-no-mmap=on",
-                    "2", ["g1"])
+                    "2", ["g1"], res.get("bdfs", {}))
     c = res.get("machine-default", {})
     t.ok(c.get("in_effect") == {"g0": 0, "g1": 0},
          "machine q35-gpup2p: auto with no device setting", c)
@@ -262,7 +262,15 @@ def test(t):
          "GPU's reason is x-no-mmap, the other's our QEMU's iommufd, in "
          "check --domain's words", c)
     upstream_checks(t, res.get("iommufd-upstream", {}),
-                    "the iommufd backend", "3", ["g0", "g1"])
+                    "the iommufd backend", "3", ["g0", "g1"],
+                    res.get("bdfs", {}))
+    c = res.get("iommufd-upstream-trust", {})
+    t.ok(c.get("started") and
+         all([0xc8, 9] in cl for cl in (c.get("caps") or {}).values()) and
+         len(c.get("caps") or {}) == 2 and
+         "x-nv-gpudirect-clique=3: P2P" not in c.get("stderr", "x"),
+         "upstream's x-nv-gpudirect-clique with x-gpu-p2p-verify=trust, "
+         "iommufd: the capability, and no warning", c)
     # A container per GPU: each judged against its peer's, and named.
     c = res.get("window-past-two-ioas", {})
     if not window_skipped(t, "window-past-two-ioas", c):
@@ -290,23 +298,24 @@ def test(t):
     gate_checks(t, load_result(outdir, "gate.json"), res, mem, dmabuf)
 
 
-def upstream_checks(t, c, condition, clique, gated):
+def upstream_checks(t, c, condition, clique, gated, hosts):
     """Upstream's x-nv-gpudirect-clique, the user's promise: QEMU keeps
-    its capability, and warns for each GPU (@gated) whose BARs the gate
-    finds unmapped, naming @condition, as check --domain does."""
+    its capability (upstream's place, C8h), and warns for each GPU
+    (@gated, g0 on host device @hosts["gpu0"], g1 on "gpu1") whose BARs
+    the gate finds unmapped, naming @condition, as check --domain does."""
     caps = c.get("caps") or {}
     t.ok(c.get("started") and len(caps) == 2 and
-         all(any(cid == 9 for _, cid in cl) for cl in caps.values()),
+         all([0xc8, 9] in cl for cl in caps.values()),
          "upstream's x-nv-gpudirect-clique=%s, %s: QEMU starts, each GPU "
-         "with its capability" % (clique, condition), c)
+         "with its capability at C8h" % (clique, condition), c)
     err = c.get("stderr", "")
     warned = re.findall(r"vfio (\S+): x-nv-gpudirect-clique=%s: P2P writes "
                         r"of its peers to it would fault: %s" %
                         (clique, re.escape(condition)), err)
-    bdfs = {g: (c.get("bar_maps") or {}).get(g, "") for g in ("g0", "g1")}
-    t.ok(len(warned) == len(gated) and
-         all(bdfs[g].startswith("none: " + condition) for g in gated) and
-         all(not bdfs[g].startswith("none:") for g in bdfs
+    maps = {g: (c.get("bar_maps") or {}).get(g, "") for g in ("g0", "g1")}
+    t.ok(sorted(warned) == sorted(hosts.get("gpu" + g[1:]) for g in gated)
+         and all(maps[g].startswith("none: " + condition) for g in gated) and
+         all(not maps[g].startswith("none:") for g in maps
              if g not in gated),
          "upstream's x-nv-gpudirect-clique=%s, %s: a warning for each GPU "
          "whose BARs will not be mapped (%s), and x-gpu-p2p-bar-maps says "

@@ -1682,22 +1682,42 @@ def test_check_gate(t, d):
         "v%d" % n: ("ua-gpu%d" % n, "x-gpu-p2p-verify", "string", "warn")
         for n in range(3)})
     emul_words = three + "/dev/vfio/vfio is iommufd's emulated type1 container"
-    for what, props, said, unsaid in (
+    trust = ("<qemu:commandline xmlns:qemu='%s'><qemu:arg value='-global'/>"
+             "<qemu:arg value='vfio-pci.x-gpu-p2p-verify=trust'/>"
+             "</qemu:commandline>" % QEMU_NS)
+    for what, props, said, unsaid, kw in (
             ("verify=refuse", ours_ids, "domain 'gpu-vm' will not start: our "
              "QEMU refuses an explicit x-gpu-p2p-clique id under "
              "x-gpu-p2p-verify=refuse (the default) where the BARs will not "
-             "be mapped in the IOMMU: " + emul_words, "starts"),
+             "be mapped in the IOMMU: " + emul_words, "starts", {}),
             ("verify=warn", relaxed, "domain 'gpu-vm' starts, but its clique "
              "ids promise P2P that will fault, the BARs will not be mapped "
-             "in the IOMMU: " + emul_words, "will not start")):
+             "in the IOMMU: " + emul_words, "will not start", {}),
+            ("verify=trust by -global", ours_ids, "domain 'gpu-vm' starts, "
+             "but its clique ids promise P2P that will fault",
+             "will not start", {"cmdline": trust})):
         path = gate_domain(d, "ck-ours.xml", q11,
-                           props=gate_props("", **props))
+                           props=gate_props("", **props), **kw)
         p = run("libvirt", "--check", "--sysfs-root", emulated, path)
         t.ok(p.returncode == 0 and said in p.stderr and
              unsaid not in p.stderr,
              "--check, our QEMU's explicit ids, %s, the emulated container: "
              "%s" % (what, "it will not start, as our QEMU refuses them"
                      if unsaid == "starts" else "it starts"), p.stderr)
+    # Unknown to the host (a vIOMMU), our QEMU's ids under refuse: its own
+    # gate may still refuse them, as the hook says.
+    path = gate_domain(d, "ck-ours-viommu.xml", q11,
+                       props=gate_props("", **ours_ids),
+                       extra_dev="<iommu model='intel'/>")
+    p = run("libvirt", "--check", "--sysfs-root", real, path)
+    t.ok(p.returncode == 0 and "domain 'gpu-vm' starts unless our QEMU's "
+         "own gate, which sees its container and each BAR's mmaps, proves "
+         "the BARs unmapped and refuses the explicit x-gpu-p2p-clique id; "
+         "whether the BARs of GPUs with a clique id will be mapped in the "
+         "IOMMU for peers is unknown: " + three + "a vIOMMU in the VM"
+         in p.stderr, "--check, our QEMU's explicit ids, unknown to the "
+         "host (a vIOMMU): it starts unless our QEMU's own gate refuses",
+         p.stderr)
     # Every fact known and mapped: nothing said.
     path = gate_domain(d, "ck-plain.xml", q11, props=gate_props("stock"))
     p = run("libvirt", "--check", "--sysfs-root", real, path)

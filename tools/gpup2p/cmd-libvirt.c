@@ -664,8 +664,7 @@ static void check_gate(GpDomain *d, const GpTopology *topo)
     const char *qemu = em ? em : "qemu-system-x86_64";
     g_autoptr(GError) err = NULL;
     g_autoptr(GPtrArray) gates = NULL, no = NULL, unknown = NULL;
-    g_autoptr(GPtrArray) refused = NULL;
-    g_autoptr(GPtrArray) ided = g_ptr_array_new();
+    g_autoptr(GPtrArray) refused = NULL, maybe = NULL;
     g_autoptr(GPtrArray) ided_refused = g_ptr_array_new();
     g_autoptr(GPtrArray) ided_started = g_ptr_array_new();
     bool vmm_matters = false;
@@ -690,15 +689,15 @@ static void check_gate(GpDomain *d, const GpTopology *topo)
         const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
 
         if (h->explicit_id >= 0) {
-            g_ptr_array_add(ided, g_ptr_array_index(gates, i));
             g_ptr_array_add(refused_by_our_qemu(h) ? ided_refused :
                             ided_started, g_ptr_array_index(gates, i));
         }
     }
     refused = gp_front_gate_lines(ided_refused, GP_BAR_GATE_NOT_MAPPED);
     no = gp_front_gate_lines(ided_started, GP_BAR_GATE_NOT_MAPPED);
-    /* An unknown is a warning to our QEMU too: one list. */
-    unknown = gp_front_gate_lines(ided, GP_BAR_GATE_UNKNOWN);
+    unknown = gp_front_gate_lines(ided_started, GP_BAR_GATE_UNKNOWN);
+    /* Our QEMU's gate sees more (its container, each BAR's mmaps). */
+    maybe = gp_front_gate_lines(ided_refused, GP_BAR_GATE_UNKNOWN);
     for (i = 0; i < refused->len; i++) {
         warn("domain '%s' will not start: our QEMU refuses an explicit "
              "x-gpu-p2p-clique id under x-gpu-p2p-verify=refuse (the "
@@ -716,6 +715,14 @@ static void check_gate(GpDomain *d, const GpTopology *topo)
         warn("domain '%s' starts; whether the BARs of GPUs with a clique id "
              "will be mapped in the IOMMU for peers is unknown: %s",
              d->domain_name, (const char *)g_ptr_array_index(unknown, i));
+    }
+    for (i = 0; i < maybe->len; i++) {
+        warn("domain '%s' starts unless our QEMU's own gate, which sees its "
+             "container and each BAR's mmaps, proves the BARs unmapped and "
+             "refuses the explicit x-gpu-p2p-clique id; whether the BARs "
+             "of GPUs with a clique id will be mapped in the IOMMU for "
+             "peers is unknown: %s", d->domain_name,
+             (const char *)g_ptr_array_index(maybe, i));
     }
 }
 
