@@ -64,6 +64,12 @@ if [ "${GPUP2P_SKIP_INTEGRATION:-0}" != 1 ]; then
               build/meson-logs/testlog.txt || true)
     echo "virtual host retries: ${retries:-0}"
     grep '^# vhost retry \[counted\]' build/meson-logs/testlog.txt || true
+    # A nested guest booted again after an early end (qemu_p2p_dma.sh).
+    again=$(grep -c '^# nested guest booted again \[counted\]' \
+            build/meson-logs/testlog.txt || true)
+    echo "nested guests booted again: ${again:-0}"
+    grep '^# nested guest booted again \[counted\]' \
+        build/meson-logs/testlog.txt || true
     # A check that could not run is a TAP SKIP, which meson counts as
     # passed within its test: named here, so that it is never unseen.
     skips=$(grep -c '^ok [0-9]* - .* # SKIP ' build/meson-logs/testlog.txt ||
