@@ -484,6 +484,12 @@ char *gp_bar_gate_iommufd_ours_why(void)
                     "QEMU 11.0");
 }
 
+char *gp_bar_gate_nommap_why(void)
+{
+    return g_strdup("x-no-mmap=on: its BARs are not mmapped, so the IOMMU "
+                    "cannot map them for peers");
+}
+
 static gint area_by_offset(gconstpointer a, gconstpointer b)
 {
     const GpMmapArea *x = a, *y = b;
@@ -760,8 +766,7 @@ static GpBarGate *decide_one(const GpBarGateHost *host, const GpBarGateVm *vm,
 
     out->dev = g->dev;
     if (g->no_mmap) {
-        no = g_strdup("x-no-mmap=on: its BARs are not mmapped, so the "
-                      "IOMMU cannot map them for peers");
+        no = gp_bar_gate_nommap_why();
     }
     backend = no ? NULL : backend_why(host, vm, g, &proven);
     if (backend && proven) {

@@ -1298,8 +1298,7 @@ static char *unmappable_why(VFIOPCIDevice *vdev, GString *unknown)
 
     /* In the library's order, so that both name the same condition. */
     if (vbasedev->no_mmap) {
-        return g_strdup("x-no-mmap=on: its BARs are not mmapped, so the "
-                        "IOMMU cannot map them for peers");
+        return gp_bar_gate_nommap_why();
     }
     if (vbasedev->iommufd) {
         return gp_bar_gate_iommufd_ours_why();

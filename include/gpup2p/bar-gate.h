@@ -147,6 +147,8 @@ char *gp_bar_gate_container_why(const GpBarGateHost *host, bool *proven);
 char *gp_bar_gate_viommu_why(const char *viommu);
 /* Why our QEMU (10.0) on iommufd maps no BAR for peers; both front ends. */
 char *gp_bar_gate_iommufd_ours_why(void);
+/* Why x-no-mmap=on leaves a GPU's BARs unmapped; both front ends. */
+char *gp_bar_gate_nommap_why(void);
 
 /* One mmap of a BAR's region (VFIO's sparse mmap areas, or the whole). */
 typedef struct GpMmapArea {

@@ -515,18 +515,15 @@ static void warn_gate(const GpDomain *d, bool stock, const GPtrArray *all)
     for (i = 0; i < d->gpus->len; i++) {
         const GpDomainHostdev *h = g_ptr_array_index(d->gpus, i);
 
-        if (h->explicit_id >= 0 && gated(gates, h) && !stock &&
-            refused_by_our_qemu(h)) {
+        if (h->explicit_id >= 0 && gated(gates, h)) {
             warn("%s keeps the domain's explicit clique %d (%s), though its "
-                 "BARs will not be mapped for peers: our QEMU will refuse "
-                 "the device at start-up (x-gpu-p2p-verify=refuse, the "
-                 "default); set x-gpu-p2p-clique=auto, or "
-                 "x-gpu-p2p-verify=warn to keep the id", h->bdf,
-                 h->explicit_id, h->id_property);
-        } else if (h->explicit_id >= 0 && gated(gates, h)) {
-            warn("%s keeps the domain's explicit clique %d (%s), though its "
-                 "BARs will not be mapped for peers", h->bdf,
-                 h->explicit_id, h->id_property);
+                 "BARs will not be mapped for peers%s", h->bdf,
+                 h->explicit_id, h->id_property,
+                 !stock && refused_by_our_qemu(h) ?
+                 ": our QEMU will refuse the device at start-up "
+                 "(x-gpu-p2p-verify=refuse, the default); set "
+                 "x-gpu-p2p-clique=auto, or x-gpu-p2p-verify=warn to keep "
+                 "the id" : "");
         }
     }
 }
